@@ -1,0 +1,1 @@
+"""CDK app (placeholder until the infrastructure issue lands)."""

@@ -1,0 +1,108 @@
+"""The API resolver: every route of API.md, one error mapping, and the Lambda entry point.
+
+``functions/api/handler.py`` re-exports :func:`lambda_handler`; the local server calls the same
+function with API Gateway REST proxy events, so local and Lambda run one code path.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from agentmem import __version__
+from agentmem.api import middlewares
+from agentmem.api.http import JSON, MAX_BODY_BYTES, error_response, json_response
+from agentmem.api.routes import memories, service
+from agentmem.errors import MemoryServiceError
+from agentmem.observability import logger, metrics, tracer
+
+app = APIGatewayRestResolver(enable_validation=True)
+app.use(middlewares=[middlewares.idempotency])
+app.include_router(memories.router)
+app.include_router(service.router)
+
+
+def _request_id() -> str:
+    context = getattr(app, "lambda_context", None)
+    request_id = getattr(context, "aws_request_id", None)
+    if request_id:
+        return str(request_id)
+    try:
+        return str(app.current_event.request_context.request_id or "")
+    except (AttributeError, KeyError):
+        return ""
+
+
+def _location(loc: Any) -> str:
+    parts = [str(p) for p in loc or () if p not in ("body", "query", "path")]
+    return ".".join(parts) or "request"
+
+
+@app.exception_handler(MemoryServiceError)
+def _domain_error(exc: MemoryServiceError) -> Response[Any]:
+    if exc.http_status >= 500:
+        logger.warning("dependency failure", error_code=exc.code)
+    return error_response(exc.http_status, exc.code, exc.message, _request_id(), exc.details)
+
+
+@app.exception_handler(RequestValidationError)
+def _validation_error(exc: RequestValidationError) -> Response[Any]:
+    errors = exc.errors()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return error_response(400, "malformed_json", "the request body is not valid JSON", _request_id())
+    details = [{"location": _location(e.get("loc")), "message": str(e.get("msg", ""))} for e in errors]
+    first = details[0] if details else {"location": "request", "message": "invalid request"}
+    message = f"{first['location']}: {first['message']}"
+    return error_response(422, "invalid_input", message, _request_id(), details)
+
+
+@app.exception_handler(UnicodeDecodeError)
+def _bad_encoding(exc: UnicodeDecodeError) -> Response[Any]:
+    return error_response(400, "malformed_request", "the request is not valid UTF-8", _request_id())
+
+
+@app.not_found
+def _not_found(exc: Exception) -> Response[Any]:
+    return error_response(404, "route_not_found", "no such route; see /v1/openapi.json", _request_id())
+
+
+@app.exception_handler(Exception)
+def _unexpected(exc: Exception) -> Response[Any]:
+    logger.exception("unhandled error")
+    return error_response(500, "internal_error", "internal error; quote the request id when reporting it", _request_id())
+
+
+@app.get("/v1/openapi.json", summary="The OpenAPI document of this API")
+def openapi() -> Response[Any]:
+    schema = app.get_openapi_json_schema(title="Agent memory API", version=__version__)
+    return json_response(200, json.loads(schema))
+
+
+def _oversized(event: dict[str, Any]) -> dict[str, Any] | None:
+    body = event.get("body") or ""
+    if len(body) <= MAX_BODY_BYTES:
+        return None
+    request_id = str((event.get("requestContext") or {}).get("requestId", ""))
+    response = error_response(413, "payload_too_large", f"the request body exceeds {MAX_BODY_BYTES} bytes", request_id)
+    return {"statusCode": 413, "headers": {"Content-Type": "application/json"}, "body": response.body}
+
+
+def _read_body_as_json(event: dict[str, Any]) -> dict[str, Any]:
+    """The API speaks JSON only: read every body as JSON whatever Content-Type the client claimed
+    (``curl -d`` sends a form type), so a JSON body is never parsed as a form."""
+    if not event.get("body"):
+        return event
+    headers = {k: v for k, v in (event.get("headers") or {}).items() if k.lower() != "content-type"}
+    multi = {k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
+    return {**event, "headers": {**headers, "content-type": JSON}, "multiValueHeaders": {**multi, "content-type": [JSON]}}
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return _oversized(event) or app.resolve(_read_body_as_json(event), context)

@@ -1,0 +1,57 @@
+"""Middlewares that apply to every write route."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import APIGatewayRestResolver
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+
+from agentmem.api.http import user_of_path
+from agentmem.container import get_container
+from agentmem.idempotency import StoredResponse
+
+IDEMPOTENCY_HEADER = "idempotency-key"
+_WRITE_METHODS = {"POST", "PUT", "DELETE", "PATCH"}
+
+
+def _fingerprint(app: APIGatewayRestResolver) -> str:
+    event = app.current_event
+    query = sorted((event.multi_value_query_string_parameters or {}).items())
+    digest = hashlib.sha256()
+    for part in (event.http_method, event.path, repr(query), event.body or ""):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def idempotency(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response[Any]:
+    """Replay the first answer to a write retried with the same ``Idempotency-Key`` and body."""
+    event = app.current_event
+    key = event.headers.get(IDEMPOTENCY_HEADER) if event.http_method in _WRITE_METHODS else None
+    user = user_of_path(event.path) if key else None
+    if key is None or user is None:
+        return next_middleware(app)
+    store = get_container().idempotency
+    fingerprint = _fingerprint(app)
+    stored = store.begin(user, key, fingerprint)
+    if stored is not None:
+        return Response(
+            status_code=stored.status_code,
+            content_type=stored.content_type,
+            body=stored.body,
+            headers={"Idempotent-Replayed": "true"},
+        )
+    try:
+        response = next_middleware(app)
+    except BaseException:
+        store.release(user, key)
+        raise
+    if 200 <= response.status_code < 300:
+        body = response.body if isinstance(response.body, str) else ""
+        store.complete(user, key, fingerprint, StoredResponse(response.status_code, body, "application/json"))
+    else:
+        store.release(user, key)
+    return response

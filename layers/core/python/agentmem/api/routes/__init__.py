@@ -1,0 +1,1 @@
+"""One Powertools Router per capability."""

@@ -1,0 +1,89 @@
+"""Memory entry routes of API.md (``{scope}/memories``, ``{scope}/sessions``, ``{scope}/projects``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from agentmem.api.http import SCOPE_PATH, json_response, no_content, path_id, scope_from_path, user_from_path
+from agentmem.container import get_container
+from agentmem.keys import validate_id
+from agentmem.models.memory import AddEntryRequest, DeleteByQueryRequest, PutSessionRequest, SearchRequest
+
+router = Router()
+
+ProjectQuery = Annotated[str | None, Query(description="project scope; absent means global")]
+
+
+@router.put(SCOPE_PATH + "/sessions/<session>/memories", summary="Ingest a finished session (replaces it)")
+def put_session(app: str, user: str, session: str, body: PutSessionRequest) -> Response[Any]:
+    scope = scope_from_path(app, user, body.project_id)
+    result = get_container().memory.add_session(scope, validate_id(path_id(session), "session_id"), body.entries)
+    return json_response(200, {"session_id": result.session_id, "stored": result.stored, "skipped": result.skipped})
+
+
+@router.post(SCOPE_PATH + "/memories", summary="Store one memory entry")
+def add_entry(app: str, user: str, body: AddEntryRequest) -> Response[Any]:
+    scope = scope_from_path(app, user, body.project_id)
+    stored = get_container().memory.add_entry(scope, body.entry, session_id=body.session_id)
+    return json_response(201, stored.to_json())
+
+
+@router.post(SCOPE_PATH + "/memories/search", summary="Search memories, best first")
+def search(app: str, user: str, body: SearchRequest) -> Response[Any]:
+    scope = scope_from_path(app, user, body.project_id)
+    result = get_container().memory.search(
+        scope, body.query, top_k=body.top_k, min_score=body.min_score, mode=body.mode
+    )
+    payload: dict[str, Any] = {"entries": [e.to_json() for e in result.entries], "mode": result.mode}
+    if result.degraded:
+        payload["degraded"] = True
+        payload["warnings"] = result.warnings
+    return json_response(200, payload)
+
+
+@router.get(SCOPE_PATH + "/memories", summary="List memories, newest first")
+def list_recent(
+    app: str,
+    user: str,
+    project_id: ProjectQuery = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=128)] = None,
+) -> Response[Any]:
+    scope = scope_from_path(app, user, project_id)
+    page = get_container().memory.list_recent(scope, limit=limit, cursor=cursor)
+    return json_response(200, {"entries": [e.to_json() for e in page.entries], "next_cursor": page.next_cursor})
+
+
+@router.get(SCOPE_PATH + "/memories/<entry_id>", summary="Read one memory entry")
+def get_entry(app: str, user: str, entry_id: str) -> Response[Any]:
+    stored = get_container().memory.get_entry(user_from_path(app, user), path_id(entry_id))
+    return json_response(200, stored.to_json())
+
+
+@router.delete(SCOPE_PATH + "/memories/<entry_id>", summary="Delete one memory entry")
+def delete_entry(app: str, user: str, entry_id: str) -> Response[Any]:
+    get_container().memory.delete_entry(user_from_path(app, user), path_id(entry_id))
+    return no_content()
+
+
+@router.post(SCOPE_PATH + "/memories/delete", summary="Delete the entries holding every query word")
+def delete_entries(app: str, user: str, body: DeleteByQueryRequest) -> Response[Any]:
+    scope = scope_from_path(app, user, body.project_id)
+    return json_response(200, {"deleted": get_container().memory.delete_entries(scope, body.query)})
+
+
+@router.delete(SCOPE_PATH + "/sessions/<session>", summary="Delete a session's entries in one scope")
+def delete_session(app: str, user: str, session: str, project_id: ProjectQuery = None) -> Response[Any]:
+    scope = scope_from_path(app, user, project_id)
+    deleted = get_container().memory.delete_session(scope, validate_id(path_id(session), "session_id"))
+    return json_response(200, {"deleted": deleted})
+
+
+@router.delete(SCOPE_PATH + "/projects/<project>", summary="Delete a project and everything in it")
+def delete_project(app: str, user: str, project: str) -> Response[Any]:
+    deleted = get_container().memory.delete_project(user_from_path(app, user), path_id(project))
+    return json_response(200, {"deleted": deleted})

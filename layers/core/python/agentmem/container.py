@@ -1,0 +1,60 @@
+"""Wiring: build the adapters the settings ask for, once, on first use (never at import time)."""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+
+from agentmem.idempotency import IdempotencyStore
+from agentmem.memory.service import MemoryService
+from agentmem.settings import Settings, get_settings
+from agentmem.stores.table import Table
+
+
+class Container:
+    def __init__(self, settings: Settings, *, table: Table | None = None) -> None:
+        self.settings = settings
+        if table is not None:
+            self.__dict__["table"] = table
+
+    @cached_property
+    def table(self) -> Table:
+        if self.settings.store == "dynamodb":
+            from agentmem.stores.dynamo_table import DynamoTable
+
+            return DynamoTable(
+                self.settings.table_name,
+                endpoint_url=self.settings.dynamodb_endpoint_url,
+                region_name=self.settings.aws_region,
+            )
+        from agentmem.stores.sqlite_table import SqliteTable
+
+        return SqliteTable(self.settings.sqlite_path)
+
+    @cached_property
+    def memory(self) -> MemoryService:
+        return MemoryService(self.table)
+
+    @cached_property
+    def idempotency(self) -> IdempotencyStore:
+        return IdempotencyStore(self.table, ttl_seconds=self.settings.idempotency_ttl_seconds)
+
+
+_lock = threading.Lock()
+_container: Container | None = None
+
+
+def get_container() -> Container:
+    global _container
+    if _container is None:
+        with _lock:
+            if _container is None:
+                _container = Container(get_settings())
+    return _container
+
+
+def set_container(container: Container | None) -> None:
+    """Install a container (tests, the local server); None rebuilds from the environment on next use."""
+    global _container
+    get_settings.cache_clear()
+    _container = container

@@ -1,0 +1,80 @@
+"""One error root for the whole library; the API maps it to HTTP in one place.
+
+Every error carries a stable snake_case ``code`` and the HTTP status it stands for, so no caller ever
+matches on message text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MemoryServiceError(Exception):
+    """Base of every error the library raises on purpose."""
+
+    code = "internal_error"
+    http_status = 500
+
+    def __init__(self, message: str, *, code: str | None = None, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details = details
+
+
+class MalformedRequest(MemoryServiceError):
+    code = "malformed_request"
+    http_status = 400
+
+
+class InvalidInput(MemoryServiceError):
+    code = "invalid_input"
+    http_status = 422
+
+
+class PayloadTooLarge(MemoryServiceError):
+    code = "payload_too_large"
+    http_status = 413
+
+
+class Unauthorized(MemoryServiceError):
+    code = "unauthorized"
+    http_status = 401
+
+
+class Forbidden(MemoryServiceError):
+    code = "forbidden"
+    http_status = 403
+
+
+class NotFound(MemoryServiceError):
+    code = "not_found"
+    http_status = 404
+
+
+class Conflict(MemoryServiceError):
+    code = "conflict"
+    http_status = 409
+
+
+class UserDeletionInProgress(Conflict):
+    code = "user_deletion_in_progress"
+
+
+class ConditionFailed(Conflict):
+    """A conditional or transactional write found the item in another state than it required."""
+
+    code = "condition_failed"
+
+
+class RateLimited(MemoryServiceError):
+    code = "rate_limited"
+    http_status = 429
+
+
+class Unavailable(MemoryServiceError):
+    """A dependency (table, vector index, embedder) cannot be reached."""
+
+    code = "dependency_unavailable"
+    http_status = 503

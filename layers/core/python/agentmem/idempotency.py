@@ -1,0 +1,81 @@
+"""Idempotency-Key support: a retried write with the same key and body gets the first answer again.
+
+Records live in the user's own partition (so erasure removes them) and expire with a TTL. A key reused
+with a different request is refused; a key whose first request is still running answers 409.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from agentmem.errors import Conflict, ConditionFailed, InvalidInput
+from agentmem.keys import UserRef, escape, validate_id
+from agentmem.stores.table import Condition, Table
+
+PREFIX = "IDEM#"
+_IN_PROGRESS_SECONDS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class StoredResponse:
+    status_code: int
+    body: str
+    content_type: str
+
+
+class IdempotencyStore:
+    def __init__(self, table: Table, *, ttl_seconds: int = 86400) -> None:
+        self._table = table
+        self._ttl = ttl_seconds
+
+    def begin(self, user: UserRef, key: str, fingerprint: str) -> StoredResponse | None:
+        """Claim ``key``: None when this request should run, the stored response when it already ran."""
+        validate_id(key, "Idempotency-Key")
+        sk = PREFIX + escape(key)
+        now = int(time.time())
+        existing = self._table.get(user.partition, sk)
+        if existing is not None:
+            if existing["fingerprint"] != fingerprint:
+                raise InvalidInput(
+                    "this Idempotency-Key was used for a different request", code="idempotency_key_reused"
+                )
+            if existing.get("status") == "done":
+                return StoredResponse(existing["status_code"], existing["body"], existing["content_type"])
+            if existing.get("claimed_until", 0) > now:
+                raise Conflict("a request with this Idempotency-Key is still running", code="idempotency_in_progress")
+        item = {
+            "pk": user.partition,
+            "sk": sk,
+            "fingerprint": fingerprint,
+            "status": "running",
+            "claimed_until": now + _IN_PROGRESS_SECONDS,
+            "ttl": now + self._ttl,
+        }
+        try:
+            if existing is None:
+                self._table.put(item, Condition(exists=False))
+            else:
+                self._table.put(item, Condition(equals={"claimed_until": existing.get("claimed_until", 0)}))
+        except ConditionFailed:
+            raise Conflict("a request with this Idempotency-Key is still running", code="idempotency_in_progress") from None
+        return None
+
+    def complete(self, user: UserRef, key: str, fingerprint: str, response: StoredResponse) -> None:
+        now = int(time.time())
+        self._table.put(
+            {
+                "pk": user.partition,
+                "sk": PREFIX + escape(key),
+                "fingerprint": fingerprint,
+                "status": "done",
+                "status_code": response.status_code,
+                "body": response.body,
+                "content_type": response.content_type,
+                "ttl": now + self._ttl,
+            }
+        )
+
+    def release(self, user: UserRef, key: str) -> None:
+        """Forget a claim whose request failed, so a retry runs it again."""
+        self._table.delete(user.partition, PREFIX + escape(key))

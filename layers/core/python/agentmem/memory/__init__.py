@@ -1,0 +1,1 @@
+"""Semantic memory: the MemoryService contract."""

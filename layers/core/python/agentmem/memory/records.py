@@ -1,0 +1,83 @@
+"""How memory entries are laid out in the table (sort-key prefixes of a scope partition)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agentmem.keys import Scope, UserRef, escape
+from agentmem.models.memory import StoredEntry
+from agentmem.stores.table import Item
+
+ENTRY = "E#"
+SESSION_INDEX = "SX#"
+INDEX_NAMESPACE = "M"
+ENTRY_POINTER = "ID#"
+SCOPE_REGISTRY = "SCOPE#"
+DELETION_MARK = "DELETION"
+
+
+def entry_sk(entry_id: str) -> str:
+    return ENTRY + entry_id
+
+
+def session_prefix(session_id: str) -> str:
+    return f"{SESSION_INDEX}{escape(session_id)}#"
+
+
+def session_index_item(scope: Scope, session_id: str, entry_id: str) -> Item:
+    return {"pk": scope.partition, "sk": session_prefix(session_id) + entry_id}
+
+
+def pointer_item(scope: Scope, entry_id: str) -> Item:
+    """Lets an entry be found by id alone, whichever project holds it."""
+    return {"pk": scope.user_ref.partition, "sk": ENTRY_POINTER + entry_id, "project_id": scope.project_id}
+
+
+def registry_sk(project_id: str | None) -> str:
+    return SCOPE_REGISTRY + escape(project_id or "")
+
+
+def registry_item(scope: Scope) -> Item:
+    """The user's registry of scopes: erasure lists it instead of scanning the table."""
+    return {"pk": scope.user_ref.partition, "sk": registry_sk(scope.project_id), "project_id": scope.project_id}
+
+
+def deletion_mark_key(user: UserRef) -> tuple[str, str]:
+    return user.partition, DELETION_MARK
+
+
+def entry_from_item(item: Item, score: float | None = None) -> StoredEntry:
+    return StoredEntry(
+        id=item["id"],
+        session_id=item.get("session_id"),
+        project_id=item.get("project_id"),
+        content=json.loads(item["content"]),
+        author=item.get("author"),
+        timestamp=item["timestamp"],
+        score=score,
+    )
+
+
+def entry_item(
+    scope: Scope,
+    entry_id: str,
+    *,
+    session_id: str | None,
+    content: dict[str, Any],
+    author: str | None,
+    timestamp: str,
+    tokens: list[str],
+) -> Item:
+    return {
+        "pk": scope.partition,
+        "sk": entry_sk(entry_id),
+        "id": entry_id,
+        "session_id": session_id,
+        "project_id": scope.project_id,
+        "content": json.dumps(content, ensure_ascii=False, separators=(",", ":")),
+        "author": author,
+        "timestamp": timestamp,
+        "tokens": sorted(set(tokens)),
+        "length": len(tokens),
+    }

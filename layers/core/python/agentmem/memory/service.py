@@ -1,0 +1,290 @@
+"""MemoryService: store what users said, find it again, forget it on request.
+
+Every operation works on a :class:`~agentmem.keys.Scope` ``(app, user, project)``. Reads in a project
+see the user's global entries and the project's; reads in the global scope see global entries only.
+Writes and deletes touch exactly the scope they name, never a wider one.
+
+Write order makes every acknowledged write durable and findable: the index postings, the session
+index, the id pointer and the scope registry are written first, the entry item last. A crash in
+between leaves only postings that point at nothing, which searches skip.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from agentmem.clock import format_timestamp, new_id, utc_now
+from agentmem.errors import InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable, UserDeletionInProgress
+from agentmem.keys import Scope, UserRef, validate_id
+from agentmem.memory import records
+from agentmem.models.memory import MAX_TEXT_BYTES, MemoryEntry, SearchMode, StoredEntry
+from agentmem.search.inverted_index import InvertedIndex
+from agentmem.search.tokenize import tokenize
+from agentmem.stores.table import Item, Key, Table, query_all
+
+_DELETE_PAGE = 200
+
+
+@dataclass(frozen=True, slots=True)
+class SessionWriteResult:
+    session_id: str
+    stored: int
+    skipped: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    entries: list[StoredEntry]
+    mode: SearchMode
+    degraded: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryPage:
+    entries: list[StoredEntry]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _PreparedEntry:
+    item: Item
+    tokens: list[str]
+    scope: Scope
+    has_text: bool
+
+
+class MemoryService:
+    supports_project_scoping = True
+
+    def __init__(self, table: Table, *, clock: Callable[[], datetime] = utc_now) -> None:
+        self._table = table
+        self._clock = clock
+        self._index = InvertedIndex(table, records.INDEX_NAMESPACE)
+
+    @property
+    def search_modes(self) -> list[SearchMode]:
+        return ["keyword"]
+
+    @property
+    def default_mode(self) -> SearchMode:
+        return "keyword"
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def add_session(self, scope: Scope, session_id: str, entries: Sequence[MemoryEntry]) -> SessionWriteResult:
+        """Store a finished conversation, replacing what this session held in this scope."""
+        validate_id(session_id, "session_id")
+        self.ensure_writable(scope.user_ref)
+        prepared = [p for p in (self._prepare(scope, e, session_id) for e in entries) if p.has_text]
+        skipped = len(entries) - len(prepared)
+        old_ids = self._session_entry_ids(scope, session_id)
+        self._write(prepared, session_id)
+        self._delete_ids(scope, old_ids, session_id)
+        return SessionWriteResult(session_id=session_id, stored=len(prepared), skipped=skipped)
+
+    def add_entry(self, scope: Scope, entry: MemoryEntry, session_id: str | None = None) -> StoredEntry:
+        if session_id is not None:
+            validate_id(session_id, "session_id")
+        self.ensure_writable(scope.user_ref)
+        prepared = self._prepare(scope, entry, session_id)
+        self._write([prepared], session_id)
+        return records.entry_from_item(prepared.item)
+
+    def _prepare(self, scope: Scope, entry: MemoryEntry, session_id: str | None) -> _PreparedEntry:
+        text = entry.content.text()
+        size = len(text.encode("utf-8"))
+        if size > MAX_TEXT_BYTES:
+            raise PayloadTooLarge(f"an entry holds {size} bytes of text; the limit is {MAX_TEXT_BYTES}", code="entry_too_large")
+        moment = entry.timestamp or self._clock()
+        if moment.astimezone(UTC).year < 1970:
+            raise InvalidInput("timestamp must not be before 1970-01-01", code="invalid_timestamp")
+        entry_id = new_id(int(moment.timestamp() * 1000))
+        tokens = tokenize(text)
+        item = records.entry_item(
+            scope,
+            entry_id,
+            session_id=session_id,
+            content=entry.content.to_json(),
+            author=entry.author,
+            timestamp=format_timestamp(moment),
+            tokens=tokens,
+        )
+        return _PreparedEntry(item, tokens, scope, has_text=bool(text.strip()))
+
+    def _write(self, prepared: Sequence[_PreparedEntry], session_id: str | None) -> None:
+        if not prepared:
+            return
+        scope = prepared[0].scope
+        side_items: list[Item] = [records.registry_item(scope)]
+        for p in prepared:
+            entry_id = p.item["id"]
+            side_items.append(records.pointer_item(scope, entry_id))
+            side_items.extend(self._index.postings(scope.partition, entry_id, p.tokens))
+            if session_id is not None:
+                side_items.append(records.session_index_item(scope, session_id, entry_id))
+        self._table.batch_write(puts=side_items)
+        self._index.record(scope.partition, docs=len(prepared), length=sum(len(p.tokens) for p in prepared))
+        self._table.batch_write(puts=[p.item for p in prepared])
+
+    def ensure_writable(self, user: UserRef) -> None:
+        """Refuse writes while the user's erasure runs, so nothing is resurrected."""
+        if self._table.get(*records.deletion_mark_key(user)) is not None:
+            raise UserDeletionInProgress("this user's data is being deleted; writes are refused until it finishes")
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def search(
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        top_k: int = 10,
+        min_score: float | None = None,
+        mode: SearchMode | None = None,
+    ) -> SearchResult:
+        mode = mode or self.default_mode
+        if mode not in self.search_modes:
+            raise InvalidInput(
+                f"search mode {mode!r} is not available here; available: {', '.join(self.search_modes)}",
+                code="search_mode_unavailable",
+            )
+        hits = self._index.search([s.partition for s in scope.visible_scopes()], tokenize(query))
+        if min_score is not None:
+            hits = [h for h in hits if h.score >= min_score]
+        scored = [(h.partition, h.doc_id, h.score) for h in hits]
+        return SearchResult(entries=self.hydrate(scored, top_k), mode=mode)
+
+    def hydrate(self, ranked: Sequence[tuple[str, str, float]], top_k: int) -> list[StoredEntry]:
+        """Fetch the entries of ranked (partition, id, score) hits, skipping ids whose entry is gone."""
+        found: list[StoredEntry] = []
+        position = 0
+        while len(found) < top_k and position < len(ranked):
+            window = ranked[position : position + max(top_k - len(found), 10)]
+            position += len(window)
+            items = {item["id"]: item for item in self._table.batch_get([(p, records.entry_sk(i)) for p, i, _ in window])}
+            for _, entry_id, score in window:
+                item = items.get(entry_id)
+                if item is not None and len(found) < top_k:
+                    found.append(records.entry_from_item(item, score))
+        return found
+
+    def list_recent(self, scope: Scope, *, limit: int = 20, cursor: str | None = None) -> EntryPage:
+        """Entries newest first (by their timestamp), following an opaque cursor."""
+        start = records.entry_sk(_decode_cursor(cursor)) if cursor else None
+        merged: list[Item] = []
+        for s in scope.visible_scopes():
+            merged.extend(self._table.query(s.partition, records.ENTRY, limit=limit + 1, descending=True, start_after=start).items)
+        merged.sort(key=lambda item: item["sk"], reverse=True)
+        page = merged[:limit]
+        more = len(merged) > limit
+        return EntryPage(
+            entries=[records.entry_from_item(item) for item in page],
+            next_cursor=_encode_cursor(page[-1]["id"]) if more and page else None,
+        )
+
+    def get_entry(self, user: UserRef, entry_id: str) -> StoredEntry:
+        return records.entry_from_item(self._find(user, entry_id))
+
+    def _find(self, user: UserRef, entry_id: str) -> Item:
+        validate_id(entry_id, "id")
+        pointer = self._table.get(user.partition, records.ENTRY_POINTER + entry_id)
+        if pointer is not None:
+            item = self._table.get(user.scope(pointer.get("project_id")).partition, records.entry_sk(entry_id))
+            if item is not None:
+                return item
+        raise NotFound(f"no memory {entry_id!r} for this user")
+
+    # -- deletes -----------------------------------------------------------------------------------
+
+    def delete_entry(self, user: UserRef, entry_id: str) -> None:
+        item = self._find(user, entry_id)
+        self._delete_items(user.scope(item.get("project_id")), [item])
+
+    def delete_session(self, scope: Scope, session_id: str) -> int:
+        validate_id(session_id, "session_id")
+        return self._delete_ids(scope, self._session_entry_ids(scope, session_id), session_id)
+
+    def delete_entries(self, scope: Scope, query: str) -> int:
+        """Delete the entries of exactly this scope that hold every token of ``query``."""
+        tokens = tokenize(query)
+        if not tokens:
+            raise MalformedRequest("the query has no searchable words, so it would delete nothing", code="empty_query")
+        return self._delete_ids(scope, sorted(self._index.documents_with_all(scope.partition, tokens)))
+
+    def delete_project(self, user: UserRef, project_id: str) -> int:
+        """Delete everything the project holds; return the number of memory entries deleted."""
+        scope = user.scope(project_id)
+        if scope.project_id is None:
+            raise InvalidInput("project_id is required", code="invalid_id")
+        deleted = 0
+        while True:
+            page = self._table.query(scope.partition, limit=_DELETE_PAGE)
+            if not page.items:
+                break
+            entry_ids = [item["id"] for item in page.items if item["sk"].startswith(records.ENTRY)]
+            deleted += len(entry_ids)
+            keys: list[Key] = [(item["pk"], item["sk"]) for item in page.items]
+            keys += [(user.partition, records.ENTRY_POINTER + i) for i in entry_ids]
+            self._table.batch_write(deletes=keys)
+        self._table.delete(user.partition, records.registry_sk(project_id))
+        return deleted
+
+    def _session_entry_ids(self, scope: Scope, session_id: str) -> list[str]:
+        prefix = records.session_prefix(session_id)
+        return [item["sk"][len(prefix) :] for item in query_all(self._table, scope.partition, prefix)]
+
+    def _delete_ids(self, scope: Scope, entry_ids: Sequence[str], session_id: str | None = None) -> int:
+        """Delete entries by id; with ``session_id``, also the session rows of ids whose entry is gone."""
+        deleted = 0
+        for start in range(0, len(entry_ids), _DELETE_PAGE):
+            chunk = entry_ids[start : start + _DELETE_PAGE]
+            items = self._table.batch_get([(scope.partition, records.entry_sk(i)) for i in chunk])
+            deleted += self._delete_items(scope, items)
+            present = {item["id"] for item in items}
+            if session_id is not None:
+                prefix = records.session_prefix(session_id)
+                self._table.batch_write(deletes=[(scope.partition, prefix + i) for i in chunk if i not in present])
+        return deleted
+
+    def _delete_items(self, scope: Scope, items: Sequence[Item]) -> int:
+        """Delete entries (entry first, so a crash leaves only harmless dangling postings)."""
+        if not items:
+            return 0
+        self._table.batch_write(deletes=[(item["pk"], item["sk"]) for item in items])
+        side: list[Key] = []
+        for item in items:
+            side += self._index.posting_keys(scope.partition, item["id"], item.get("tokens", []))
+            side.append((scope.user_ref.partition, records.ENTRY_POINTER + item["id"]))
+            if item.get("session_id") is not None:
+                side.append((scope.partition, records.session_prefix(item["session_id"]) + item["id"]))
+        self._table.batch_write(deletes=side)
+        self._index.record(scope.partition, docs=-len(items), length=-sum(int(item.get("length", 0)) for item in items))
+        return len(items)
+
+    # -- service -----------------------------------------------------------------------------------
+
+    def health(self) -> dict[str, str]:
+        try:
+            self._table.ping()
+        except Unavailable:
+            return {"table": "failing"}
+        return {"table": "ok"}
+
+
+def _encode_cursor(entry_id: str) -> str:
+    return base64.urlsafe_b64encode(entry_id.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> str:
+    try:
+        value = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidInput("cursor is not one this API returned", code="invalid_cursor") from None
+    if not value or len(value) > 64 or not value.isalnum():
+        raise InvalidInput("cursor is not one this API returned", code="invalid_cursor")
+    return value

@@ -1,0 +1,1 @@
+"""Pydantic models shared by the services and the API."""

@@ -1,0 +1,86 @@
+"""Memory entries as they come in, as they are stored and as the API returns them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+from agentmem.keys import validate_id
+from agentmem.models.content import Content
+
+MAX_ENTRIES_PER_REQUEST = 500
+MAX_TEXT_BYTES = 64 * 1024
+
+SearchMode = Literal["keyword", "semantic", "hybrid"]
+
+
+def _id(field: str) -> AfterValidator:
+    return AfterValidator(lambda value: validate_id(value, field))
+
+
+ProjectId = Annotated[str, _id("project_id")]
+SessionId = Annotated[str, _id("session_id")]
+
+
+class MemoryEntry(BaseModel):
+    """What an agent asks to remember: ADK's MemoryEntry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: Content
+    author: str | None = Field(default=None, max_length=256)
+    timestamp: datetime | None = None
+
+    @field_validator("timestamp")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("timestamp must carry a time zone (RFC 3339, e.g. 2026-06-01T09:30:00Z)")
+        return value
+
+
+class StoredEntry(BaseModel):
+    id: str
+    session_id: str | None
+    project_id: str | None
+    content: dict[str, Any]
+    author: str | None
+    timestamp: str
+    score: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"score"} if self.score is None else None)
+
+
+class PutSessionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    entries: list[MemoryEntry] = Field(max_length=MAX_ENTRIES_PER_REQUEST)
+    project_id: ProjectId | None = None
+
+
+class AddEntryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    entry: MemoryEntry
+    project_id: ProjectId | None = None
+    session_id: SessionId | None = None
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=MAX_TEXT_BYTES)
+    top_k: int = Field(default=10, ge=1, le=100)
+    min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    project_id: ProjectId | None = None
+    mode: SearchMode | None = None
+
+
+class DeleteByQueryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(max_length=MAX_TEXT_BYTES)
+    project_id: ProjectId | None = None

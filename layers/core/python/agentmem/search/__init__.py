@@ -1,0 +1,1 @@
+"""Text analysis and ranking shared by memory search and graph search."""

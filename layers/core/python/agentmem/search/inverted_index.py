@@ -1,0 +1,109 @@
+"""An inverted index kept in the Table, so keyword search reads only what matches.
+
+For every document (a memory entry, a graph entity, an episode) the index holds one posting item per
+distinct token, ``<ns>T#<token>#<doc id>`` with the token's frequency and the document's length, in
+the document's own partition. A per-partition statistics item holds the document count and total
+length that BM25 needs. A search reads one posting range per query token: its cost grows with the
+number of matches, never with the size of the partition.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from agentmem.keys import escape
+from agentmem.stores.table import Item, Key, Table, query_all
+
+K1 = 1.2
+B = 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    partition: str
+    doc_id: str
+    score: float
+
+
+class InvertedIndex:
+    def __init__(self, table: Table, namespace: str) -> None:
+        self._table = table
+        self._ns = namespace
+
+    @property
+    def stats_sk(self) -> str:
+        return f"{self._ns}STATS"
+
+    def _token_prefix(self, token: str) -> str:
+        return f"{self._ns}T#{escape(token)}#"
+
+    def postings(self, partition: str, doc_id: str, tokens: Sequence[str]) -> list[Item]:
+        """The posting items for one document (write them with the document)."""
+        counts = Counter(tokens)
+        length = len(tokens)
+        return [
+            {"pk": partition, "sk": self._token_prefix(token) + doc_id, "tf": tf, "dl": length}
+            for token, tf in counts.items()
+        ]
+
+    def posting_keys(self, partition: str, doc_id: str, tokens: Iterable[str]) -> list[Key]:
+        return [(partition, self._token_prefix(token) + doc_id) for token in set(tokens)]
+
+    def record(self, partition: str, *, docs: int, length: int) -> None:
+        """Adjust the statistics of a partition after adding (positive) or removing (negative) documents."""
+        if docs or length:
+            self._table.increment(partition, self.stats_sk, {"docs": docs, "length": length, "version": 1})
+
+    def version(self, partition: str) -> int:
+        item = self._table.get(partition, self.stats_sk)
+        return int(item.get("version", 0)) if item else 0
+
+    def documents_with_all(self, partition: str, tokens: Iterable[str]) -> set[str]:
+        """Ids of the documents of one partition that hold every token."""
+        result: set[str] | None = None
+        for token in dict.fromkeys(tokens):
+            ids = {item["sk"].rsplit("#", 1)[1] for item in query_all(self._table, partition, self._token_prefix(token))}
+            result = ids if result is None else result & ids
+            if not result:
+                return set()
+        return result or set()
+
+    def search(self, partitions: Sequence[str], tokens: Sequence[str]) -> list[Hit]:
+        """Documents of ``partitions`` matching any token, BM25-ranked, scores normalised to [0, 1].
+
+        The score divides the BM25 sum by the sum of the query tokens' IDFs, so a document that holds
+        every query token once, at average length, scores 1; the score is capped at 1.
+        """
+        query = list(dict.fromkeys(tokens))
+        if not query:
+            return []
+        docs = 0
+        length = 0
+        for item in self._table.batch_get([(p, self.stats_sk) for p in partitions]):
+            docs += max(0, int(item.get("docs", 0)))
+            length += max(0, int(item.get("length", 0)))
+        postings: dict[str, list[Item]] = {}
+        for token in query:
+            postings[token] = [item for p in partitions for item in query_all(self._table, p, self._token_prefix(token))]
+        docs = max(docs, max((len(v) for v in postings.values()), default=0), 1)
+        average_length = max(length / docs, 1.0)
+        scores: dict[tuple[str, str], float] = {}
+        idf_total = 0.0
+        for token in query:
+            matches = postings[token]
+            df = len(matches)
+            idf = math.log(1 + (docs - df + 0.5) / (df + 0.5))
+            idf_total += idf
+            for item in matches:
+                tf = int(item["tf"])
+                norm = 1 - B + B * int(item["dl"]) / average_length
+                key = (item["pk"], item["sk"].rsplit("#", 1)[1])
+                scores[key] = scores.get(key, 0.0) + idf * tf * (K1 + 1) / (tf + K1 * norm)
+        if idf_total <= 0:
+            return []
+        hits = [Hit(p, d, min(1.0, round(s / idf_total, 6))) for (p, d), s in scores.items()]
+        hits.sort(key=lambda h: (h.score, h.doc_id), reverse=True)  # ties: newer (larger) ids first
+        return hits

@@ -1,0 +1,82 @@
+"""The tokenizer: lowercase, accent-folded, split on non-alphanumerics, CJK-aware.
+
+Runs of CJK characters (Han, kana, Hangul) have no spaces between words, so each character and each
+adjacent pair of characters is a token: a query for 東京 matches 我住在東京 through the pair 東京.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_WORD = re.compile(r"[^\W_]+")
+
+_CJK_RANGES = (
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x3400, 0x4DBF),  # CJK Extension A
+    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
+    (0x20000, 0x2FA1F),  # CJK Extensions B..F and supplement
+)
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most
+    my myself no nor not now of off on once only or other our ours ourselves out over own same she
+    should so some such than that the their theirs them themselves then there these they this those
+    through to too under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves im ive id dont
+    el la los las un una unos unas de del y o que en es por con para al lo se su sus le les
+    le la les un une des du de et ou est en au aux ce cette je tu il elle nous vous ils elles
+    """.split()
+)
+
+
+def is_cjk(ch: str) -> bool:
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
+
+
+def _fold(word: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def _split_cjk(run: str) -> list[tuple[bool, str]]:
+    """Split an alphanumeric run into (is_cjk, segment) pieces."""
+    pieces: list[tuple[bool, str]] = []
+    for ch in run:
+        flag = is_cjk(ch)
+        if pieces and pieces[-1][0] == flag:
+            pieces[-1] = (flag, pieces[-1][1] + ch)
+        else:
+            pieces.append((flag, ch))
+    return pieces
+
+
+def tokenize(text: str, *, min_length: int = 2, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
+    """Tokens in order of appearance (with repeats).
+
+    Non-CJK words shorter than ``min_length`` are dropped unless they are numbers; stopwords are dropped.
+    """
+    tokens: list[str] = []
+    for run in _WORD.findall(unicodedata.normalize("NFKC", text).lower()):
+        for cjk, segment in _split_cjk(run):
+            if cjk:
+                tokens.extend(segment)
+                tokens.extend(segment[i : i + 2] for i in range(len(segment) - 1))
+                continue
+            word = _fold(segment)
+            if not word or word in stopwords:
+                continue
+            if len(word) >= min_length or word.isdigit():
+                tokens.append(word)
+    return tokens
+
+
+def graph_tokens(text: str) -> list[str]:
+    """The graph search tokenizer of SPEC section 2: 3+ characters, no stopwords, CJK as above."""
+    return tokenize(text, min_length=3)

@@ -1,0 +1,55 @@
+"""One typed settings object, read from the environment on first use and cached.
+
+| variable | meaning | default |
+|---|---|---|
+| MEMORY_STORE | `sqlite` (embedded) or `dynamodb` | `dynamodb` inside Lambda or when an endpoint URL is set, else `sqlite` |
+| MEMORY_SQLITE_PATH | the SQLite file of the embedded store | `.data/memory.db` |
+| MEMORY_TABLE_NAME | the DynamoDB table | `agent-memory` |
+| MEMORY_DYNAMODB_ENDPOINT_URL | a DynamoDB-compatible endpoint (DynamoDB Local, moto server) | unset: AWS |
+| MEMORY_IDEMPOTENCY_TTL_SECONDS | how long an `Idempotency-Key` answer is kept | `86400` |
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+StoreKind = Literal["sqlite", "dynamodb"]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    store: StoreKind = "sqlite"
+    sqlite_path: str = ".data/memory.db"
+    table_name: str = "agent-memory"
+    dynamodb_endpoint_url: str | None = None
+    aws_region: str | None = None
+    idempotency_ttl_seconds: int = 86400
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        endpoint = env.get("MEMORY_DYNAMODB_ENDPOINT_URL") or None
+        in_lambda = bool(env.get("AWS_LAMBDA_FUNCTION_NAME"))
+        store = env.get("MEMORY_STORE") or ("dynamodb" if endpoint or in_lambda else "sqlite")
+        if store not in ("sqlite", "dynamodb"):
+            raise ValueError(f"MEMORY_STORE must be sqlite or dynamodb, not {store!r}")
+        return cls(
+            store=store,  # type: ignore[arg-type]
+            sqlite_path=env.get("MEMORY_SQLITE_PATH") or _DEFAULTS.sqlite_path,
+            table_name=env.get("MEMORY_TABLE_NAME") or _DEFAULTS.table_name,
+            dynamodb_endpoint_url=endpoint,
+            aws_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
+            idempotency_ttl_seconds=int(env.get("MEMORY_IDEMPOTENCY_TTL_SECONDS") or _DEFAULTS.idempotency_ttl_seconds),
+        )
+
+
+_DEFAULTS = Settings()
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings.from_env()

@@ -1,0 +1,1 @@
+"""The Table port and its adapters (SQLite embedded, DynamoDB cloud)."""

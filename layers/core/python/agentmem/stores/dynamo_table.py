@@ -1,0 +1,301 @@
+"""The cloud Table: one DynamoDB table (``pk`` hash key, ``sk`` range key, ``ttl`` for expiry).
+
+boto3 lives only here. The client is created on first use (never at import), retries throttling with
+botocore's adaptive mode, and AWS error codes are translated into the library's errors.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from agentmem.errors import ConditionFailed, InvalidInput, RateLimited, Unavailable
+from agentmem.stores.table import (
+    MAX_TRANSACTION_ITEMS,
+    TTL_ATTRIBUTE,
+    Check,
+    Condition,
+    Delete,
+    Item,
+    Key,
+    Page,
+    Put,
+    WriteOp,
+    is_expired,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+_THROTTLING = {
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "TransactionInProgressException",
+}
+_BATCH_WRITE_SIZE = 25
+_BATCH_GET_SIZE = 100
+_MAX_BATCH_ATTEMPTS = 8
+
+
+def _plain(value: Any) -> Any:
+    """DynamoDB numbers come back as Decimal; the port speaks int (floats are never stored)."""
+    if isinstance(value, Decimal):
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, set):
+        return sorted(_plain(v) for v in value)
+    if hasattr(value, "value") and type(value).__name__ == "Binary":
+        return bytes(value.value)
+    return value
+
+
+class DynamoTable:
+    def __init__(
+        self,
+        table_name: str,
+        *,
+        client: DynamoDBClient | None = None,
+        endpoint_url: str | None = None,
+        region_name: str | None = None,
+    ) -> None:
+        self.table_name = table_name
+        self._client = client
+        self._endpoint_url = endpoint_url
+        self._region_name = region_name
+        self._serializer: Any = None
+        self._deserializer: Any = None
+
+    # -- plumbing ----------------------------------------------------------------------------------
+
+    @property
+    def client(self) -> DynamoDBClient:
+        if self._client is None:
+            import boto3
+            from botocore.config import Config
+
+            self._client = boto3.client(
+                "dynamodb",
+                endpoint_url=self._endpoint_url,
+                region_name=self._region_name,
+                config=Config(retries={"max_attempts": 8, "mode": "adaptive"}, connect_timeout=3, read_timeout=10),
+            )
+        return self._client
+
+    def _to_wire(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        if self._serializer is None:
+            from boto3.dynamodb.types import TypeSerializer
+
+            self._serializer = TypeSerializer()
+        try:
+            return {k: self._serializer.serialize(v) for k, v in item.items()}
+        except TypeError as exc:
+            raise InvalidInput(f"value cannot be stored in DynamoDB: {exc}") from exc
+
+    def _from_wire(self, raw: Mapping[str, Any]) -> Item:
+        if self._deserializer is None:
+            from boto3.dynamodb.types import TypeDeserializer
+
+            self._deserializer = TypeDeserializer()
+        return {k: _plain(self._deserializer.deserialize(v)) for k, v in raw.items()}
+
+    def _call(self, operation: str, **kwargs: Any) -> Any:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return getattr(self.client, operation)(**kwargs)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code == "ConditionalCheckFailedException":
+                raise ConditionFailed("the item is not in the state the write required") from exc
+            if code == "TransactionCanceledException":
+                reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+                if "ConditionalCheckFailed" in reasons:
+                    raise ConditionFailed("a transaction condition did not hold; nothing was written") from exc
+                if any(r in ("ThrottlingError", "TransactionConflict") for r in reasons):
+                    raise RateLimited("the table is busy; retry the request") from exc
+                raise Unavailable(f"transaction cancelled: {reasons}") from exc
+            if code in _THROTTLING:
+                raise RateLimited("the table is throttling requests; retry later") from exc
+            if code == "ValidationException":
+                raise InvalidInput(f"the table rejected the request: {exc.response['Error'].get('Message')}") from exc
+            raise Unavailable(f"DynamoDB error {code}") from exc
+        except BotoCoreError as exc:
+            raise Unavailable(f"DynamoDB is unreachable: {type(exc).__name__}") from exc
+
+    @staticmethod
+    def _condition(condition: Condition | None, names: dict[str, str], values: dict[str, Any]) -> str | None:
+        if condition is None:
+            return None
+        parts: list[str] = []
+        if condition.exists is True:
+            parts.append("attribute_exists(pk)")
+        elif condition.exists is False:
+            parts.append("attribute_not_exists(pk)")
+        for i, (name, expected) in enumerate(condition.equals.items()):
+            names[f"#c{i}"] = name
+            values[f":c{i}"] = expected
+            parts.append(f"#c{i} = :c{i}")
+        return " AND ".join(parts) or None
+
+    def _conditional_args(self, condition: Condition | None) -> dict[str, Any]:
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        expression = self._condition(condition, names, values)
+        args: dict[str, Any] = {}
+        if expression:
+            args["ConditionExpression"] = expression
+        if names:
+            args["ExpressionAttributeNames"] = names
+        if values:
+            args["ExpressionAttributeValues"] = self._to_wire(values)
+        return args
+
+    @staticmethod
+    def _key(pk: str, sk: str) -> dict[str, Any]:
+        return {"pk": {"S": pk}, "sk": {"S": sk}}
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def get(self, pk: str, sk: str) -> Item | None:
+        response = self._call("get_item", TableName=self.table_name, Key=self._key(pk, sk), ConsistentRead=True)
+        raw = response.get("Item")
+        if raw is None:
+            return None
+        item = self._from_wire(raw)
+        return None if is_expired(item) else item
+
+    def batch_get(self, keys: Sequence[Key]) -> list[Item]:
+        unique = list(dict.fromkeys(keys))
+        found: list[Item] = []
+        for start in range(0, len(unique), _BATCH_GET_SIZE):
+            request: dict[str, Any] = {
+                self.table_name: {"Keys": [self._key(pk, sk) for pk, sk in unique[start : start + _BATCH_GET_SIZE]], "ConsistentRead": True}
+            }
+            for attempt in range(_MAX_BATCH_ATTEMPTS):
+                response = self._call("batch_get_item", RequestItems=request)
+                found.extend(self._from_wire(raw) for raw in response.get("Responses", {}).get(self.table_name, []))
+                request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                _backoff(attempt)
+            else:
+                raise RateLimited("the table kept throttling a batch read; retry later")
+        return [item for item in found if not is_expired(item)]
+
+    def query(
+        self,
+        pk: str,
+        prefix: str = "",
+        *,
+        limit: int | None = None,
+        descending: bool = False,
+        start_after: str | None = None,
+    ) -> Page:
+        args: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk" + (" AND begins_with(sk, :prefix)" if prefix else ""),
+            "ExpressionAttributeValues": {":pk": {"S": pk}, **({":prefix": {"S": prefix}} if prefix else {})},
+            "ScanIndexForward": not descending,
+            "ConsistentRead": True,
+        }
+        if start_after is not None:
+            args["ExclusiveStartKey"] = self._key(pk, start_after)
+        items: list[Item] = []
+        while True:
+            if limit is not None:
+                args["Limit"] = limit - len(items)
+            response = self._call("query", TableName=self.table_name, **args)
+            items.extend(item for item in map(self._from_wire, response.get("Items", [])) if not is_expired(item))
+            last = response.get("LastEvaluatedKey")
+            if last is None:
+                return Page(items, None)
+            if limit is not None and len(items) >= limit:
+                return Page(items, items[-1]["sk"] if items else last["sk"]["S"])
+            args["ExclusiveStartKey"] = last
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def put(self, item: Item, condition: Condition | None = None) -> None:
+        self._call("put_item", TableName=self.table_name, Item=self._to_wire(item), **self._conditional_args(condition))
+
+    def delete(self, pk: str, sk: str, condition: Condition | None = None) -> None:
+        self._call("delete_item", TableName=self.table_name, Key=self._key(pk, sk), **self._conditional_args(condition))
+
+    def batch_write(self, puts: Sequence[Item] = (), deletes: Sequence[Key] = ()) -> None:
+        requests: dict[Key, dict[str, Any]] = {}
+        for item in puts:
+            requests[(item["pk"], item["sk"])] = {"PutRequest": {"Item": self._to_wire(item)}}
+        for pk, sk in deletes:
+            requests[(pk, sk)] = {"DeleteRequest": {"Key": self._key(pk, sk)}}
+        pending = list(requests.values())
+        for start in range(0, len(pending), _BATCH_WRITE_SIZE):
+            chunk: dict[str, Any] = {self.table_name: pending[start : start + _BATCH_WRITE_SIZE]}
+            for attempt in range(_MAX_BATCH_ATTEMPTS):
+                response = self._call("batch_write_item", RequestItems=chunk)
+                chunk = response.get("UnprocessedItems") or {}
+                if not chunk:
+                    break
+                _backoff(attempt)
+            else:
+                raise RateLimited("the table kept throttling a batch write; retry later")
+
+    def transact_write(self, ops: Sequence[WriteOp]) -> None:
+        if len(ops) > MAX_TRANSACTION_ITEMS:
+            raise InvalidInput(f"a transaction holds at most {MAX_TRANSACTION_ITEMS} items")
+        items: list[dict[str, Any]] = []
+        for op in ops:
+            if isinstance(op, Put):
+                items.append({"Put": {"TableName": self.table_name, "Item": self._to_wire(op.item), **self._conditional_args(op.condition)}})
+            elif isinstance(op, Delete):
+                items.append({"Delete": {"TableName": self.table_name, "Key": self._key(op.pk, op.sk), **self._conditional_args(op.condition)}})
+            elif isinstance(op, Check):
+                items.append({"ConditionCheck": {"TableName": self.table_name, "Key": self._key(op.pk, op.sk), **self._conditional_args(op.condition)}})
+        if items:
+            self._call("transact_write_items", TransactItems=items)
+
+    def increment(self, pk: str, sk: str, deltas: Mapping[str, int]) -> Item:
+        names = {f"#a{i}": name for i, name in enumerate(deltas)}
+        values = {f":a{i}": {"N": str(delta)} for i, delta in enumerate(deltas.values())}
+        response = self._call(
+            "update_item",
+            TableName=self.table_name,
+            Key=self._key(pk, sk),
+            UpdateExpression="ADD " + ", ".join(f"#a{i} :a{i}" for i in range(len(deltas))),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+        )
+        return self._from_wire(response["Attributes"])
+
+    def ping(self) -> None:
+        self._call("describe_table", TableName=self.table_name)
+
+    # -- administration ----------------------------------------------------------------------------
+
+    def create(self) -> None:
+        """Create the table as the CDK stack does (for local DynamoDB / moto endpoints and tests)."""
+        client = self.client
+        existing = client.list_tables().get("TableNames", [])
+        if self.table_name in existing:
+            return
+        client.create_table(
+            TableName=self.table_name,
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            BillingMode="PAY_PER_REQUEST",
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        )
+        client.get_waiter("table_exists").wait(TableName=self.table_name)
+        client.update_time_to_live(
+            TableName=self.table_name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE}
+        )
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(min(2.0, 0.05 * (2**attempt)) * random.uniform(0.5, 1.0))

@@ -1,0 +1,250 @@
+"""The embedded Table: one SQLite file in WAL mode, safe for concurrent requests from threads.
+
+Each thread gets its own connection; every write runs in a ``BEGIN IMMEDIATE`` transaction, so
+conditional writes and counters are serialised by SQLite's write lock.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from agentmem.errors import ConditionFailed, InvalidInput, Unavailable
+from agentmem.stores.table import (
+    MAX_TRANSACTION_ITEMS,
+    TTL_ATTRIBUTE,
+    Check,
+    Condition,
+    Delete,
+    Item,
+    Key,
+    Page,
+    Put,
+    WriteOp,
+    is_expired,
+    prefix_upper_bound,
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS items (
+    pk TEXT NOT NULL,
+    sk TEXT NOT NULL,
+    data TEXT NOT NULL,
+    ttl INTEGER,
+    PRIMARY KEY (pk, sk)
+) WITHOUT ROWID
+"""
+_BYTES_TAG = "__bytes__"
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {_BYTES_TAG: base64.b64encode(value).decode("ascii")}
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encode(v) for v in value]
+    if isinstance(value, float):
+        raise InvalidInput("floats cannot be stored in the table; use str or bytes")
+    return value
+
+
+def _decode_hook(obj: dict[str, Any]) -> Any:
+    if len(obj) == 1 and _BYTES_TAG in obj:
+        return base64.b64decode(obj[_BYTES_TAG])
+    return obj
+
+
+def _dumps(item: Item) -> str:
+    body = {k: v for k, v in item.items() if k not in ("pk", "sk")}
+    return json.dumps(_encode(body), ensure_ascii=False, separators=(",", ":"))
+
+
+def _loads(pk: str, sk: str, data: str) -> Item:
+    item: Item = json.loads(data, object_hook=_decode_hook)
+    item["pk"] = pk
+    item["sk"] = sk
+    return item
+
+
+def _holds(condition: Condition | None, current: Item | None) -> bool:
+    if condition is None:
+        return True
+    if condition.exists is True and current is None:
+        return False
+    if condition.exists is False and current is not None:
+        return False
+    for name, expected in condition.equals.items():
+        if current is None or current.get(name) != expected:
+            return False
+    return True
+
+
+class SqliteTable:
+    def __init__(self, path: str | Path) -> None:
+        self._path = str(path)
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        if self._path != ":memory:":
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        with self._write() as conn:
+            conn.execute(_SCHEMA)
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=30)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA busy_timeout=30000")
+            except sqlite3.Error as exc:
+                raise Unavailable(f"cannot open the SQLite store: {exc}") from exc
+            self._local.conn = conn
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise Unavailable(f"the SQLite store is not writable: {exc}") from exc
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._connections_lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def _get(self, conn: sqlite3.Connection, pk: str, sk: str) -> Item | None:
+        row = conn.execute("SELECT data FROM items WHERE pk = ? AND sk = ?", (pk, sk)).fetchone()
+        if row is None:
+            return None
+        item = _loads(pk, sk, row[0])
+        return None if is_expired(item) else item
+
+    def get(self, pk: str, sk: str) -> Item | None:
+        return self._get(self._connection(), pk, sk)
+
+    def batch_get(self, keys: Sequence[Key]) -> list[Item]:
+        conn = self._connection()
+        found: list[Item] = []
+        for pk, sk in dict.fromkeys(keys):
+            item = self._get(conn, pk, sk)
+            if item is not None:
+                found.append(item)
+        return found
+
+    def query(
+        self,
+        pk: str,
+        prefix: str = "",
+        *,
+        limit: int | None = None,
+        descending: bool = False,
+        start_after: str | None = None,
+    ) -> Page:
+        clauses = ["pk = ?"]
+        params: list[Any] = [pk]
+        if prefix:
+            clauses.append("sk >= ? AND sk < ?")
+            params += [prefix, prefix_upper_bound(prefix)]
+        if start_after is not None:
+            clauses.append("sk < ?" if descending else "sk > ?")
+            params.append(start_after)
+        clauses.append("(ttl IS NULL OR ttl > ?)")
+        params.append(int(time.time()))
+        sql = f"SELECT sk, data FROM items WHERE {' AND '.join(clauses)} ORDER BY sk {'DESC' if descending else 'ASC'}"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit + 1)
+        rows = self._connection().execute(sql, params).fetchall()
+        more = limit is not None and len(rows) > limit
+        rows = rows[:limit] if limit is not None else rows
+        items = [_loads(pk, sk, data) for sk, data in rows]
+        return Page(items, items[-1]["sk"] if more and items else None)
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _upsert(conn: sqlite3.Connection, item: Item) -> None:
+        ttl = item.get(TTL_ATTRIBUTE)
+        conn.execute(
+            "INSERT OR REPLACE INTO items (pk, sk, data, ttl) VALUES (?, ?, ?, ?)",
+            (item["pk"], item["sk"], _dumps(item), ttl if isinstance(ttl, int) else None),
+        )
+
+    def put(self, item: Item, condition: Condition | None = None) -> None:
+        with self._write() as conn:
+            if condition is not None and not _holds(condition, self._get(conn, item["pk"], item["sk"])):
+                raise ConditionFailed("the item is not in the state the write required")
+            self._upsert(conn, item)
+
+    def delete(self, pk: str, sk: str, condition: Condition | None = None) -> None:
+        with self._write() as conn:
+            if condition is not None and not _holds(condition, self._get(conn, pk, sk)):
+                raise ConditionFailed("the item is not in the state the delete required")
+            conn.execute("DELETE FROM items WHERE pk = ? AND sk = ?", (pk, sk))
+
+    def batch_write(self, puts: Sequence[Item] = (), deletes: Sequence[Key] = ()) -> None:
+        if not puts and not deletes:
+            return
+        with self._write() as conn:
+            for item in puts:
+                self._upsert(conn, item)
+            conn.executemany("DELETE FROM items WHERE pk = ? AND sk = ?", list(deletes))
+
+    def transact_write(self, ops: Sequence[WriteOp]) -> None:
+        if len(ops) > MAX_TRANSACTION_ITEMS:
+            raise InvalidInput(f"a transaction holds at most {MAX_TRANSACTION_ITEMS} items")
+        with self._write() as conn:
+            for op in ops:
+                key = (op.item["pk"], op.item["sk"]) if isinstance(op, Put) else (op.pk, op.sk)
+                if op.condition is not None and not _holds(op.condition, self._get(conn, *key)):
+                    raise ConditionFailed("a transaction condition did not hold; nothing was written")
+            for op in ops:
+                if isinstance(op, Put):
+                    self._upsert(conn, op.item)
+                elif isinstance(op, Delete):
+                    conn.execute("DELETE FROM items WHERE pk = ? AND sk = ?", (op.pk, op.sk))
+                else:
+                    assert isinstance(op, Check)
+
+    def increment(self, pk: str, sk: str, deltas: Mapping[str, int]) -> Item:
+        with self._write() as conn:
+            item = self._get(conn, pk, sk) or {"pk": pk, "sk": sk}
+            for name, delta in deltas.items():
+                item[name] = int(item.get(name, 0)) + delta
+            self._upsert(conn, item)
+            return item
+
+    def ping(self) -> None:
+        try:
+            self._connection().execute("SELECT 1").fetchone()
+        except sqlite3.Error as exc:
+            raise Unavailable(f"the SQLite store is unreachable: {exc}") from exc

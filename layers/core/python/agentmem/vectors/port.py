@@ -1,0 +1,54 @@
+"""The VectorIndex port: nearest-neighbour search over entry embeddings, always inside one user's scopes.
+
+The table is the source of truth (each entry item carries its vector and model id); an index is
+derived from it and can be rebuilt. Every adapter filters by app, user and project inside the search,
+so one tenant's query never ranks another tenant's vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from agentmem.keys import Scope, UserRef
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRecord:
+    scope: Scope
+    entry_id: str
+    vector: Sequence[float]
+    model_id: str
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    scope: Scope
+    entry_id: str
+    score: float
+    """Cosine similarity mapped to [0, 1]."""
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    name: str
+
+    def upsert(self, records: Sequence[VectorRecord]) -> None: ...
+
+    def delete(self, scope: Scope, entry_ids: Sequence[str]) -> None: ...
+
+    def search(self, scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str) -> list[VectorHit]: ...
+
+    def delete_user(self, user: UserRef) -> int:
+        """Remove every vector of the user in every project; return how many were removed."""
+        ...
+
+    def count_user(self, user: UserRef) -> int:
+        """How many vectors the index holds for the user (erasure verifies this is 0)."""
+        ...
+
+    def health(self) -> str:
+        """``ok`` or ``failing``."""
+        ...

@@ -1,0 +1,64 @@
+"""Fixtures shared by every tier: the two Table adapters and a client for the API handler."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("AWS_REGION", "us-east-1")
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+from agentmem.container import Container, set_container  # noqa: E402
+from agentmem.settings import Settings  # noqa: E402
+from agentmem.stores.dynamo_table import DynamoTable  # noqa: E402
+from agentmem.stores.sqlite_table import SqliteTable  # noqa: E402
+from agentmem.stores.table import Table  # noqa: E402
+from tests.support import ApiClient  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def sqlite_table(tmp_path: Path) -> Iterator[SqliteTable]:
+    table = SqliteTable(tmp_path / "memory.db")
+    yield table
+    table.close()
+
+
+@pytest.fixture
+def dynamo_table() -> Iterator[DynamoTable]:
+    from moto import mock_aws
+
+    with mock_aws():
+        table = DynamoTable("agent-memory-test", region_name="us-east-1")
+        table.create()
+        yield table
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def table(request: pytest.FixtureRequest) -> Table:
+    """Each test using this runs once per adapter: the conformance suite of the Table port."""
+    fixture = "sqlite_table" if request.param == "sqlite" else "dynamo_table"
+    return request.getfixturevalue(fixture)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def container(table: Table) -> Iterator[Container]:
+    built = Container(Settings(), table=table)
+    set_container(built)
+    yield built
+    set_container(None)
+
+
+@pytest.fixture
+def api(container: Container) -> ApiClient:
+    """Drive functions/api/handler.py with API Gateway REST events, against both tables."""
+    return ApiClient()

@@ -1,0 +1,85 @@
+"""Test helpers: an in-process client that calls the Lambda handler with API Gateway events."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from agentmem.local.events import LocalContext, rest_event
+
+EVENTS_DIR = Path(__file__).resolve().parent.parent / "events"
+
+
+def scope_path(app: str, user: str) -> str:
+    return f"/v1/apps/{quote(app, safe='')}/users/{quote(user, safe='')}"
+
+
+def text_entry(text: str, *, author: str = "user", timestamp: str | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"content": {"role": "user", "parts": [{"text": text}]}, "author": author}
+    if timestamp:
+        entry["timestamp"] = timestamp
+    return entry
+
+
+@dataclass
+class Reply:
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+    @property
+    def error_code(self) -> str | None:
+        if isinstance(self.body, dict) and isinstance(self.body.get("error"), dict):
+            return self.body["error"].get("code")
+        return None
+
+
+class ApiClient:
+    """Calls the handler exactly as API Gateway would (the same module Lambda loads)."""
+
+    def __init__(self) -> None:
+        from functions.api.handler import handler
+
+        self._handler = handler
+
+    def invoke(self, event: dict[str, Any]) -> Reply:
+        result = self._handler(event, LocalContext())
+        raw = result.get("body") or ""
+        try:
+            body = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = raw
+        return Reply(result["statusCode"], body, dict(result.get("headers") or {}))
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        json_body: Any = None,
+        *,
+        raw_body: str | None = None,
+        query: dict[str, Any] | list[tuple[str, Any]] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        body = raw_body if raw_body is not None else (json.dumps(json_body) if json_body is not None else None)
+        query_string = urlencode(query, doseq=True) if query else ""
+        return self.invoke(rest_event(method, path, query=query_string, headers=headers, body=body))
+
+    def get(self, path: str, **kw: Any) -> Reply:
+        return self.request("GET", path, **kw)
+
+    def post(self, path: str, json_body: Any = None, **kw: Any) -> Reply:
+        return self.request("POST", path, json_body, **kw)
+
+    def put(self, path: str, json_body: Any = None, **kw: Any) -> Reply:
+        return self.request("PUT", path, json_body, **kw)
+
+    def delete(self, path: str, **kw: Any) -> Reply:
+        return self.request("DELETE", path, **kw)
+
+
+def load_event(name: str) -> dict[str, Any]:
+    return json.loads((EVENTS_DIR / name).read_text())  # type: ignore[no-any-return]

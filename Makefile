@@ -25,6 +25,7 @@ test: $(VENV)/.dev ## run every test tier
 
 lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 bench: $(VENV)/.dev ## print latency and quality figures

@@ -16,12 +16,12 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
-from agentmem.container import Container, set_container  # noqa: E402
-from agentmem.settings import Settings  # noqa: E402
-from agentmem.stores.dynamo_table import DynamoTable  # noqa: E402
-from agentmem.stores.sqlite_table import SqliteTable  # noqa: E402
-from agentmem.stores.table import Table  # noqa: E402
-from tests.support import ApiClient  # noqa: E402
+from agentmem.container import Container, set_container
+from agentmem.settings import Settings
+from agentmem.stores.dynamo_table import DynamoTable
+from agentmem.stores.sqlite_table import SqliteTable
+from agentmem.stores.table import Table
+from tests.support import ApiClient
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -32,7 +32,10 @@ def _serve(args: argparse.Namespace) -> int:
     container.table.ping()
     server = make_server(args.host, args.port, lambda_handler)
     where = container.settings.sqlite_path if container.settings.store == "sqlite" else container.settings.table_name
-    print(f"agent memory API on http://{args.host}:{server.server_address[1]} ({container.settings.store}: {where})", flush=True)
+    print(
+        f"agent memory API on http://{args.host}:{server.server_address[1]} ({container.settings.store}: {where})",
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -31,10 +31,7 @@ def new_id(now_ms: int | None = None) -> str:
     """
     millis = int(time.time() * 1000) if now_ms is None else now_ms
     with _lock:
-        if millis == _last[0]:
-            rand = _last[1] + 1
-        else:
-            rand = int.from_bytes(os.urandom(10), "big") >> 1
+        rand = _last[1] + 1 if millis == _last[0] else int.from_bytes(os.urandom(10), "big") >> 1
         _last[0], _last[1] = millis, rand
     value = (millis << 80) | (rand & ((1 << 80) - 1))
     chars = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from agentmem.errors import Conflict, ConditionFailed, InvalidInput
+from agentmem.errors import ConditionFailed, Conflict, InvalidInput
 from agentmem.keys import UserRef, escape, validate_id
 from agentmem.stores.table import Condition, Table
 
@@ -58,7 +58,9 @@ class IdempotencyStore:
             else:
                 self._table.put(item, Condition(equals={"claimed_until": existing.get("claimed_until", 0)}))
         except ConditionFailed:
-            raise Conflict("a request with this Idempotency-Key is still running", code="idempotency_in_progress") from None
+            raise Conflict(
+                "a request with this Idempotency-Key is still running", code="idempotency_in_progress"
+            ) from None
         return None
 
     def complete(self, user: UserRef, key: str, fingerprint: str, response: StoredResponse) -> None:

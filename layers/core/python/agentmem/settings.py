@@ -2,7 +2,7 @@
 
 | variable | meaning | default |
 |---|---|---|
-| MEMORY_STORE | `sqlite` (embedded) or `dynamodb` | `dynamodb` inside Lambda or when an endpoint URL is set, else `sqlite` |
+| MEMORY_STORE | `sqlite` (embedded) or `dynamodb` | `dynamodb` in Lambda or with an endpoint URL, else `sqlite` |
 | MEMORY_SQLITE_PATH | the SQLite file of the embedded store | `.data/memory.db` |
 | MEMORY_TABLE_NAME | the DynamoDB table | `agent-memory` |
 | MEMORY_DYNAMODB_ENDPOINT_URL | a DynamoDB-compatible endpoint (DynamoDB Local, moto server) | unset: AWS |

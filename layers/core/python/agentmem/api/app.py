@@ -73,7 +73,9 @@ def _not_found(exc: Exception) -> Response[Any]:
 @app.exception_handler(Exception)
 def _unexpected(exc: Exception) -> Response[Any]:
     logger.exception("unhandled error")
-    return error_response(500, "internal_error", "internal error; quote the request id when reporting it", _request_id())
+    return error_response(
+        500, "internal_error", "internal error; quote the request id when reporting it", _request_id()
+    )
 
 
 @app.get("/v1/openapi.json", summary="The OpenAPI document of this API")
@@ -98,7 +100,11 @@ def _read_body_as_json(event: dict[str, Any]) -> dict[str, Any]:
         return event
     headers = {k: v for k, v in (event.get("headers") or {}).items() if k.lower() != "content-type"}
     multi = {k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
-    return {**event, "headers": {**headers, "content-type": JSON}, "multiValueHeaders": {**multi, "content-type": [JSON]}}
+    return {
+        **event,
+        "headers": {**headers, "content-type": JSON},
+        "multiValueHeaders": {**multi, "content-type": [JSON]},
+    }
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentmem.keys import Scope, UserRef, escape
+from agentmem.keys import Scope, escape
 from agentmem.models.memory import StoredEntry
 from agentmem.stores.table import Item
 
@@ -13,8 +13,6 @@ ENTRY = "E#"
 SESSION_INDEX = "SX#"
 INDEX_NAMESPACE = "M"
 ENTRY_POINTER = "ID#"
-SCOPE_REGISTRY = "SCOPE#"
-DELETION_MARK = "DELETION"
 
 
 def entry_sk(entry_id: str) -> str:
@@ -32,19 +30,6 @@ def session_index_item(scope: Scope, session_id: str, entry_id: str) -> Item:
 def pointer_item(scope: Scope, entry_id: str) -> Item:
     """Lets an entry be found by id alone, whichever project holds it."""
     return {"pk": scope.user_ref.partition, "sk": ENTRY_POINTER + entry_id, "project_id": scope.project_id}
-
-
-def registry_sk(project_id: str | None) -> str:
-    return SCOPE_REGISTRY + escape(project_id or "")
-
-
-def registry_item(scope: Scope) -> Item:
-    """The user's registry of scopes: erasure lists it instead of scanning the table."""
-    return {"pk": scope.user_ref.partition, "sk": registry_sk(scope.project_id), "project_id": scope.project_id}
-
-
-def deletion_mark_key(user: UserRef) -> tuple[str, str]:
-    return user.partition, DELETION_MARK
 
 
 def entry_from_item(item: Item, score: float | None = None) -> StoredEntry:

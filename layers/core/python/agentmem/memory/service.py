@@ -17,8 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from agentmem import users
 from agentmem.clock import format_timestamp, new_id, utc_now
-from agentmem.errors import InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable, UserDeletionInProgress
+from agentmem.errors import InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable
 from agentmem.keys import Scope, UserRef, validate_id
 from agentmem.memory import records
 from agentmem.models.memory import MAX_TEXT_BYTES, MemoryEntry, SearchMode, StoredEntry
@@ -99,7 +100,9 @@ class MemoryService:
         text = entry.content.text()
         size = len(text.encode("utf-8"))
         if size > MAX_TEXT_BYTES:
-            raise PayloadTooLarge(f"an entry holds {size} bytes of text; the limit is {MAX_TEXT_BYTES}", code="entry_too_large")
+            raise PayloadTooLarge(
+                f"an entry holds {size} bytes of text; the limit is {MAX_TEXT_BYTES}", code="entry_too_large"
+            )
         moment = entry.timestamp or self._clock()
         if moment.astimezone(UTC).year < 1970:
             raise InvalidInput("timestamp must not be before 1970-01-01", code="invalid_timestamp")
@@ -120,7 +123,7 @@ class MemoryService:
         if not prepared:
             return
         scope = prepared[0].scope
-        side_items: list[Item] = [records.registry_item(scope)]
+        side_items: list[Item] = [users.registry_item(scope)]
         for p in prepared:
             entry_id = p.item["id"]
             side_items.append(records.pointer_item(scope, entry_id))
@@ -132,9 +135,7 @@ class MemoryService:
         self._table.batch_write(puts=[p.item for p in prepared])
 
     def ensure_writable(self, user: UserRef) -> None:
-        """Refuse writes while the user's erasure runs, so nothing is resurrected."""
-        if self._table.get(*records.deletion_mark_key(user)) is not None:
-            raise UserDeletionInProgress("this user's data is being deleted; writes are refused until it finishes")
+        users.ensure_writable(self._table, user)
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -166,7 +167,9 @@ class MemoryService:
         while len(found) < top_k and position < len(ranked):
             window = ranked[position : position + max(top_k - len(found), 10)]
             position += len(window)
-            items = {item["id"]: item for item in self._table.batch_get([(p, records.entry_sk(i)) for p, i, _ in window])}
+            items = {
+                item["id"]: item for item in self._table.batch_get([(p, records.entry_sk(i)) for p, i, _ in window])
+            }
             for _, entry_id, score in window:
                 item = items.get(entry_id)
                 if item is not None and len(found) < top_k:
@@ -178,7 +181,9 @@ class MemoryService:
         start = records.entry_sk(_decode_cursor(cursor)) if cursor else None
         merged: list[Item] = []
         for s in scope.visible_scopes():
-            merged.extend(self._table.query(s.partition, records.ENTRY, limit=limit + 1, descending=True, start_after=start).items)
+            merged.extend(
+                self._table.query(s.partition, records.ENTRY, limit=limit + 1, descending=True, start_after=start).items
+            )
         merged.sort(key=lambda item: item["sk"], reverse=True)
         page = merged[:limit]
         more = len(merged) > limit
@@ -231,7 +236,7 @@ class MemoryService:
             keys: list[Key] = [(item["pk"], item["sk"]) for item in page.items]
             keys += [(user.partition, records.ENTRY_POINTER + i) for i in entry_ids]
             self._table.batch_write(deletes=keys)
-        self._table.delete(user.partition, records.registry_sk(project_id))
+        self._table.delete(user.partition, users.registry_sk(project_id))
         return deleted
 
     def _session_entry_ids(self, scope: Scope, session_id: str) -> list[str]:

@@ -65,7 +65,9 @@ class InvertedIndex:
         """Ids of the documents of one partition that hold every token."""
         result: set[str] | None = None
         for token in dict.fromkeys(tokens):
-            ids = {item["sk"].rsplit("#", 1)[1] for item in query_all(self._table, partition, self._token_prefix(token))}
+            ids = {
+                item["sk"].rsplit("#", 1)[1] for item in query_all(self._table, partition, self._token_prefix(token))
+            }
             result = ids if result is None else result & ids
             if not result:
                 return set()
@@ -87,7 +89,9 @@ class InvertedIndex:
             length += max(0, int(item.get("length", 0)))
         postings: dict[str, list[Item]] = {}
         for token in query:
-            postings[token] = [item for p in partitions for item in query_all(self._table, p, self._token_prefix(token))]
+            postings[token] = [
+                item for p in partitions for item in query_all(self._table, p, self._token_prefix(token))
+            ]
         docs = max(docs, max((len(v) for v in postings.values()), default=0), 1)
         average_length = max(length / docs, 1.0)
         scores: dict[tuple[str, str], float] = {}

@@ -176,7 +176,10 @@ class DynamoTable:
         found: list[Item] = []
         for start in range(0, len(unique), _BATCH_GET_SIZE):
             request: dict[str, Any] = {
-                self.table_name: {"Keys": [self._key(pk, sk) for pk, sk in unique[start : start + _BATCH_GET_SIZE]], "ConsistentRead": True}
+                self.table_name: {
+                    "Keys": [self._key(pk, sk) for pk, sk in unique[start : start + _BATCH_GET_SIZE]],
+                    "ConsistentRead": True,
+                }
             }
             for attempt in range(_MAX_BATCH_ATTEMPTS):
                 response = self._call("batch_get_item", RequestItems=request)
@@ -251,11 +254,35 @@ class DynamoTable:
         items: list[dict[str, Any]] = []
         for op in ops:
             if isinstance(op, Put):
-                items.append({"Put": {"TableName": self.table_name, "Item": self._to_wire(op.item), **self._conditional_args(op.condition)}})
+                items.append(
+                    {
+                        "Put": {
+                            "TableName": self.table_name,
+                            "Item": self._to_wire(op.item),
+                            **self._conditional_args(op.condition),
+                        }
+                    }
+                )
             elif isinstance(op, Delete):
-                items.append({"Delete": {"TableName": self.table_name, "Key": self._key(op.pk, op.sk), **self._conditional_args(op.condition)}})
+                items.append(
+                    {
+                        "Delete": {
+                            "TableName": self.table_name,
+                            "Key": self._key(op.pk, op.sk),
+                            **self._conditional_args(op.condition),
+                        }
+                    }
+                )
             elif isinstance(op, Check):
-                items.append({"ConditionCheck": {"TableName": self.table_name, "Key": self._key(op.pk, op.sk), **self._conditional_args(op.condition)}})
+                items.append(
+                    {
+                        "ConditionCheck": {
+                            "TableName": self.table_name,
+                            "Key": self._key(op.pk, op.sk),
+                            **self._conditional_args(op.condition),
+                        }
+                    }
+                )
         if items:
             self._call("transact_write_items", TransactItems=items)
 
@@ -286,7 +313,10 @@ class DynamoTable:
             return
         client.create_table(
             TableName=self.table_name,
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
             BillingMode="PAY_PER_REQUEST",
             StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},

@@ -81,10 +81,7 @@ def _holds(condition: Condition | None, current: Item | None) -> bool:
         return False
     if condition.exists is False and current is not None:
         return False
-    for name, expected in condition.equals.items():
-        if current is None or current.get(name) != expected:
-            return False
-    return True
+    return all(not (current is None or current.get(name) != expected) for name, expected in condition.equals.items())
 
 
 class SqliteTable:

@@ -39,7 +39,9 @@ class VectorIndex(Protocol):
 
     def delete(self, scope: Scope, entry_ids: Sequence[str]) -> None: ...
 
-    def search(self, scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str) -> list[VectorHit]: ...
+    def search(
+        self, scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str
+    ) -> list[VectorHit]: ...
 
     def delete_user(self, user: UserRef) -> int:
         """Remove every vector of the user in every project; return how many were removed."""

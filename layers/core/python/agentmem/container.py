@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from functools import cached_property
 
+from agentmem.graph.service import GraphMemoryService
 from agentmem.idempotency import IdempotencyStore
 from agentmem.memory.service import MemoryService
 from agentmem.settings import Settings, get_settings
@@ -34,6 +35,10 @@ class Container:
     @cached_property
     def memory(self) -> MemoryService:
         return MemoryService(self.table)
+
+    @cached_property
+    def graph(self) -> GraphMemoryService:
+        return GraphMemoryService(self.table)
 
     @cached_property
     def idempotency(self) -> IdempotencyStore:

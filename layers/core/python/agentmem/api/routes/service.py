@@ -31,7 +31,7 @@ def capabilities() -> Response[Any]:
             "project_scoping": memory.supports_project_scoping,
             "search_modes": memory.search_modes,
             "default_search_mode": memory.default_mode,
-            "graph": False,
+            "graph": True,
             "vector_backend": None,
             "embedder": None,
         },

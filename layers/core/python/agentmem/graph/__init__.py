@@ -1,0 +1,1 @@
+"""The bitemporal knowledge-graph memory (SPEC section 2)."""

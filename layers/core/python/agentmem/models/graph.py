@@ -1,0 +1,123 @@
+"""Requests of the knowledge-graph routes (``{scope}/graph``) and the agent tools."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, field_validator
+
+from agentmem.keys import validate_id
+from agentmem.models.memory import MAX_ENTRIES_PER_REQUEST, MAX_TEXT_BYTES, MemoryEntry, ProjectId, SessionId
+
+MAX_FACTS_PER_REQUEST = 100
+MAX_TYPE_BYTES = 256
+
+
+def _check_name(value: str) -> str:
+    return validate_id(value, "name")
+
+
+def _check_type(value: str) -> str:
+    return validate_id(value, "entity_type")
+
+
+def _check_fact(value: str) -> str:
+    if not value.strip():
+        raise ValueError("a fact must hold some text")
+    if len(value.encode("utf-8")) > MAX_TEXT_BYTES:
+        raise ValueError(f"a fact holds at most {MAX_TEXT_BYTES} bytes")
+    return value
+
+
+EntityName = Annotated[StrictStr, AfterValidator(_check_name)]
+EntityType = Annotated[StrictStr, AfterValidator(_check_type)]
+Fact = Annotated[StrictStr, AfterValidator(_check_fact)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        raise ValueError("timestamps must carry a time zone (RFC 3339, e.g. 2026-06-01T09:30:00Z)")
+    return value
+
+
+class EntityIn(_Strict):
+    name: EntityName
+    entity_type: EntityType | None = None
+    observations: list[Fact] = Field(default_factory=list, max_length=MAX_FACTS_PER_REQUEST)
+
+
+class CreateEntitiesRequest(_Strict):
+    entities: list[EntityIn] = Field(min_length=1, max_length=MAX_ENTRIES_PER_REQUEST)
+    project_id: ProjectId | None = None
+
+
+class AddObservationsRequest(_Strict):
+    observations: list[Fact] = Field(min_length=1, max_length=MAX_FACTS_PER_REQUEST)
+    valid_from: datetime | None = None
+    project_id: ProjectId | None = None
+
+    @field_validator("valid_from")
+    @classmethod
+    def _tz(cls, value: datetime | None) -> datetime | None:
+        return _aware(value)
+
+
+class InvalidateRequest(_Strict):
+    valid_to: datetime | None = None
+    project_id: ProjectId | None = None
+
+    @field_validator("valid_to")
+    @classmethod
+    def _tz(cls, value: datetime | None) -> datetime | None:
+        return _aware(value)
+
+
+class SupersedeRequest(_Strict):
+    content: Fact
+    project_id: ProjectId | None = None
+
+
+class RelationIn(_Strict):
+    source: EntityName
+    relation_type: EntityType
+    target: EntityName
+
+
+class CreateRelationsRequest(_Strict):
+    relations: list[RelationIn] = Field(min_length=1, max_length=MAX_ENTRIES_PER_REQUEST)
+    project_id: ProjectId | None = None
+
+
+class AddEpisodesRequest(_Strict):
+    session_id: SessionId
+    entries: list[MemoryEntry] = Field(max_length=MAX_ENTRIES_PER_REQUEST)
+    project_id: ProjectId | None = None
+
+
+class RememberRequest(_Strict):
+    """The ``remember`` agent tool: facts about one entity."""
+
+    entity: EntityName = Field(description="who or what the facts are about, e.g. 'Alice' or 'the user'")
+    entity_type: EntityType | None = Field(
+        default=None, description="a kind such as person, project, preference; omitted keeps the known type"
+    )
+    facts: list[Fact] = Field(min_length=1, max_length=MAX_FACTS_PER_REQUEST, description="short atomic facts")
+    project_id: ProjectId | None = None
+
+
+class RelateRequest(_Strict):
+    """The ``relate`` agent tool: one typed edge between two entities."""
+
+    source: EntityName = Field(description="the entity the relation starts from")
+    relation: EntityType = Field(description="the relation in active voice, e.g. works_at, prefers")
+    target: EntityName = Field(description="the entity the relation points to")
+    project_id: ProjectId | None = None
+
+
+def validate_names(names: list[str]) -> list[str]:
+    return [validate_id(n, "name") for n in names]

@@ -1,0 +1,84 @@
+"""The graph tokenizer, the SPEC section 2 score, the time slices and the profile card format."""
+
+from __future__ import annotations
+
+from agentmem.graph.service import TimeSlice, format_profile_card, index_tokens, score_entity
+
+
+def test_tokens_are_lowercase_three_plus_characters_without_stopwords() -> None:
+    # Given text with short words, stopwords, punctuation and accents
+    # When tokenised for the graph
+    tokens = index_tokens("The CAFÉ is on Main-Street, go to it at 9am")
+    # Then only 3+ character non-stopwords remain, lowercased and folded, once each
+    assert tokens == ["cafe", "main", "street", "9am"]
+
+
+def test_cjk_text_gives_characters_and_pairs() -> None:
+    assert index_tokens("住在東京") == ["住", "在", "東", "京", "住在", "在東", "東京"]
+
+
+def test_overlong_tokens_are_not_indexed() -> None:
+    assert index_tokens("x" * 33 + " short") == ["short"]
+
+
+def test_score_adds_three_for_name_two_for_type_one_per_observation() -> None:
+    # Given an entity whose name, type and two of three observations hold "coffee"
+    observations = ["drinks coffee daily", "coffee with oat milk", "likes tea"]
+    # When scored for the query "coffee"
+    score = score_entity(["coffee"], "Coffee Shop", "coffee place", observations)
+    # Then 3 (name) + 2 (type) + 2 (observations)
+    assert score == 7
+
+
+def test_score_counts_each_query_token_once_and_ignores_non_matches() -> None:
+    assert score_entity(["alice", "alice", "paris"], "Alice", "person", ["lives in Paris"]) == 4
+    assert score_entity(["bob"], "Alice", "person", ["lives in Paris"]) == 0
+
+
+def test_current_slice_shows_only_unexpired_facts() -> None:
+    live = {"recorded_at": "2026-01-01T00:00:00.000Z", "valid_from": "2026-01-01T00:00:00.000Z", "expired_at": None}
+    ended = {**live, "valid_to": "2026-02-01T00:00:00.000Z", "expired_at": "2026-02-01T00:00:00.000Z"}
+    assert TimeSlice().shows(live)
+    assert not TimeSlice().shows(ended)
+
+
+def test_valid_time_slice_uses_valid_from_and_valid_to() -> None:
+    # Given a fact true from January to March, invalidated (recorded) in April
+    fact = {
+        "valid_from": "2026-01-01T00:00:00.000Z",
+        "valid_to": "2026-03-01T00:00:00.000Z",
+        "recorded_at": "2026-01-01T00:00:00.000Z",
+        "expired_at": "2026-04-01T00:00:00.000Z",
+    }
+    # Then it is shown as of February, not as of December or the previous year
+    assert TimeSlice(as_of="2026-02-01T00:00:00.000Z").shows(fact)
+    assert not TimeSlice(as_of="2026-12-01T00:00:00.000Z").shows(fact)
+    assert not TimeSlice(as_of="2025-12-01T00:00:00.000Z").shows(fact)
+    # And as known in March (before the invalidation was recorded) it was still open-ended in December
+    assert TimeSlice(as_of="2026-12-01T00:00:00.000Z", recorded_as_of="2026-03-15T00:00:00.000Z").shows(fact)
+
+
+def test_recorded_slice_shows_what_was_held_current_then() -> None:
+    fact = {
+        "valid_from": "2026-01-01T00:00:00.000Z",
+        "valid_to": "2026-03-01T00:00:00.000Z",
+        "recorded_at": "2026-01-10T00:00:00.000Z",
+        "expired_at": "2026-04-01T00:00:00.000Z",
+    }
+    assert not TimeSlice(recorded_as_of="2026-01-05T00:00:00.000Z").shows(fact)
+    assert TimeSlice(recorded_as_of="2026-03-20T00:00:00.000Z").shows(fact)
+    assert not TimeSlice(recorded_as_of="2026-04-01T00:00:00.000Z").shows(fact)
+
+
+def test_profile_card_format() -> None:
+    # Given two entities, one without observations
+    entities = [
+        {"name": "Alice", "entity_type": "person", "observations": [{"content": "likes tea"}, {"content": "in Paris"}]},
+        {"name": "Acme", "entity_type": "general", "observations": []},
+    ]
+    # Then the card has the header and one bullet line per entity
+    assert (
+        format_profile_card(entities)
+        == "[Known about the user]\n• Alice (person): likes tea; in Paris\n• Acme (general)"
+    )
+    assert format_profile_card([]) == ""

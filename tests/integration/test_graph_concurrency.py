@@ -8,9 +8,9 @@ exactly the race a real table sees (read, then a conditional write that may lose
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 

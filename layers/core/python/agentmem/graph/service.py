@@ -50,9 +50,14 @@ def index_tokens(text: str) -> list[str]:
 
 def score_entity(query: Sequence[str], name: str, entity_type: str, observations: Iterable[str]) -> int:
     """SPEC section 2: per query token, +3 if the name holds it, +2 if the type does, +1 per observation."""
+    return score_tokens(query, name, entity_type, [index_tokens(text) for text in observations])
+
+
+def score_tokens(query: Sequence[str], name: str, entity_type: str, observations: Iterable[Iterable[str]]) -> int:
+    """:func:`score_entity` with the observations already tokenised (their items keep their tokens)."""
     name_tokens = set(index_tokens(name))
     type_tokens = set(index_tokens(entity_type))
-    observation_tokens = [set(index_tokens(text)) for text in observations]
+    observation_tokens = [set(tokens) for tokens in observations]
     score = 0
     for token in dict.fromkeys(query):
         score += 3 * (token in name_tokens) + 2 * (token in type_tokens)
@@ -610,7 +615,7 @@ class GraphMemoryService:
             if entity is None:
                 continue  # postings of an entity deleted meanwhile
             current = [o for o in self._visible_observations(scope, name) if _is_current(o)]
-            score = score_entity(tokens, name, entity["entity_type"], (o["content"] for o in current))
+            score = score_tokens(tokens, name, entity["entity_type"], (o["tokens"] for o in current))
             if score <= 0:
                 continue
             relations = [r for r in self._relations_of(partitions, [name]) if _is_current(r)]

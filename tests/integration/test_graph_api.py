@@ -458,3 +458,37 @@ def test_writes_are_refused_while_the_user_is_being_deleted(api: ApiClient, cont
 
 def test_capabilities_report_graph(api: ApiClient) -> None:
     assert _ok(api.get("/v1/capabilities"))["graph"] is True
+
+
+def test_refused_requests_leave_no_trace_in_the_user_registry(api: ApiClient, container: Any) -> None:
+    from agentmem import users
+    from agentmem.keys import UserRef
+
+    # Given a user with a global graph only
+    _create(api, {"name": "A"})
+    # When requests in project p9 fail (unknown entity, unknown ids, bad body)
+    assert api.post(GRAPH + "/entities/Nobody/observations", {"observations": ["x"], "project_id": "p9"}).status == 404
+    assert api.post(GRAPH + "/observations/NOPE/invalidate", {"project_id": "p9"}).status == 404
+    assert api.post(GRAPH + "/entities", {"entities": [{"name": ""}], "project_id": "p9"}).status == 422
+    # Then p9 was never registered as one of the user's scopes
+    scopes = users.registered_scopes(container.table, UserRef("demo", "alice"))
+    assert [s.project_id for s in scopes] == [None]
+
+
+def test_search_by_a_common_type_returns_the_best_within_the_limit(api: ApiClient) -> None:
+    # Given many entities of one type, one of which also has the word in its name, one in a fact
+    _create(api, *({"name": f"P{i:02d}", "entity_type": "person"} for i in range(12)))
+    _create(
+        api,
+        {"name": "Person Zed", "entity_type": "robot"},
+        {"name": "P99", "entity_type": "person", "observations": ["a person indeed"]},
+    )
+    # When searching the type word with a small limit
+    results = _ok(api.get(GRAPH + "/search", query={"q": "person", "limit": 4}))["results"]
+    # Then the name match (3) and the type+fact match (2+1) lead, then type-only matches (2) by name
+    assert [(r["entity"]["name"], r["score"]) for r in results] == [
+        ("P99", 3),
+        ("Person Zed", 3),
+        ("P00", 2),
+        ("P01", 2),
+    ]

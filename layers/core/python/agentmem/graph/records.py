@@ -14,7 +14,12 @@ partition. ``<e>`` is an escaped entity name (``keys.escape``: it never holds ``
 | ``GL#<e>#<id>`` | relation link: one per endpoint, so an entity's relations are one prefix query |
 | ``GK#<sha256>`` | the current relation with that (source, type, target) (dedupe, conditional put) |
 | ``GU#<updated_at>#<e>`` | the "recently updated" index the profile card reads newest first |
-| ``GT#<token>#<e>`` | name/type posting (index namespace ``G``): the entity's name or type holds the token |
+| ``GT#<token>#<e>`` | name posting (index namespace ``G``): the entity's name holds the token |
+| ``GY#<token>#<th>`` | type posting: an entity type holding the token (one per type, not per entity) |
+| ``GB#<th>#<e>`` | type membership: the entities of one type, in name order |
+
+``<th>`` is the first 32 hex digits of the SHA-256 of the type (a type can be 256 bytes; the digest keeps
+sort keys under DynamoDB's 1 KiB).
 | ``GWT#<token>#<e>#<id>`` | observation posting (namespace ``GW``): one per CURRENT observation holding the token |
 | ``GP#<id>`` | episode: session_id, author, text, timestamp, tokens |
 | ``GS#<session>#<id>`` | episode session index |
@@ -43,6 +48,8 @@ RELATION_LINK = "GL#"
 CURRENT_RELATION = "GK#"
 UPDATED = "GU#"
 NAME_POSTING = "GT#"
+TYPE_POSTING = "GY#"
+TYPE_MEMBER = "GB#"
 OBSERVATION_POSTING = "GWT#"
 EPISODE = "GP#"
 EPISODE_SESSION = "GS#"
@@ -108,6 +115,22 @@ def name_posting_prefix(token: str) -> str:
 
 def name_posting_sk(token: str, name: str) -> str:
     return name_posting_prefix(token) + entity_key(name)
+
+
+def type_posting_prefix(token: str) -> str:
+    return f"{TYPE_POSTING}{escape(token)}#"
+
+
+def type_posting_sk(token: str, kind: str) -> str:
+    return type_posting_prefix(token) + _digest(kind)[:32]
+
+
+def type_member_prefix(kind: str) -> str:
+    return f"{TYPE_MEMBER}{_digest(kind)[:32]}#"
+
+
+def type_member_sk(kind: str, name: str) -> str:
+    return type_member_prefix(kind) + entity_key(name)
 
 
 def observation_posting_prefix(token: str) -> str:

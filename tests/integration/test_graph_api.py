@@ -492,3 +492,9 @@ def test_search_by_a_common_type_returns_the_best_within_the_limit(api: ApiClien
         ("P00", 2),
         ("P01", 2),
     ]
+
+
+def test_openapi_document_lists_the_graph_routes(api: ApiClient) -> None:
+    paths = _ok(api.get("/v1/openapi.json"))["paths"]
+    expected = ["", "/entities", "/entities/{name}/observations", "/search", "/profile-card", "/tools/remember"]
+    assert all(f"/v1/apps/{{app}}/users/{{user}}/graph{suffix}" in paths for suffix in expected)

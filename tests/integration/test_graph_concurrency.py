@@ -25,8 +25,9 @@ THREADS = 6
 
 
 class _RacyTable:
-    """The real table, with a pause after every read so that threads' read-then-write windows overlap
-    (without it the GIL lets one thread finish before the next starts and no race ever happens).
+    """The real table, arranged so that threads really race: once armed, each thread's first call
+    waits until every thread has arrived (they start together), and every read is followed by a pause
+    (their read-then-write windows overlap; without it the GIL lets one finish before the next starts).
     On moto each call also runs under a lock: one request at a time, as a real DynamoDB applies them."""
 
     READ_PAUSE = 0.004
@@ -34,12 +35,23 @@ class _RacyTable:
     def __init__(self, table: Table) -> None:
         self._table = table
         self._lock = threading.Lock() if isinstance(table, DynamoTable) else None
+        self._barrier: threading.Barrier | None = None
+        self._started = threading.local()
         self.conflicts = 0
+
+    def arm(self, parties: int) -> None:
+        self._barrier = threading.Barrier(parties)
+
+    def disarm(self) -> None:
+        self._barrier = None
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._table, name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            if self._barrier is not None and not getattr(self._started, "done", False):
+                self._started.done = True
+                self._barrier.wait(timeout=30)
             try:
                 if self._lock is None:
                     result = method(*args, **kwargs)
@@ -61,9 +73,13 @@ def _service(table: Table) -> tuple[GraphMemoryService, _RacyTable]:
     return GraphMemoryService(racy), racy  # type: ignore[arg-type]
 
 
-def _run_together(jobs: list[Callable[[], Any]]) -> list[Any]:
-    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        return [f.result() for f in [pool.submit(job) for job in jobs]]
+def _run_together(racy: _RacyTable, jobs: list[Callable[[], Any]]) -> list[Any]:
+    racy.arm(len(jobs))
+    try:
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            return [f.result() for f in [pool.submit(job) for job in jobs]]
+    finally:
+        racy.disarm()
 
 
 def _current_facts(graph: GraphMemoryService) -> list[str]:
@@ -80,7 +96,7 @@ def test_concurrent_creates_of_one_entity_keep_every_observation_and_one_entity(
         (lambda i=i: graph.create_entities(SCOPE, [{"name": "Alice", "observations": [f"fact {i}a", f"fact {i}b"]}]))
         for i in range(THREADS)
     ]
-    _run_together(jobs)
+    _run_together(racy, jobs)
     # Then the writers did collide (some conditional writes lost), yet there is exactly one Alice
     assert racy.conflicts > 0
     entities = graph.read_graph(SCOPE)["entities"]
@@ -95,7 +111,7 @@ def test_concurrent_identical_observations_are_stored_once(table: Table) -> None
     graph, racy = _service(table)
     graph.create_entities(SCOPE, [{"name": "Alice"}])
     jobs = [(lambda: graph.add_observations(SCOPE, "Alice", ["likes tea"])) for _ in range(THREADS)]
-    added = _run_together(jobs)
+    added = _run_together(racy, jobs)
     assert racy.conflicts > 0
     assert sum(len(a) for a in added) == 1
     assert _current_facts(graph) == ["likes tea"]
@@ -109,7 +125,7 @@ def test_concurrent_remember_and_type_change_lose_nothing(table: Table) -> None:
         (lambda i=i: graph.remember(SCOPE, "Alice", [f"note {i}"])) for i in range(THREADS - 1)
     ]
     jobs.append(lambda: graph.create_entities(SCOPE, [{"name": "Alice", "entity_type": "friend"}]))
-    _run_together(jobs)
+    _run_together(racy, jobs)
     [alice] = graph.read_graph(SCOPE)["entities"]
     assert racy.conflicts > 0
     assert alice["entity_type"] == "friend"
@@ -132,7 +148,7 @@ def test_concurrent_supersedes_of_one_fact_leave_one_replacement(table: Table) -
             return type(exc).__name__
         return "ok"
 
-    outcomes = _run_together([(lambda c=c: supersede(c)) for c in ("Berlin", "Rome", "Oslo", "Lima")])
+    outcomes = _run_together(racy, [(lambda c=c: supersede(c)) for c in ("Berlin", "Rome", "Oslo", "Lima")])
     assert outcomes.count("ok") == 1
     assert racy.conflicts > 0
     assert set(outcomes) - {"ok"} <= {"Conflict"}

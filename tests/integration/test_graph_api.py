@@ -498,3 +498,15 @@ def test_openapi_document_lists_the_graph_routes(api: ApiClient) -> None:
     paths = _ok(api.get("/v1/openapi.json"))["paths"]
     expected = ["", "/entities", "/entities/{name}/observations", "/search", "/profile-card", "/tools/remember"]
     assert all(f"/v1/apps/{{app}}/users/{{user}}/graph{suffix}" in paths for suffix in expected)
+
+
+def test_invalidate_with_valid_to_before_valid_from_is_422_and_changes_nothing(api: ApiClient) -> None:
+    _create(api, {"name": "Alice"})
+    [obs] = _ok(
+        api.post(
+            GRAPH + "/entities/Alice/observations", {"observations": ["runs"], "valid_from": "2024-01-01T00:00:00Z"}
+        )
+    )["observations"]
+    reply = api.post(GRAPH + f"/observations/{obs['id']}/invalidate", {"valid_to": "2023-01-01T00:00:00Z"})
+    assert reply.status == 422
+    assert _facts(_whole(api)["entities"][0]) == ["runs"]

@@ -272,6 +272,16 @@ class GraphMemoryService:
     def _member_item(partition: str, kind: str, name: str) -> Item:
         return {"pk": partition, "sk": records.type_member_sk(kind, name), "name": name}
 
+    def delete_entities(self, scope: Scope, names: Sequence[str]) -> int:
+        """SPEC's ``delete_entities``: hard-delete each named entity of this scope; unknown names are skipped."""
+        return _count_found(lambda name: self.delete_entity(scope, name), names)
+
+    def delete_observations(self, scope: Scope, ids: Sequence[str]) -> int:
+        return _count_found(lambda obs_id: self.delete_observation(scope, obs_id), ids)
+
+    def delete_relations(self, scope: Scope, ids: Sequence[str]) -> int:
+        return _count_found(lambda rel_id: self.delete_relation(scope, rel_id), ids)
+
     def delete_entity(self, scope: Scope, name: str) -> None:
         """Hard-delete the entity of exactly this scope with its observations and relations."""
         validate_id(name, "name")
@@ -761,6 +771,10 @@ class GraphMemoryService:
 
     # -- episodes ----------------------------------------------------------------------------------
 
+    def add_session(self, scope: Scope, session_id: str, entries: Sequence[MemoryEntry]) -> int:
+        """SPEC's ``add_session`` on the graph: the session's turns become episodes."""
+        return self.add_episodes(scope, session_id, entries)
+
     def add_episodes(self, scope: Scope, session_id: str, entries: Sequence[MemoryEntry]) -> int:
         """Store the turns of a session as episodes (replacing that session's episodes in this scope)."""
         validate_id(session_id, "session_id")
@@ -844,6 +858,18 @@ class GraphMemoryService:
                 items += self._table.query(partition, records.EPISODE, limit=limit, descending=True).items
         items.sort(key=lambda i: (i["timestamp"], i["id"]), reverse=True)
         return [records.episode_out(i) for i in items[:limit]]
+
+
+def _count_found(delete: Callable[[str], None], keys: Sequence[str]) -> int:
+    """How many of ``keys`` ``delete`` found (and deleted); unknown ones are skipped."""
+    deleted = 0
+    for key in dict.fromkeys(keys):
+        try:
+            delete(key)
+        except NotFound:
+            continue
+        deleted += 1
+    return deleted
 
 
 def _absent() -> Condition:

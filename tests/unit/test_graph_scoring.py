@@ -82,3 +82,29 @@ def test_profile_card_format() -> None:
         == "[Known about the user]\n• Alice (person): likes tea; in Paris\n• Acme (general)"
     )
     assert format_profile_card([]) == ""
+
+
+def test_item_kind_tells_facts_from_bookkeeping() -> None:
+    from agentmem.graph import records
+
+    # Given the sort keys the graph writes
+    assert records.item_kind(records.entity_sk("Alice")) == "entities"
+    assert records.item_kind(records.observation_sk("Alice", "01ID")) == "observations"
+    assert records.item_kind(records.relation_sk("01ID")) == "relations"
+    assert records.item_kind(records.episode_sk("01ID")) == "episodes"
+    # Then every index, lock, pointer and list item is bookkeeping
+    bookkeeping = [
+        records.pointer_sk("01ID"),
+        records.current_observation_sk("Alice", "likes tea"),
+        records.link_sk("Alice", "01ID"),
+        records.current_relation_sk("Alice", "knows", "Bob"),
+        records.updated_sk("2026-01-01T00:00:00.000Z", "Alice"),
+        records.name_posting_sk("alice", "Alice"),
+        records.type_posting_sk("person", "person"),
+        records.type_member_sk("person", "Alice"),
+        records.observation_posting_sk("tea", "Alice", "01ID"),
+        records.episode_session_prefix("s1") + "01ID",
+        "GPT#cat#01ID",
+        "GPSTATS",
+    ]
+    assert [records.item_kind(sk) for sk in bookkeeping] == [None] * len(bookkeeping)

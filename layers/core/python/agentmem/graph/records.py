@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Literal
 
 from agentmem.keys import escape, unescape
 from agentmem.stores.table import Item
@@ -55,6 +55,25 @@ EPISODE = "GP#"
 EPISODE_SESSION = "GS#"
 EPISODE_INDEX_NAMESPACE = "GP"
 GRAPH_PREFIX = "G"
+
+
+GraphKind = Literal["entities", "observations", "relations", "episodes"]
+
+_KIND_OF_PREFIX: tuple[tuple[str, GraphKind], ...] = (
+    (ENTITY, "entities"),
+    (OBSERVATION, "observations"),
+    (RELATION, "relations"),
+    (EPISODE, "episodes"),
+)
+
+
+def item_kind(sk: str) -> GraphKind | None:
+    """What a graph item of a scope partition holds (for erasure counts and the export); None for the
+    graph's own bookkeeping (postings, locks, pointers, links, recency and type lists, statistics)."""
+    for prefix, kind in _KIND_OF_PREFIX:
+        if sk.startswith(prefix):
+            return kind
+    return None
 
 
 def entity_key(name: str) -> str:

@@ -94,7 +94,9 @@ def test_bad_input_is_a_4xx_with_the_error_body_and_writes_nothing(
     assert reply.status == status, reply.body
     error = reply.body["error"]
     assert set(error) >= {"code", "message", "request_id"}
-    assert error["code"] and error["message"] and error["request_id"]
+    assert error["code"]
+    assert error["message"]
+    assert error["request_id"]
     # And nothing was written
     assert count_items(container.table) == before
 

@@ -72,7 +72,8 @@ def test_add_entry_returns_the_stored_entry(api: ApiClient) -> None:
     body = store(api, "prefers window seats", timestamp="2026-06-01T09:30:00Z")
     assert set(body) == {"id", "session_id", "project_id", "content", "author", "timestamp"}
     assert body["timestamp"] == "2026-06-01T09:30:00.000Z"
-    assert body["project_id"] is None and body["session_id"] is None
+    assert body["project_id"] is None
+    assert body["session_id"] is None
     assert len(body["id"]) == 26
 
 

@@ -54,7 +54,8 @@ def test_timestamps_must_carry_a_zone() -> None:
     with pytest.raises(ValidationError, match="time zone"):
         MemoryEntry.model_validate({"content": {"parts": [{"text": "x"}]}, "timestamp": "2026-06-01T09:30:00"})
     entry = MemoryEntry.model_validate({"content": {"parts": [{"text": "x"}]}, "timestamp": "2026-06-01T09:30:00Z"})
-    assert entry.timestamp is not None and entry.timestamp.utcoffset() is not None
+    assert entry.timestamp is not None
+    assert entry.timestamp.utcoffset() is not None
 
 
 def test_a_session_holds_at_most_500_entries() -> None:

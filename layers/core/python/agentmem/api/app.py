@@ -18,7 +18,7 @@ from agentmem.api import middlewares
 from agentmem.api.http import JSON, MAX_BODY_BYTES, error_response, json_response
 from agentmem.api.routes import memories, service
 from agentmem.errors import MemoryServiceError
-from agentmem.observability import logger, metrics, tracer
+from agentmem.observability import logger, metrics, trace_handler
 
 app = APIGatewayRestResolver(enable_validation=True)
 app.use(middlewares=[middlewares.idempotency])
@@ -108,7 +108,7 @@ def _read_body_as_json(event: dict[str, Any]) -> dict[str, Any]:
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
+@trace_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return _oversized(event) or app.resolve(_read_body_as_json(event), context)

@@ -158,7 +158,8 @@ class StepRouter:
 
     def __init__(self) -> None:
         self.before_step: StepHook | None = None
-        self.calls: list[str] = []
+        self.calls: list[tuple[str, str | None]] = []
+        """(step, project_id) of every invoke, in order."""
 
     def invoke(
         self, backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any
@@ -166,7 +167,7 @@ class StepRouter:
         from functions.deletion.handler import handler
 
         event = json.loads(body)
-        self.calls.append(event.get("step"))
+        self.calls.append((event.get("step"), event.get("project_id")))
         try:
             if self.before_step is not None:
                 self.before_step(event)

@@ -5,14 +5,17 @@ DynamoDB. The vector index here is a test double (see InMemoryVectorIndex)."""
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from agentmem import users
-from agentmem.container import Container, set_container
-from agentmem.deletion import records
+from agentmem.container import Container, get_container, set_container
+from agentmem.deletion import records, steps
+from agentmem.deletion.runners import LocalRunner, StepFunctionsRunner
 from agentmem.keys import UserRef
 from agentmem.settings import Settings
 from agentmem.stores.dynamo_table import DynamoTable
@@ -172,7 +175,7 @@ def test_user_with_5000_items_is_erased_in_bounded_batches(cloud: Cloud) -> None
 
     # Then the execution finished, in many bounded steps, and every item is gone
     assert described["status"] == "SUCCEEDED", described
-    assert cloud.router.calls.count("delete_scope_batch") >= 5000 // 200
+    assert [step for step, _ in cloud.router.calls].count("delete_scope_batch") >= 5000 // 200
     status = wait_for_status(cloud.api, "/v1/apps/shop/users/hoarder", started.body["deletion_id"])
     assert status["deleted"]["entries"] == 5000
     assert cloud.table.query(user.scope(None).partition, limit=1).items == []
@@ -218,3 +221,46 @@ def test_failing_step_fails_the_execution_and_a_rerun_completes_it(cloud: Cloud)
     assert export_all(cloud.api, target.path)["entries"] == []
     assert cloud.vectors.count_user(target.user) == 0
     assert cloud.api.post(f"{target.path}/memories", {"entry": text_entry("back")}).status == 201
+
+
+def test_local_runner_runs_the_same_steps_as_step_functions(cloud: Cloud) -> None:
+    # Given two users with the same layout of data
+    first = seed_user(cloud.api, cloud.table, UserRef("shop", "ana"), cloud.vectors)
+    second = seed_user(cloud.api, cloud.table, UserRef("shop", "eve"), cloud.vectors)
+
+    # When one is erased by Step Functions and the other by the local runner (the ASL interpreter)
+    started = cloud.api.delete(first.path)
+    assert execution(cloud.arn, started.body["deletion_id"])["status"] == "SUCCEEDED"
+    cloud_calls = list(cloud.router.calls)
+    local_calls: list[tuple[str, str | None]] = []
+    container = get_container()
+
+    def recorded(event: dict[str, Any]) -> Any:
+        local_calls.append((event["step"], event.get("project_id")))
+        return steps.run_step(container.deletion, event)
+
+    container.__dict__["deletion_runner"] = LocalRunner(recorded, background=False)
+    local = cloud.api.delete(second.path)
+
+    # Then both ran the same steps, the same number of times, in the same order (the Map's items and
+    # the parallel branches may interleave in the cloud, so those are compared as multisets)
+    assert wait_for_status(cloud.api, second.path, local.body["deletion_id"])["status"] == "SUCCEEDED"
+    assert Counter(local_calls) == Counter(cloud_calls)
+    sequential = {"mark", "verify", "write_receipt", "clear_mark"}
+    assert [c for c in local_calls if c[0] in sequential] == [c for c in cloud_calls if c[0] in sequential]
+
+
+def test_a_workflow_that_cannot_start_is_a_503_and_lifts_the_mark(cloud: Cloud) -> None:
+    # Given an API pointed at a state machine that does not exist
+    target = seed_user(cloud.api, cloud.table, UserRef("shop", "ana"))
+    container = get_container()
+    container.__dict__["deletion_runner"] = StepFunctionsRunner(cloud.arn + "-missing", region_name="us-east-1")
+
+    # When the user is deleted
+    reply = cloud.api.delete(target.path)
+
+    # Then the caller gets 503 with the error body, the data is intact and writes are accepted again
+    assert reply.status == 503
+    assert reply.error_code == "dependency_unavailable"
+    assert len(export_all(cloud.api, target.path)["entries"]) == target.entries
+    assert cloud.api.post(f"{target.path}/memories", {"entry": text_entry("still here")}).status == 201

@@ -194,3 +194,17 @@ def test_data_that_never_goes_away_fails_the_deletion_visibly(api: ApiClient, ta
     assert status["status"] == "FAILED"
     assert status["error"]["code"] == "ErasureNotVerified"
     assert api.post(f"{target.path}/memories", {"entry": text_entry("no")}).status == 409
+
+
+def test_erasure_with_an_idempotency_key_leaves_no_record_in_the_erased_partition(
+    api: ApiClient, table: Table, inline: Container
+) -> None:
+    # Given a user with data
+    target = seed_user(api, table, UserRef("demo", "ana"))
+    # When the erasure is requested (twice) with an Idempotency-Key
+    first = api.delete(target.path, headers={"Idempotency-Key": "erase-1"})
+    # Then it ran, and nothing at all is left under the user's partition keys
+    assert first.status == 202
+    assert table.query(target.user.partition).items == []
+    status = api.get(f"{target.path}/deletions/{first.body['deletion_id']}").body
+    assert status["status"] == "SUCCEEDED"

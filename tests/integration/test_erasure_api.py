@@ -208,3 +208,35 @@ def test_erasure_with_an_idempotency_key_leaves_no_record_in_the_erased_partitio
     assert table.query(target.user.partition).items == []
     status = api.get(f"{target.path}/deletions/{first.body['deletion_id']}").body
     assert status["status"] == "SUCCEEDED"
+
+
+def test_simultaneous_erasure_requests_start_one_deletion(table: Table, container: Container) -> None:
+    # Given many requests to erase the same user at the same moment (runner never finishes)
+    from concurrent.futures import ThreadPoolExecutor
+
+    user = UserRef("demo", "ana")
+
+    def begin(_: int) -> str:
+        return container.deletion.begin(user, is_active=lambda _: True).deletion_id
+
+    # When they race
+    with ThreadPoolExecutor(8) as pool:
+        ids = set(pool.map(begin, range(8)))
+
+    # Then they all got the one deletion that won the mark, and only its request exists
+    assert len(ids) == 1
+    assert table.get(*users.deletion_mark_key(user))["deletion_id"] in ids
+    assert [i["deletion_id"] for i in table.query("T#demo").items] == list(ids)
+
+
+def test_the_sample_step_event_runs_through_the_lambda_handler(table: Table, container: Container) -> None:
+    # Given the sample event of the deletion-steps function and a user with two projects
+    from functions.deletion.handler import handler
+    from tests.support import load_event
+
+    for project in (None, "alpha"):
+        table.put(users.registry_item(UserRef("demo", "ana").scope(project)))
+    # When the handler gets it
+    result = handler(load_event("deletion_step_list_scopes.json"), None)
+    # Then it answers the step's result
+    assert result == {"scopes": [{"project_id": None}, {"project_id": "alpha"}]}

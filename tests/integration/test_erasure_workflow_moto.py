@@ -16,6 +16,7 @@ from agentmem import users
 from agentmem.container import Container, get_container, set_container
 from agentmem.deletion import records, steps
 from agentmem.deletion.runners import LocalRunner, StepFunctionsRunner
+from agentmem.errors import RateLimited
 from agentmem.keys import UserRef
 from agentmem.settings import Settings
 from agentmem.stores.dynamo_table import DynamoTable
@@ -264,3 +265,25 @@ def test_a_workflow_that_cannot_start_is_a_503_and_lifts_the_mark(cloud: Cloud) 
     assert reply.error_code == "dependency_unavailable"
     assert len(export_all(cloud.api, target.path)["entries"]) == target.entries
     assert cloud.api.post(f"{target.path}/memories", {"entry": text_entry("still here")}).status == 201
+
+
+def test_a_throttled_step_is_retried_and_the_execution_succeeds(cloud: Cloud) -> None:
+    # Given a steps function that is throttled by the table once on its first verification
+    target = seed_user(cloud.api, cloud.table, UserRef("shop", "ana"))
+    throttled: list[str] = []
+
+    def throttle_once(event: dict[str, Any]) -> None:
+        if event["step"] == "verify" and not throttled:
+            throttled.append("verify")
+            raise RateLimited("the table kept throttling a batch write; retry later")
+
+    cloud.router.before_step = throttle_once
+
+    # When the user is deleted
+    started = cloud.api.delete(target.path)
+
+    # Then Step Functions retried the step (the ASL's Retry on RateLimited) and the erasure succeeded
+    assert execution(cloud.arn, started.body["deletion_id"])["status"] == "SUCCEEDED"
+    assert throttled == ["verify"]
+    assert [step for step, _ in cloud.router.calls].count("verify") == 2
+    assert wait_for_status(cloud.api, target.path, started.body["deletion_id"])["status"] == "SUCCEEDED"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -65,8 +66,11 @@ class Container:
             return runners.StepFunctionsRunner(
                 self.settings.deletion_state_machine_arn, region_name=self.settings.aws_region
             )
+        # Inside Lambda a background thread would freeze with the response: run the workflow inline there.
         return runners.LocalRunner(
-            lambda event: steps.run_step(self.deletion, event), definition_path=self.settings.deletion_workflow_path
+            lambda event: steps.run_step(self.deletion, event),
+            definition_path=self.settings.deletion_workflow_path,
+            background=not os.environ.get("AWS_LAMBDA_FUNCTION_NAME"),
         )
 
 

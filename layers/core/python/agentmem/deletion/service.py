@@ -25,10 +25,10 @@ from typing import Any
 from agentmem import users
 from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.deletion import records
-from agentmem.errors import MalformedRequest, NotFound
+from agentmem.errors import ConditionFailed, MalformedRequest, NotFound
 from agentmem.keys import Scope, UserRef
 from agentmem.memory import records as memory_records
-from agentmem.stores.table import Item, Key, Table
+from agentmem.stores.table import Condition, Item, Key, Table
 from agentmem.vectors.port import VectorIndex
 
 DEFAULT_BATCH_SIZE = 500
@@ -80,15 +80,21 @@ class DeletionService:
             if current is not None and current["status"] == "RUNNING" and is_active(mark["deletion_id"]):
                 return DeletionStart(mark["deletion_id"], "RUNNING", started=False)
         deletion_id = new_id()
-        self._table.put(
-            records.request_item(
-                user.app,
-                deletion_id,
-                hashed_user=records.user_hash(self._key, user),
-                started_at=self._now(),
-            )
+        request = records.request_item(
+            user.app, deletion_id, hashed_user=records.user_hash(self._key, user), started_at=self._now()
         )
-        self.mark(user, deletion_id)
+        self._table.put(request)
+        # Claim the mark only if nobody changed it since we looked: of two simultaneous requests, one wins.
+        pk, sk = users.deletion_mark_key(user)
+        claim = Condition(exists=False) if mark is None else Condition(equals={"deletion_id": mark.get("deletion_id")})
+        try:
+            self._table.put(self._mark_item(user, deletion_id), claim)
+        except ConditionFailed:
+            self._table.delete(request["pk"], request["sk"])
+            winner = self._table.get(pk, sk)
+            if winner is None or not winner.get("deletion_id"):
+                raise
+            return DeletionStart(winner["deletion_id"], "RUNNING", started=False)
         return DeletionStart(deletion_id, "RUNNING", started=True)
 
     def abandon(self, user: UserRef, deletion_id: str, error: str, cause: str) -> None:
@@ -108,8 +114,7 @@ class DeletionService:
     # -- workflow steps (each idempotent) ------------------------------------------------------------
 
     def mark(self, user: UserRef, deletion_id: str) -> None:
-        pk, sk = users.deletion_mark_key(user)
-        self._table.put({"pk": pk, "sk": sk, "deletion_id": deletion_id, "marked_at": self._now()})
+        self._table.put(self._mark_item(user, deletion_id))
         if self._request(user.app, deletion_id) is None:
             hashed = records.user_hash(self._key, user)
             self._table.put(records.request_item(user.app, deletion_id, hashed_user=hashed, started_at=self._now()))
@@ -224,6 +229,10 @@ class DeletionService:
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
+
+    def _mark_item(self, user: UserRef, deletion_id: str) -> Item:
+        pk, sk = users.deletion_mark_key(user)
+        return {"pk": pk, "sk": sk, "deletion_id": deletion_id, "marked_at": self._now()}
 
     def _request(self, app: str, deletion_id: str) -> Item | None:
         return self._table.get(*records.request_key(app, deletion_id))

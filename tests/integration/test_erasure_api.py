@@ -239,4 +239,4 @@ def test_the_sample_step_event_runs_through_the_lambda_handler(table: Table, con
     # When the handler gets it
     result = handler(load_event("deletion_step_list_scopes.json"), None)
     # Then it answers the step's result
-    assert result == {"scopes": [{"project_id": None}, {"project_id": "alpha"}]}
+    assert result == {"scopes": [{"project_id": None}, {"project_id": "alpha"}], "next": None, "more": False}

@@ -16,6 +16,7 @@ from agentmem import users
 from agentmem.container import Container, get_container, set_container
 from agentmem.deletion import records, steps
 from agentmem.deletion.runners import LocalRunner, StepFunctionsRunner
+from agentmem.deletion.service import DeletionService
 from agentmem.errors import RateLimited
 from agentmem.keys import UserRef
 from agentmem.settings import Settings
@@ -25,6 +26,7 @@ from tests.erasure_support import (
     StepRouter,
     execution,
     export_all,
+    graph_like_items,
     moto_workflow,
     seed_user,
     wait_for_status,
@@ -287,3 +289,29 @@ def test_a_throttled_step_is_retried_and_the_execution_succeeds(cloud: Cloud) ->
     assert throttled == ["verify"]
     assert [step for step, _ in cloud.router.calls].count("verify") == 2
     assert wait_for_status(cloud.api, target.path, started.body["deletion_id"])["status"] == "SUCCEEDED"
+
+
+def test_a_user_with_more_projects_than_one_map_run_is_erased_page_by_page(cloud: Cloud) -> None:
+    # Given a user with seven projects and a workflow that lists scopes three at a time
+    container = get_container()
+    container.__dict__["deletion"] = DeletionService(
+        cloud.table, receipt_key=b"test-receipt-key", vectors=cloud.vectors, scope_page=3
+    )
+    user = UserRef("shop", "busy")
+    projects = [None, *(f"p{i}" for i in range(7))]
+    for project in projects:
+        scope = user.scope(project)
+        cloud.table.batch_write(puts=graph_like_items(scope, project or "global"))
+    path = "/v1/apps/shop/users/busy"
+
+    # When the user is deleted
+    started = cloud.api.delete(path)
+
+    # Then the scopes were listed in three pages, every scope was swept, and nothing is left
+    assert execution(cloud.arn, started.body["deletion_id"])["status"] == "SUCCEEDED"
+    assert [step for step, _ in cloud.router.calls].count("list_scopes") == 3
+    swept = {project for step, project in cloud.router.calls if step == "delete_scope_batch"}
+    assert swept == set(projects)
+    assert wait_for_status(cloud.api, path, started.body["deletion_id"])["deleted"]["episodes"] == 2 * len(projects)
+    for project in projects:
+        assert cloud.table.query(user.scope(project).partition).items == []

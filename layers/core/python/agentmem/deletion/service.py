@@ -33,6 +33,8 @@ from agentmem.vectors.port import VectorIndex
 
 DEFAULT_BATCH_SIZE = 500
 DEFAULT_MAX_SWEEPS = 5
+DEFAULT_SCOPE_PAGE = 200
+"""Scopes per Map run: 200 project ids of at most 256 bytes keep a state far below 256 KiB."""
 EXPORT_PAGE_ITEMS = 500
 EXPORT_PAGE_BYTES = 1024 * 1024
 """A page of export stays around 1 MiB of JSON, far below the 6 MB response limit of Lambda."""
@@ -56,6 +58,7 @@ class DeletionService:
         vectors: VectorIndex | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_sweeps: int = DEFAULT_MAX_SWEEPS,
+        scope_page: int = DEFAULT_SCOPE_PAGE,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self._table = table
@@ -63,6 +66,7 @@ class DeletionService:
         self._vectors = vectors
         self._batch_size = batch_size
         self._max_sweeps = max_sweeps
+        self._scope_page = scope_page
         self._clock = clock
 
     # -- API side ----------------------------------------------------------------------------------
@@ -119,8 +123,20 @@ class DeletionService:
             hashed = records.user_hash(self._key, user)
             self._table.put(records.request_item(user.app, deletion_id, hashed_user=hashed, started_at=self._now()))
 
-    def list_scopes(self, user: UserRef) -> list[dict[str, str | None]]:
-        return [{"project_id": scope.project_id} for scope in users.registered_scopes(self._table, user)]
+    def list_scopes(self, user: UserRef, after: str | None = None) -> dict[str, Any]:
+        """One page of the user's scopes (global first), so the workflow's state stays small however
+        many projects the user has; ``next`` goes back as ``after``. The registry is kept until the
+        mark is cleared, so paging over it is stable while the sweep runs."""
+        scopes = users.registered_scopes(self._table, user)
+        if after is not None:
+            scopes = [s for s in scopes if _scope_order(s) > after]
+        page = scopes[: self._scope_page]
+        more = len(scopes) > len(page)
+        return {
+            "scopes": [{"project_id": scope.project_id} for scope in page],
+            "next": _scope_order(page[-1]) if more else None,
+            "more": more,
+        }
 
     def delete_scope_batch(self, scope: Scope, deletion_id: str) -> dict[str, Any]:
         """Delete at most one batch of the scope partition's items; ``more`` says whether to call again."""

@@ -19,7 +19,7 @@ Step = Callable[[DeletionService, UserRef, str, dict[str, Any]], Any]
 
 STEPS: dict[str, Step] = {
     "mark": lambda s, u, d, e: s.mark(u, d),
-    "list_scopes": lambda s, u, d, e: {"scopes": s.list_scopes(u)},
+    "list_scopes": lambda s, u, d, e: s.list_scopes(u, _optional_str(e.get("after"))),
     "delete_scope_batch": lambda s, u, d, e: s.delete_scope_batch(u.scope(validate_project(e.get("project_id"))), d),
     "delete_user_items_batch": lambda s, u, d, e: s.delete_user_items_batch(u, d),
     "delete_vectors": lambda s, u, d, e: s.delete_vectors(u, d),
@@ -28,6 +28,12 @@ STEPS: dict[str, Step] = {
     "clear_mark": lambda s, u, d, e: s.clear_mark(u, d),
     "record_failure": lambda s, u, d, e: s.record_failure(u, d, str(e.get("error")), str(e.get("cause"))),
 }
+
+
+def _optional_str(value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidInput("after must be a string or null", code="invalid_step_input")
 
 
 def run_step(service: DeletionService, event: dict[str, Any]) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ def test_the_workflow_cdk_deploys_is_the_packaged_one_and_is_interpretable() -> 
     # Then they are one file, with the function substitution CDK fills, and the interpreter accepts it
     assert deployed.resolve() == packaged.resolve()
     assert FUNCTION_PLACEHOLDER in deployed.read_text()
+    assert set(re.findall(r"\$\{[^}]*\}", deployed.read_text())) == {FUNCTION_PLACEHOLDER}
     asl.validate(load_definition())
 
 

@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from agentmem import __version__
 from agentmem.api import middlewares
 from agentmem.api.http import JSON, MAX_BODY_BYTES, error_response, json_response
-from agentmem.api.routes import memories, service
+from agentmem.api.routes import memories, service, users
 from agentmem.errors import MemoryServiceError
 from agentmem.observability import logger, metrics, trace_handler
 
@@ -24,6 +24,7 @@ app = APIGatewayRestResolver(enable_validation=True)
 app.use(middlewares=[middlewares.idempotency])
 app.include_router(memories.router)
 app.include_router(service.router)
+app.include_router(users.router)
 
 
 def _request_id() -> str:

@@ -6,9 +6,11 @@ from urllib.parse import quote
 
 import httpx
 
+from tests.e2e.conftest import LiveServer
 
-def test_graph_lifecycle_over_http(live_server: str) -> None:
-    graph = f"{live_server}/v1/apps/demo/users/{quote('a/b', safe='')}/graph"
+
+def test_graph_lifecycle_over_http(live_server: LiveServer) -> None:
+    graph = f"{live_server.url}/v1/apps/demo/users/{quote('a/b', safe='')}/graph"
     with httpx.Client(timeout=10) as http:
         # Given an agent that remembers facts and a relation
         reply = http.post(
@@ -44,7 +46,7 @@ def test_graph_lifecycle_over_http(live_server: str) -> None:
         assert bad.status_code == 422
         assert bad.json()["error"]["code"] == "invalid_id"
         assert http.post(f"{graph}/observations/NOPE/invalidate", json={}).status_code == 404
-        assert http.get(f"{live_server}/v1/capabilities").json()["graph"] is True
+        assert http.get(f"{live_server.url}/v1/capabilities").json()["graph"] is True
         # And deleting the entity removes it and its relation
         assert http.delete(f"{graph}/entities/Alice").status_code == 204
         assert http.get(graph).json()["relations"] == []

@@ -510,3 +510,30 @@ def test_invalidate_with_valid_to_before_valid_from_is_422_and_changes_nothing(a
     reply = api.post(GRAPH + f"/observations/{obs['id']}/invalidate", {"valid_to": "2023-01-01T00:00:00Z"})
     assert reply.status == 422
     assert _facts(_whole(api)["entities"][0]) == ["runs"]
+
+
+def test_erasure_removes_the_graph_and_counts_only_facts(api: ApiClient, container: Any) -> None:
+    from agentmem.deletion import steps
+    from agentmem.deletion.runners import LocalRunner
+
+    container.__dict__["deletion_runner"] = LocalRunner(
+        lambda event: steps.run_step(container.deletion, event), background=False, sleep=lambda _: None
+    )
+    # Given a graph in the global scope and a project: 3 entities, 3 observations, 1 relation, 2 episodes
+    _create(api, {"name": "Alice", "entity_type": "person", "observations": ["likes tea", "in Paris"]})
+    _create(api, {"name": "Zed", "observations": ["project fact"]}, project="p1")
+    _ok(api.post(GRAPH + "/relations", {"relations": [{"source": "Alice", "relation_type": "knows", "target": "Bob"}]}))
+    _ok(api.post(GRAPH + "/episodes", {"session_id": "s", "entries": [text_entry("hello"), text_entry("bye now")]}))
+    # When the user's export is read, then the user is erased
+    exported = _ok(api.get(scope_path("demo", "alice") + "/export"))
+    started = _ok(api.delete(scope_path("demo", "alice")), 202)
+    status = _ok(api.get(scope_path("demo", "alice") + f"/deletions/{started['deletion_id']}"))
+    # Then the export held the facts without the graph's index items, the receipt counts facts only
+    graph_keys = [i["sk"] for kind in ("entities", "relations", "observations") for i in exported["graph"][kind]]
+    assert sorted(k[:3] for k in graph_keys) == ["GE#"] * 3 + ["GO#"] * 3 + ["GR#"]
+    assert status["status"] == "SUCCEEDED"
+    assert status["deleted"]["graph_items"] == 7
+    assert status["deleted"]["episodes"] == 2
+    # And nothing of the graph is left in any scope
+    assert _whole(api) == {"entities": [], "relations": []}
+    assert _whole(api, project_id="p1") == {"entities": [], "relations": []}

@@ -14,6 +14,7 @@ import hashlib
 import hmac
 from typing import Any, Literal
 
+from agentmem.graph import records as graph_records
 from agentmem.keys import UserRef, escape, tenant_partition
 from agentmem.memory import records as memory_records
 from agentmem.stores.table import Item, Key
@@ -49,9 +50,10 @@ def classify(item: Item) -> Counter | None:
         return "entries"
     if not sk.startswith(GRAPH_PREFIX) or is_index_item(item):
         return None
-    if sk.startswith(EPISODE_PREFIX):
-        return "episodes"
-    return "graph_items"
+    kind = graph_records.item_kind(sk)  # the graph's own postings, locks and lists are bookkeeping
+    if kind is None:
+        return None
+    return "episodes" if kind == "episodes" else "graph_items"
 
 
 def carries_vector(item: Item) -> bool:

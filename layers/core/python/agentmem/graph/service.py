@@ -159,6 +159,7 @@ class GraphMemoryService:
             if e.get("entity_type") is not None:
                 validate_id(e["entity_type"], "entity_type")
         self._begin_write(scope)
+        self._register(scope)
         return [
             self._create_entity(scope, name, spec.get("entity_type"), spec.get("observations") or [])[0]
             for name, spec in zip(names, entities, strict=True)
@@ -172,6 +173,7 @@ class GraphMemoryService:
         if entity_type is not None:
             validate_id(entity_type, "entity_type")
         self._begin_write(scope)
+        self._register(scope)
         return self._create_entity(scope, name, entity_type, facts)
 
     def _create_entity(
@@ -196,7 +198,6 @@ class GraphMemoryService:
         transaction as the entity, so they never disagree with it for long.
         """
         partition = scope.partition
-        self._register(scope)
         for _ in range(_MAX_ATTEMPTS):
             current = self._table.get(partition, records.entity_sk(name))
             if current is None:
@@ -315,6 +316,7 @@ class GraphMemoryService:
         visible = self._table.batch_get([(s.partition, records.entity_sk(name)) for s in scope.visible_scopes()])
         if not visible:
             raise NotFound(f"no entity {name!r} in this scope", code="entity_not_found")
+        self._register(scope)
         now = self._now()
         start = format_timestamp(valid_from) if valid_from is not None else now
         self._upsert_entity(scope, name, None, now)
@@ -496,6 +498,7 @@ class GraphMemoryService:
             validate_id(r["target"], "target")
             validate_id(r["relation_type"], "relation_type")
         self._begin_write(scope)
+        self._register(scope)
         return [self._create_relation(scope, r["source"], r["relation_type"], r["target"]) for r in relations]
 
     def _create_relation(self, scope: Scope, source: str, relation_type: str, target: str) -> dict[str, Any]:

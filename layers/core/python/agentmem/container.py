@@ -9,6 +9,7 @@ from agentmem.idempotency import IdempotencyStore
 from agentmem.memory.service import MemoryService
 from agentmem.settings import Settings, get_settings
 from agentmem.stores.table import Table
+from agentmem.tenancy.keys import TenantService
 
 
 class Container:
@@ -38,6 +39,10 @@ class Container:
     @cached_property
     def idempotency(self) -> IdempotencyStore:
         return IdempotencyStore(self.table, ttl_seconds=self.settings.idempotency_ttl_seconds)
+
+    @cached_property
+    def tenants(self) -> TenantService:
+        return TenantService(self.table)
 
 
 _lock = threading.Lock()

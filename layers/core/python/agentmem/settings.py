@@ -6,6 +6,7 @@
 | MEMORY_SQLITE_PATH | the SQLite file of the embedded store | `.data/memory.db` |
 | MEMORY_TABLE_NAME | the DynamoDB table | `agent-memory` |
 | MEMORY_DYNAMODB_ENDPOINT_URL | a DynamoDB-compatible endpoint (DynamoDB Local, moto server) | unset: AWS |
+| MEMORY_AUTH | `required`: app routes need an `x-api-key` of that app; `none`: no check | `required` in Lambda |
 | MEMORY_IDEMPOTENCY_TTL_SECONDS | how long an `Idempotency-Key` answer is kept | `86400` |
 """
 
@@ -18,6 +19,7 @@ from functools import lru_cache
 from typing import Literal
 
 StoreKind = Literal["sqlite", "dynamodb"]
+AuthMode = Literal["none", "required"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +30,7 @@ class Settings:
     dynamodb_endpoint_url: str | None = None
     aws_region: str | None = None
     idempotency_ttl_seconds: int = 86400
+    auth: AuthMode = "none"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -37,6 +40,9 @@ class Settings:
         store = env.get("MEMORY_STORE") or ("dynamodb" if endpoint or in_lambda else "sqlite")
         if store not in ("sqlite", "dynamodb"):
             raise ValueError(f"MEMORY_STORE must be sqlite or dynamodb, not {store!r}")
+        auth = env.get("MEMORY_AUTH") or ("required" if in_lambda else "none")
+        if auth not in ("none", "required"):
+            raise ValueError(f"MEMORY_AUTH must be none or required, not {auth!r}")
         return cls(
             store=store,  # type: ignore[arg-type]
             sqlite_path=env.get("MEMORY_SQLITE_PATH") or _DEFAULTS.sqlite_path,
@@ -44,6 +50,7 @@ class Settings:
             dynamodb_endpoint_url=endpoint,
             aws_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
             idempotency_ttl_seconds=int(env.get("MEMORY_IDEMPOTENCY_TTL_SECONDS") or _DEFAULTS.idempotency_ttl_seconds),
+            auth=auth,  # type: ignore[arg-type]
         )
 
 

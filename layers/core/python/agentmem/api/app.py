@@ -17,13 +17,16 @@ from agentmem import __version__
 from agentmem.api import middlewares
 from agentmem.api.http import JSON, MAX_BODY_BYTES, error_response, json_response
 from agentmem.api.routes import memories, service
+from agentmem.api.routes import tenancy as tenancy_routes
+from agentmem.api.tenancy import tenant_guard
 from agentmem.errors import MemoryServiceError
 from agentmem.observability import logger, metrics, tracer
 
 app = APIGatewayRestResolver(enable_validation=True)
-app.use(middlewares=[middlewares.idempotency])
+app.use(middlewares=[tenant_guard, middlewares.idempotency])
 app.include_router(memories.router)
 app.include_router(service.router)
+app.include_router(tenancy_routes.router)
 
 
 def _request_id() -> str:

@@ -43,7 +43,8 @@ def pip_install_command(target: Path, requirements: Path = DEPS_REQUIREMENTS) ->
     command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     for platform in PLATFORMS:
         command += ["--platform", platform]
-    return command + [
+    return [
+        *command,
         "--only-binary=:all:",
         "--implementation",
         "cp",

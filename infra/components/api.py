@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from aws_cdk import Duration, RemovalPolicy
@@ -36,8 +37,8 @@ class ApiSettings:
 
 
 def _error_template(code: str, message: str) -> dict[str, str]:
-    body = '{"error": {"code": "%s", "message": "%s", "request_id": "$context.requestId"}}' % (code, message)
-    return {"application/json": body}
+    error = {"code": code, "message": message, "request_id": "$context.requestId"}
+    return {"application/json": json.dumps({"error": error})}
 
 
 GATEWAY_ERRORS = [

@@ -215,7 +215,8 @@ def test_authorizer_can_only_read_the_table(synthesized: Synthesized) -> None:
             for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
                 actions |= {str(a) for a in _as_list(statement["Action"])}
     dynamo = {a for a in actions if a.startswith("dynamodb:")}
-    assert dynamo and dynamo <= {
+    assert dynamo
+    assert dynamo <= {
         "dynamodb:GetItem",
         "dynamodb:BatchGetItem",
         "dynamodb:Query",

@@ -14,16 +14,15 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agentmem import __version__
-from agentmem.api import middlewares
+from agentmem.api import middlewares, tenancy
 from agentmem.api.http import JSON, MAX_BODY_BYTES, error_response, json_response
 from agentmem.api.routes import memories, service
 from agentmem.api.routes import tenancy as tenancy_routes
-from agentmem.api.tenancy import tenant_guard
 from agentmem.errors import MemoryServiceError
 from agentmem.observability import logger, metrics, tracer
 
 app = APIGatewayRestResolver(enable_validation=True)
-app.use(middlewares=[tenant_guard, middlewares.idempotency])
+app.use(middlewares=[middlewares.idempotency])
 app.include_router(memories.router)
 app.include_router(service.router)
 app.include_router(tenancy_routes.router)
@@ -114,4 +113,7 @@ def _read_body_as_json(event: dict[str, Any]) -> dict[str, Any]:
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return _oversized(event) or app.resolve(_read_body_as_json(event), context)
+    request_id = str(getattr(context, "aws_request_id", "") or "")
+    return tenancy.guard(
+        event, lambda checked: _oversized(checked) or app.resolve(_read_body_as_json(checked), context), request_id
+    )

@@ -6,7 +6,8 @@
   only prebuilt arm64 wheels, so no compiler and no container.
 
 Where the dependency layer comes from, in this order:
-1. ``.layer-build/deps`` when it holds a build (``make layer`` writes it; ``make deploy`` runs it);
+1. ``.layer-build/deps`` when it holds a build (``make layer`` writes it; ``make deploy`` runs it),
+   unless the context ``dependency_layer=source`` says not to (the tests do: no 120 MB asset copy);
 2. otherwise CDK *local bundling* of ``layers/deps`` that runs the pip command above. CDK runs it only for
    stacks selected by the ``aws:cdk:bundling-stacks`` context; ``make synth`` and the tests set it to
    ``[]``, so they synthesize offline and never call pip.
@@ -90,8 +91,8 @@ def core_layer_code() -> lambda_.Code:
     return lambda_.Code.from_asset(str(CORE_LAYER_DIR), exclude=_EXCLUDES)
 
 
-def dependency_layer_code() -> lambda_.Code:
-    if (PREBUILT_DEPS_DIR / _STAMP).exists() and (PREBUILT_DEPS_DIR / "python").is_dir():
+def dependency_layer_code(*, use_prebuilt: bool = True) -> lambda_.Code:
+    if use_prebuilt and (PREBUILT_DEPS_DIR / _STAMP).exists() and (PREBUILT_DEPS_DIR / "python").is_dir():
         return lambda_.Code.from_asset(str(PREBUILT_DEPS_DIR), exclude=[_STAMP])
     return lambda_.Code.from_asset(
         str(DEPS_DIR),

@@ -59,7 +59,9 @@ class Compute(Construct):
         self.dependency_layer = lambda_.LayerVersion(
             self,
             "DependencyLayer",
-            code=packaging.dependency_layer_code(),
+            code=packaging.dependency_layer_code(
+                use_prebuilt=self.node.try_get_context("dependency_layer") != "source"
+            ),
             compatible_architectures=[packaging.ARCHITECTURE],
             compatible_runtimes=[packaging.RUNTIME],
             description="third-party packages for arm64 (layers/deps/requirements.txt)",

@@ -2,7 +2,8 @@
 
 Every test of this tier is put in one xdist group (``make test`` runs ``--dist loadgroup``), so one
 worker synthesizes once and runs them all. Bundling is off (``aws:cdk:bundling-stacks``: ``[]``): the
-dependency layer is not built, nothing is downloaded, synthesis is offline.
+dependency layer is not built, nothing is downloaded, synthesis is offline; ``dependency_layer=source``
+keeps a local ``make layer`` build (120 MB) out of the test's assembly.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     from infra.stack import DeploymentOptions, MemoryServiceStack
 
     outdir = tmp_path_factory.mktemp("cdk.out")
-    app = App(outdir=str(outdir), context={"aws:cdk:bundling-stacks": []})
+    app = App(outdir=str(outdir), context={"aws:cdk:bundling-stacks": [], "dependency_layer": "source"})
     stacks = {
         PROD_OPENSEARCH: MemoryServiceStack(
             app, PROD_OPENSEARCH, options=DeploymentOptions(stage="prod", search_backend="opensearch")

@@ -113,6 +113,10 @@ class MemoryServiceStack(Stack):
         acknowledge_findings(self)
 
 
+def _logical_id(stack: Stack, construct: Construct) -> str:
+    return str(stack.resolve(stack.get_logical_id(construct.node.default_child)))  # type: ignore[arg-type]
+
+
 def _acknowledge(scope: Construct, rule: str, reason: str) -> None:
     Validations.of(scope).acknowledge(Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason))
 
@@ -135,7 +139,7 @@ def acknowledge_findings(stack: MemoryServiceStack) -> None:
     _acknowledge(
         stack.compute.api.role,  # type: ignore[arg-type]
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
-        "<WorkflowDeleteUser21115331.Name>:*]",
+        f"<{_logical_id(stack, stack.workflow.state_machine)}.Name>:*]",
         "GET {scope}/deletions/{id} reads executions of this one state machine; execution names are only known "
         "at run time, so the ARN ends in the execution-name wildcard.",
     )

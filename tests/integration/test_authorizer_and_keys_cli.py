@@ -54,6 +54,19 @@ def test_authorizer_rejects_missing_and_unknown_keys(tenants: TenantService, pre
         authorize(presented)
 
 
+def test_authorizer_answers_the_sample_event(tenants: TenantService) -> None:
+    # Given events/authorizer_request.json (the shape `sam local invoke` and API Gateway send) with a real key
+    from functions.authorizer.handler import handler
+    from tests.support import load_event
+
+    event = load_event("authorizer_request.json")
+    event["headers"]["X-Api-Key"] = tenants.create_key("acme").secret
+    # Then the stage is allowed for app acme
+    answer = handler(event, None)
+    assert answer["context"]["app"] == "acme"
+    assert answer["policyDocument"]["Statement"][0]["Resource"].endswith("abc123/prod/*/*")
+
+
 def test_authorizer_rejects_a_revoked_key(tenants: TenantService) -> None:
     created = tenants.create_key("A")
     tenants.revoke_key("A", created.key.key_id)

@@ -127,6 +127,19 @@ def test_metering_counts_match_the_requests_made(tenants: TenantService, client:
     assert (b_today["requests"], b_today["items_stored"]) == (2, 0)
 
 
+def test_a_replayed_idempotent_write_is_a_request_but_stores_nothing(tenants: TenantService, client: ApiClient) -> None:
+    # Given the same write sent twice with one Idempotency-Key
+    secret = tenants.create_key("A").secret
+    headers = {**key(secret), "Idempotency-Key": "retry-1"}
+    body = {"entry": text_entry("once")}
+    first = client.post(scope_path("A", "u") + "/memories", body, headers=headers)
+    second = client.post(scope_path("A", "u") + "/memories", body, headers=headers)
+    assert (first.status, second.status) == (201, 201)
+    # Then both are requests, one item is stored
+    [today] = client.get("/v1/apps/A/usage", headers=key(secret)).body["days"]
+    assert (today["requests"], today["items_stored"]) == (3, 1)
+
+
 def test_usage_of_another_app_is_forbidden(tenants: TenantService, client: ApiClient) -> None:
     secret = tenants.create_key("A").secret
     tenants.create_key("B")

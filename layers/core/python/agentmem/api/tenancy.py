@@ -124,7 +124,13 @@ def guard(event: dict[str, Any], resolve: Resolve, request_id: str = "") -> dict
             logger.warning("tenant check failed", error_code=error.code)
         return _refusal(error, request_id)
     result = resolve(event)
-    stored = items_stored(str(event.get("httpMethod") or ""), int(result.get("statusCode") or 0), result.get("body"))
+    headers = [*(result.get("headers") or {}), *(result.get("multiValueHeaders") or {})]
+    replayed = any(name.lower() == "idempotent-replayed" for name in headers)
+    stored = (
+        0
+        if replayed
+        else items_stored(str(event.get("httpMethod") or ""), int(result.get("statusCode") or 0), result.get("body"))
+    )
     if stored:
         try:
             record_usage(get_container().table, path_app, items_stored=stored)

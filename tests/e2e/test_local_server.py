@@ -59,14 +59,14 @@ def test_errors_over_http_carry_the_error_body(http: httpx.Client) -> None:
 def test_concurrent_writes_are_all_kept(http: httpx.Client, live_server: object) -> None:
     # Given 6 clients writing 10 entries each at the same time
     scope = new_scope()
-    failures: list[int] = []
+    failures: list[tuple[int, str]] = []
 
     def writer(worker: int) -> None:
         with httpx.Client(base_url=http.base_url, timeout=30) as client:
             for i in range(10):
                 reply = client.post(f"{scope}/memories", json={"entry": entry(f"worker {worker} note {i}")})
                 if reply.status_code != 201:
-                    failures.append(reply.status_code)
+                    failures.append((reply.status_code, reply.text[:200]))
 
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
     for t in threads:

@@ -11,6 +11,7 @@ from agentmem.idempotency import IdempotencyStore
 from agentmem.memory.service import MemoryService
 from agentmem.settings import Settings, get_settings
 from agentmem.stores.table import Table
+from agentmem.tenancy.keys import TenantService
 
 if TYPE_CHECKING:
     from agentmem.deletion.runners import DeletionRunner
@@ -72,6 +73,10 @@ class Container:
             definition_path=self.settings.deletion_workflow_path,
             background=not os.environ.get("AWS_LAMBDA_FUNCTION_NAME"),
         )
+
+    @cached_property
+    def tenants(self) -> TenantService:
+        return TenantService(self.table)
 
 
 _lock = threading.Lock()

@@ -6,6 +6,7 @@
 | MEMORY_SQLITE_PATH | the SQLite file of the embedded store | `.data/memory.db` |
 | MEMORY_TABLE_NAME | the DynamoDB table | `agent-memory` |
 | MEMORY_DYNAMODB_ENDPOINT_URL | a DynamoDB-compatible endpoint (DynamoDB Local, moto server) | unset: AWS |
+| MEMORY_AUTH | `required`: app routes need an `x-api-key` of that app; `none`: no check | `required` in Lambda |
 | MEMORY_IDEMPOTENCY_TTL_SECONDS | how long an `Idempotency-Key` answer is kept | `86400` |
 | MEMORY_DELETION_RUNNER | `local` (in-process) or `stepfunctions` | `stepfunctions` if the ARN is set |
 | MEMORY_DELETION_STATE_MACHINE_ARN | the delete_user state machine the API starts | unset |
@@ -25,6 +26,7 @@ from typing import Literal
 StoreKind = Literal["sqlite", "dynamodb"]
 DeletionRunnerKind = Literal["local", "stepfunctions"]
 DEVELOPMENT_RECEIPT_KEY = "agentmem-development-receipt-key"
+AuthMode = Literal["none", "required"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,7 @@ class Settings:
     deletion_batch_size: int = 500
     deletion_workflow_path: str | None = None
     receipt_key: str = DEVELOPMENT_RECEIPT_KEY
+    auth: AuthMode = "none"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -55,6 +58,9 @@ class Settings:
             raise ValueError(f"MEMORY_DELETION_RUNNER must be local or stepfunctions, not {runner!r}")
         if runner == "stepfunctions" and not state_machine:
             raise ValueError("MEMORY_DELETION_RUNNER=stepfunctions needs MEMORY_DELETION_STATE_MACHINE_ARN")
+        auth = env.get("MEMORY_AUTH") or ("required" if in_lambda else "none")
+        if auth not in ("none", "required"):
+            raise ValueError(f"MEMORY_AUTH must be none or required, not {auth!r}")
         return cls(
             store=store,  # type: ignore[arg-type]
             sqlite_path=env.get("MEMORY_SQLITE_PATH") or _DEFAULTS.sqlite_path,
@@ -67,6 +73,7 @@ class Settings:
             deletion_batch_size=int(env.get("MEMORY_DELETION_BATCH_SIZE") or _DEFAULTS.deletion_batch_size),
             deletion_workflow_path=env.get("MEMORY_DELETION_WORKFLOW_PATH") or None,
             receipt_key=env.get("MEMORY_RECEIPT_KEY") or DEVELOPMENT_RECEIPT_KEY,
+            auth=auth,  # type: ignore[arg-type]
         )
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import threading
 from functools import cached_property
 
+from agentmem.embeddings.port import Embedder
 from agentmem.idempotency import IdempotencyStore
 from agentmem.memory.service import MemoryService
 from agentmem.settings import Settings, get_settings
 from agentmem.stores.table import Table
+from agentmem.vectors.port import VectorIndex
 
 
 class Container:
@@ -32,8 +34,46 @@ class Container:
         return SqliteTable(self.settings.sqlite_path)
 
     @cached_property
+    def embedder(self) -> Embedder | None:
+        kind = self.settings.embedder
+        if kind == "hashing":
+            from agentmem.embeddings.hashing import HashingEmbedder
+
+            return HashingEmbedder(self.settings.embedding_dimension or 384)
+        if kind == "local":
+            from agentmem.embeddings.local import LocalEmbedder
+
+            return LocalEmbedder()
+        if kind == "bedrock":
+            from agentmem.embeddings.bedrock import BedrockEmbedder
+
+            return BedrockEmbedder(
+                model=self.settings.bedrock_model_id,
+                dimension=self.settings.embedding_dimension or 1024,
+                region_name=self.settings.aws_region,
+            )
+        return None
+
+    @cached_property
+    def vector_index(self) -> VectorIndex | None:
+        if self.embedder is None:
+            return None
+        if self.settings.vector_index == "opensearch" and self.settings.opensearch_endpoint:
+            from agentmem.vectors.opensearch import OpenSearchVectorIndex
+
+            return OpenSearchVectorIndex(
+                self.settings.opensearch_endpoint,
+                index=self.settings.opensearch_index,
+                region_name=self.settings.aws_region,
+                service=self.settings.opensearch_service,
+            )
+        from agentmem.vectors.exact import ExactVectorIndex
+
+        return ExactVectorIndex(self.table)
+
+    @cached_property
     def memory(self) -> MemoryService:
-        return MemoryService(self.table)
+        return MemoryService(self.table, embedder=self.embedder, vector_index=self.vector_index)
 
     @cached_property
     def idempotency(self) -> IdempotencyStore:

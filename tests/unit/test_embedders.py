@@ -77,7 +77,7 @@ def test_bedrock_embedder_sends_one_titan_request_per_text(bedrock_client) -> No
     with Stubber(bedrock_client) as stub:
         stub.add_response("invoke_model", _titan_response(vectors[0]), _expected("first", 256))
         stub.add_response("invoke_model", _titan_response(vectors[1]), _expected("second", 256))
-        embedder = BedrockEmbedder(dimension=256, client=bedrock_client)
+        embedder = BedrockEmbedder(dimension=256, client=bedrock_client, concurrency=1)
         # When two texts are embedded
         result = embedder.embed(["first", "second"])
         # Then each got its vector, in order, and every stubbed call was made with the expected body
@@ -85,6 +85,24 @@ def test_bedrock_embedder_sends_one_titan_request_per_text(bedrock_client) -> No
     assert result == vectors
     assert embedder.model_id == "bedrock:amazon.titan-embed-text-v2:0:256"
     assert embedder.health() == "ok"
+
+
+def test_bedrock_embedder_sends_a_batch_as_concurrent_calls(bedrock_client) -> None:  # type: ignore[no-untyped-def]
+    from botocore.stub import Stubber
+
+    from agentmem.embeddings.bedrock import BedrockEmbedder
+
+    # Given Bedrock answering six identical requests
+    vector = [0.0] * 255 + [1.0]
+    with Stubber(bedrock_client) as stub:
+        for _ in range(6):
+            stub.add_response("invoke_model", _titan_response(vector), _expected("same text", 256))
+        embedder = BedrockEmbedder(dimension=256, client=bedrock_client, concurrency=3)
+        # When a batch of six is embedded concurrently
+        result = embedder.embed(["same text"] * 6)
+        # Then every text got its vector and every call was made
+        stub.assert_no_pending_responses()
+    assert result == [vector] * 6
 
 
 def test_bedrock_embedder_retries_throttling_then_succeeds(bedrock_client) -> None:  # type: ignore[no-untyped-def]

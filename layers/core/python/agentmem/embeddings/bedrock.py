@@ -1,6 +1,7 @@
 """Amazon Titan Text Embeddings v2 through ``bedrock-runtime`` (boto3 imported lazily, client built on first use).
 
-Titan v2 embeds one text per ``InvokeModel`` call: the request is ``{"inputText", "dimensions",
+Titan v2 embeds one text per ``InvokeModel`` call (a batch is sent as concurrent calls, 8 at a time by
+default, so a 500-entry session stays well inside API Gateway's 29 s): the request is ``{"inputText", "dimensions",
 "normalize"}`` and the response ``{"embedding": [...], "inputTextTokenCount": n}`` (plus
 ``embeddingsByType`` when ``embeddingTypes`` is asked for). Throttling and transient errors are retried
 with exponential backoff; anything still failing raises :class:`~agentmem.errors.Unavailable`, which
@@ -41,6 +42,7 @@ class BedrockEmbedder:
         client: Any = None,
         max_attempts: int = 5,
         sleep: Callable[[float], None] = time.sleep,
+        concurrency: int = 8,
     ) -> None:
         if dimension not in TITAN_V2_DIMENSIONS:
             raise InvalidInput(f"Titan v2 dimensions are {TITAN_V2_DIMENSIONS}, not {dimension}")
@@ -52,6 +54,7 @@ class BedrockEmbedder:
         self._client = client
         self._max_attempts = max_attempts
         self._sleep = sleep
+        self._concurrency = max(1, concurrency)
         self._last_failure: float | None = None
 
     @property
@@ -68,7 +71,14 @@ class BedrockEmbedder:
         return self._client
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self._embed_one(text) for text in texts]
+        if self._concurrency == 1 or len(texts) <= 1:
+            return [self._embed_one(text) for text in texts]
+        from concurrent.futures import ThreadPoolExecutor
+
+        client = self.client  # build it once, before the threads share it (boto3 clients are thread-safe)
+        del client
+        with ThreadPoolExecutor(max_workers=min(self._concurrency, len(texts))) as pool:
+            return list(pool.map(self._embed_one, texts))
 
     def _embed_one(self, text: str) -> list[float]:
         body = json.dumps(

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentmem.embeddings.codec import MODEL_ATTR, VECTOR_ATTR
+from agentmem.errors import ConditionFailed
 from agentmem.keys import Scope, UserRef
 from agentmem.memory import records
 from agentmem.search.inverted_index import InvertedIndex
-from agentmem.stores.table import Table, query_all
+from agentmem.stores.table import Condition, Table, query_all
 from agentmem.users import registered_scopes
 from agentmem.vectors.port import VectorHit, VectorRecord
 
@@ -132,14 +133,15 @@ class ExactVectorIndex:
         removed = 0
         scopes = registered_scopes(self._table, user)
         for scope in scopes:
-            stripped = [
-                {k: v for k, v in item.items() if k not in (VECTOR_ATTR, MODEL_ATTR)}
-                for item in query_all(self._table, scope.partition, records.ENTRY)
-                if VECTOR_ATTR in item
-            ]
-            if stripped:
-                self._table.batch_write(puts=stripped)
-                removed += len(stripped)
+            for item in query_all(self._table, scope.partition, records.ENTRY):
+                if VECTOR_ATTR not in item:
+                    continue
+                stripped = {k: v for k, v in item.items() if k not in (VECTOR_ATTR, MODEL_ATTR)}
+                try:  # only while the entry exists: never resurrect one that erasure just deleted
+                    self._table.put(stripped, Condition(exists=True))
+                except ConditionFailed:
+                    continue
+                removed += 1
         self._forget({s.partition for s in scopes})
         return removed
 

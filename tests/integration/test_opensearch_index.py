@@ -75,6 +75,15 @@ def test_bulk_upsert_count_delete_by_id_and_by_user(index: OpenSearchVectorIndex
     assert index.count_user(UserRef("other", "alice")) == 1
 
 
+def test_delete_scope_removes_one_project_only(index: OpenSearchVectorIndex) -> None:
+    alice = UserRef("app", "alice")
+    index.upsert([_record(alice.scope(None), "g"), _record(alice.scope("p1"), "p1"), _record(alice.scope("p2"), "p2")])
+    assert index.delete_scope(alice.scope("p1")) == 1
+    assert _ids(index, {"match_all": {}}) == {"g", "p2"}
+    assert index.delete_scope(alice.scope(None)) == 1
+    assert _ids(index, {"match_all": {}}) == {"p2"}
+
+
 def test_scope_filter_selects_exactly_the_visible_scopes(index: OpenSearchVectorIndex) -> None:
     # The filter used inside the k-NN query, run as a plain bool query on osmem
     alice = UserRef("app", "alice")

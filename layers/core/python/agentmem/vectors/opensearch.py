@@ -235,14 +235,14 @@ class OpenSearchVectorIndex:
 
     # -- per user ------------------------------------------------------------------------------------
 
-    def _user_ids(self, user: UserRef) -> list[str]:
+    def _ids_matching(self, query: dict[str, Any]) -> list[str]:
         ids: list[str] = []
         search_after: list[Any] | None = None
         while True:
             body: dict[str, Any] = {
                 "size": 1000,
                 "_source": False,
-                "query": user_filter(user),
+                "query": query,
                 "sort": [{"entry_id": "asc"}],
             }
             if search_after is not None:
@@ -256,7 +256,13 @@ class OpenSearchVectorIndex:
 
     def delete_user(self, user: UserRef) -> int:
         """Delete every vector of the user: listed by a filtered search, deleted in bulk (works on Serverless too)."""
-        ids = self._user_ids(user)
+        return self._delete_ids(self._ids_matching(user_filter(user)))
+
+    def delete_scope(self, scope: Scope) -> int:
+        """Delete every vector of one scope (a project, or the global scope alone)."""
+        return self._delete_ids(self._ids_matching(scope_filter([scope])))
+
+    def _delete_ids(self, ids: Sequence[str]) -> int:
         if ids:
             self._bulk([{"delete": {"_index": self.index, "_id": i}} for i in ids])
         return len(ids)

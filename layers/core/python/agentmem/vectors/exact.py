@@ -43,6 +43,8 @@ class _Matrix:
 
 class ExactVectorIndex:
     name = "exact"
+    derived = False
+    """The vectors are the table's own, not a copy: a rebuild must not delete them."""
 
     def __init__(self, table: Table) -> None:
         self._table = table

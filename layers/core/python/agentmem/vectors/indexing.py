@@ -132,7 +132,8 @@ def reindex(
     report = ReindexReport()
     scopes: Iterable[Scope]
     if user is not None:
-        report.removed = index.delete_user(user)
+        if getattr(index, "derived", True):  # never strip the table's own vectors (exact backend)
+            report.removed = index.delete_user(user)
         scopes = registered_scopes(table, user)
     else:
         scopes = all_scopes(table)

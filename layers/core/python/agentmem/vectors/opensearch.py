@@ -103,6 +103,8 @@ def cosine_from_score(score: float) -> float:
 
 class OpenSearchVectorIndex:
     name = "opensearch"
+    derived = True
+    """A copy of the table's vectors: a rebuild may drop and rewrite it."""
 
     def __init__(
         self,

@@ -31,6 +31,7 @@ def _serve(args: argparse.Namespace) -> int:
         assert isinstance(table, DynamoTable)
         table.create()
     container.table.ping()
+    container.memory.health()  # loads the local embedding model now, not on the first request
     server = make_server(args.host, args.port, lambda_handler)
     where = container.settings.sqlite_path if container.settings.store == "sqlite" else container.settings.table_name
     print(

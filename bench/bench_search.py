@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+# As `agentmem serve` does: one BLAS thread (effective only if numpy is not imported yet; printed below).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _paraphrase_set() -> Any:
@@ -41,7 +44,27 @@ def _embedders() -> list[Any]:
         found.append(local)
     except Exception as error:
         print(f"local model not available: {type(error).__name__}")
+    try:
+        found.append(_StaticCandidate())
+    except ImportError:
+        print("tokenlearn-static-model not installed: candidate not measured (pip install tokenlearn-static-model)")
     return found
+
+
+class _StaticCandidate:
+    """A candidate measured for docs/adr/0300, not shipped: tokenlearn-static-model (64 dims, static)."""
+
+    model_id = "tokenlearn-static-64 (candidate)"
+    dimension = 64
+
+    def __init__(self) -> None:
+        from static_model import get_embeddings
+
+        self._embed = get_embeddings
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        vectors = [list(map(float, v)) for v in self._embed(list(texts))]
+        return [[x / (math.sqrt(sum(y * y for y in v)) or 1.0) for x in v] for v in vectors]
 
 
 def quality(embedder: Any, data: Any) -> dict[str, tuple[float, float, float]]:
@@ -165,6 +188,7 @@ def main() -> None:
     print("bedrock (Titan v2): not measured here (needs AWS credentials and network)")
     for embedder in _embedders():
         quality(embedder, data)
+    print(f"  OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, load average {os.getloadavg()[0]:.1f}")
     for count in (1_000, 10_000):
         p50, p95, cold = latency(count)
         print(

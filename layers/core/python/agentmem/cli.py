@@ -17,6 +17,9 @@ def _serve(args: argparse.Namespace) -> int:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    # One BLAS thread per request: exact vector search is a small matrix-vector product, and BLAS threads
+    # fighting the server's request threads for 2 cores made it several times slower (docs/adr/0301).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
     from agentmem.api.app import lambda_handler
     from agentmem.container import get_container, set_container

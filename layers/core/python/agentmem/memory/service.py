@@ -5,8 +5,9 @@ see the user's global entries and the project's; reads in the global scope see g
 Writes and deletes touch exactly the scope they name, never a wider one.
 
 Write order makes every acknowledged write durable and findable: the index postings, the session
-index, the id pointer and the scope registry are written first, the entry item last. A crash in
-between leaves only postings that point at nothing, which searches skip.
+index, the id pointer and the scope registry are written first, then the entry item, then the
+partition's statistics. A crash in between leaves only postings that point at nothing, which searches
+skip, or statistics a few documents short, which only nudges BM25.
 
 With an embedder, each entry is embedded once (one batch per write) and its vector and model id are
 stored on the entry item itself, so the vector index can be rebuilt without re-embedding. When the
@@ -206,8 +207,10 @@ class MemoryService:
             if session_id is not None:
                 side_items.append(records.session_index_item(scope, session_id, entry_id))
         self._table.batch_write(puts=side_items)
-        self._index.record(scope.partition, docs=len(prepared), length=sum(len(p.tokens) for p in prepared))
         self._table.batch_write(puts=[p.item for p in prepared])
+        # The stats version moves after the entries exist, so a reader that sees the new version also sees
+        # the new entries (ExactVectorIndex keys its cache on it).
+        self._index.record(scope.partition, docs=len(prepared), length=sum(len(p.tokens) for p in prepared))
         return self._upsert_vectors(prepared, vectors_ok)
 
     def ensure_writable(self, user: UserRef) -> None:

@@ -9,9 +9,11 @@ matrix product, so the decoded matrix of each partition is cached in-process, ke
   delete of entries), and
 - the sort key of the partition's newest entry,
 
-so a warm search reads two small items and does one matrix product. The second part of the key makes
-the cache safe when a partition is emptied and refilled (its stats item is deleted and the version
-counts up from 0 again): new entries always have new, larger ids.
+so a warm search reads two small items and does one matrix product. MemoryService moves the version
+after the entries are written or deleted, so a reader that sees a version sees its entries. The
+second part of the key makes the cache safe when a partition is emptied and refilled (its stats item
+is deleted and the version counts up from 0 again): the newest entry is then a different entry, and
+entry ids (ULIDs) never repeat.
 """
 
 from __future__ import annotations

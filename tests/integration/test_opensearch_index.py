@@ -188,3 +188,24 @@ def test_search_maps_hits_back_to_scopes_and_drops_foreign_hits() -> None:
     assert [(h.scope.project_id, h.entry_id) for h in hits] == [(None, "g"), ("p", "p")]
     assert hits[0].score == pytest.approx(cosine_from_score(0.95))
     assert client.bodies[0]["query"]["knn"]["vector"]["k"] == 5
+
+
+@pytest.mark.parametrize("service", ["es", "aoss"])
+def test_https_endpoints_are_signed_with_sigv4_for_the_right_service(service: str) -> None:
+    from opensearchpy import AWSV4SignerAuth
+
+    # Given an AWS endpoint (no request is sent: the client is only built)
+    index = OpenSearchVectorIndex("https://search-memory.us-east-1.es.amazonaws.com", service=service)
+    auth = index.client.transport.kwargs["http_auth"]
+    # Then requests are signed with SigV4 for that service and region
+    assert isinstance(auth, AWSV4SignerAuth)
+    assert auth.service == service
+    assert auth.signer.region == "us-east-1"
+
+
+def test_index_creation_is_never_done_by_construction_or_search() -> None:
+    class NoCalls:
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"unexpected call {name}")
+
+    OpenSearchVectorIndex("http://127.0.0.1:1", client=NoCalls())

@@ -133,3 +133,43 @@ def test_count_and_delete_user(service: MemoryService, index: ExactVectorIndex) 
     assert index.delete_user(user) == 2
     assert index.count_user(user) == 0
     assert index.count_user(UserRef("app", "bob")) == 1
+
+
+def test_same_process_cache_is_patched_by_writes_and_deletes(
+    service: MemoryService, index: ExactVectorIndex, embedder: HashingEmbedder
+) -> None:
+    # Given a cached partition of this process
+    scope = Scope("app", "alice")
+    first = service.add_entry(scope, _entry("walnut bread"))
+    assert _search(index, embedder, scope, "walnut bread") == [first.id]
+    # When a session is added, replaced, and an entry deleted by this process's service
+    service.add_session(scope, "s1", [_entry("walnut cake")])
+    [old] = _search(index, embedder, scope, "walnut cake", k=1)
+    service.add_session(scope, "s1", [_entry("walnut cookies")])
+    after_replace = _search(index, embedder, scope, "walnut")
+    service.delete_entry(scope.user_ref, first.id)
+    after_delete = _search(index, embedder, scope, "walnut")
+    # Then every search sees exactly the live entries
+    assert old not in after_replace
+    assert len(after_replace) == 2
+    assert first.id in after_replace
+    assert len(after_delete) == 1
+    assert first.id not in after_delete
+
+
+def test_reembedded_vectors_reach_other_processes(table: Table, embedder: HashingEmbedder) -> None:
+    from agentmem.vectors.indexing import reindex
+
+    class Down(HashingEmbedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            raise ConnectionError("down")
+
+    # Given an entry stored pending, and a server process that has already cached the partition
+    scope = Scope("app", "alice")
+    stored = MemoryService(table, embedder=Down(128)).add_entry(scope, _entry("lemon tart"))
+    server = ExactVectorIndex(table)
+    assert _search(server, embedder, scope, "lemon tart") == []
+    # When another process (the reindex command) embeds it
+    reindex(table, ExactVectorIndex(table), embedder, user=scope.user_ref)
+    # Then the server's next search finds it
+    assert _search(server, embedder, scope, "lemon tart") == [stored.id]

@@ -36,6 +36,11 @@ from agentmem.vectors.port import VectorHit, VectorRecord
 _MAX_CACHED_PARTITIONS = 256
 
 
+def bump_version(table: Table, partition: str) -> None:
+    """Tell every process's cache that the partition's vectors changed without an entry write or delete."""
+    table.increment(partition, InvertedIndex(table, records.INDEX_NAMESPACE).stats_sk, {"version": 1})
+
+
 @dataclass(frozen=True, slots=True)
 class _Matrix:
     key: tuple[int, str]
@@ -57,10 +62,46 @@ class ExactVectorIndex:
     # -- writes: the vectors are on the entries already ----------------------------------------------
 
     def upsert(self, records_: Sequence[VectorRecord]) -> None:
-        self._forget({r.scope.partition for r in records_})
+        """Called after MemoryService wrote these entries: patch the cached matrix instead of re-reading it."""
+        by_partition: dict[str, list[VectorRecord]] = {}
+        for record in records_:
+            by_partition.setdefault(record.scope.partition, []).append(record)
+        for partition, changed in by_partition.items():
+            self._patch(partition, {r.entry_id for r in changed}, changed)
 
     def delete(self, scope: Scope, entry_ids: Sequence[str]) -> None:
-        self._forget({scope.partition})
+        self._patch(scope.partition, set(entry_ids), [])
+
+    def _patch(self, partition: str, removed: set[str], added: Sequence[VectorRecord]) -> None:
+        """Apply one write to the cached matrix when it is the only change since the cache was built.
+
+        The write moved the partition version by exactly one; if the version moved by anything else,
+        another writer was involved and the cache is dropped (the next search re-reads the partition).
+        """
+        with self._lock:
+            cached = self._cache.get(partition)
+        if cached is None:
+            return
+        key = self._cache_key(partition)
+        if key[0] != cached.key[0] + 1:
+            self._forget({partition})
+            return
+        import numpy as np
+
+        by_model: dict[str, tuple[list[str], Any]] = {}
+        for model, (ids, matrix) in cached.by_model.items():
+            keep = [i for i, entry_id in enumerate(ids) if entry_id not in removed]
+            by_model[model] = ([ids[i] for i in keep], matrix[keep] if len(keep) != len(ids) else matrix)
+        for record in added:
+            ids, matrix = by_model.get(record.model_id, ([], None))
+            row = np.asarray(record.vector, dtype="<f4").reshape(1, -1)
+            if matrix is not None and matrix.shape[1] != row.shape[1]:
+                self._forget({partition})
+                return
+            by_model[record.model_id] = ([*ids, record.entry_id], row if matrix is None else np.vstack([matrix, row]))
+        with self._lock:
+            if self._cache.get(partition) is cached:
+                self._cache[partition] = _Matrix(key=key, by_model={m: v for m, v in by_model.items() if v[0]})
 
     def _forget(self, partitions: set[str]) -> None:
         with self._lock:
@@ -137,6 +178,7 @@ class ExactVectorIndex:
         removed = 0
         scopes = registered_scopes(self._table, user)
         for scope in scopes:
+            stripped_here = 0
             for item in query_all(self._table, scope.partition, records.ENTRY):
                 if VECTOR_ATTR not in item:
                     continue
@@ -145,7 +187,10 @@ class ExactVectorIndex:
                     self._table.put(stripped, Condition(exists=True))
                 except ConditionFailed:
                     continue
-                removed += 1
+                stripped_here += 1
+            if stripped_here:  # an emptied partition gets no new stats item
+                bump_version(self._table, scope.partition)
+            removed += stripped_here
         self._forget({s.partition for s in scopes})
         return removed
 

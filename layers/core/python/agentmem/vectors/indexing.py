@@ -24,6 +24,7 @@ from agentmem.memory import records
 from agentmem.models.content import Content
 from agentmem.stores.table import Condition, Item, Table, query_all
 from agentmem.users import SCOPE_REGISTRY, registered_scopes
+from agentmem.vectors.exact import bump_version
 from agentmem.vectors.port import VectorIndex, VectorRecord
 
 _BATCH = 100
@@ -92,6 +93,8 @@ def embed_pending(table: Table, embedder: Embedder, items: Sequence[Item]) -> li
         except ConditionFailed:
             continue
         updated.append(new)
+    for partition in {item["pk"] for item in updated}:
+        bump_version(table, partition)  # other processes' exact-search caches must see the new vectors
     return updated
 
 

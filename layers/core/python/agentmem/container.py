@@ -56,8 +56,8 @@ class Container:
 
     @cached_property
     def vector_index(self) -> VectorIndex | None:
-        if self.embedder is None:
-            return None
+        """OpenSearch whenever configured (the stream indexer and erasure need it even without an embedder);
+        the exact index only with an embedder (it searches the vectors the embedder wrote)."""
         if self.settings.vector_index == "opensearch" and self.settings.opensearch_endpoint:
             from agentmem.vectors.opensearch import OpenSearchVectorIndex
 
@@ -67,6 +67,8 @@ class Container:
                 region_name=self.settings.aws_region,
                 service=self.settings.opensearch_service,
             )
+        if self.embedder is None:
+            return None
         from agentmem.vectors.exact import ExactVectorIndex
 
         return ExactVectorIndex(self.table)

@@ -29,7 +29,7 @@ lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
 	$(BIN)/mypy
 
 bench: $(VENV)/.dev ## print latency and quality figures
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/run.py $(ONLY)
 
 clean:
 	rm -rf $(VENV) .data cdk.out .layer-build .pytest_cache .mypy_cache .ruff_cache

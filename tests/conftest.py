@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,10 +34,35 @@ def sqlite_table(tmp_path: Path) -> Iterator[SqliteTable]:
     table.close()
 
 
+_MOTO_DYNAMODB_LOCK = threading.RLock()
+
+
+def _serialise_moto_dynamodb() -> None:
+    """Make moto apply each DynamoDB request atomically, as DynamoDB does.
+
+    moto's in-memory backend has no locking, so two threads' UpdateItem ADD or conditional PutItem can
+    interleave inside the emulator and lose a write that real DynamoDB never loses. Serialising requests
+    restores DynamoDB's per-request atomicity; our code's concurrency is still exercised by real threads.
+    """
+    from moto.dynamodb.responses import DynamoHandler
+
+    if getattr(DynamoHandler.call_action, "_serialised", False):
+        return
+    original = DynamoHandler.call_action
+
+    def call_action(self: DynamoHandler) -> object:
+        with _MOTO_DYNAMODB_LOCK:
+            return original(self)
+
+    call_action._serialised = True  # type: ignore[attr-defined]
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+
+
 @pytest.fixture
 def dynamo_table() -> Iterator[DynamoTable]:
     from moto import mock_aws
 
+    _serialise_moto_dynamodb()
     with mock_aws():
         table = DynamoTable("agent-memory-test", region_name="us-east-1")
         table.create()

@@ -52,7 +52,10 @@ class ApiClient:
             body = json.loads(raw) if raw else None
         except json.JSONDecodeError:
             body = raw
-        return Reply(result["statusCode"], body, dict(result.get("headers") or {}))
+        headers = dict(result.get("headers") or {})
+        for name, values in (result.get("multiValueHeaders") or {}).items():
+            headers[name] = ", ".join(values)
+        return Reply(result["statusCode"], body, headers)
 
     def request(
         self,
@@ -83,3 +86,15 @@ class ApiClient:
 
 def load_event(name: str) -> dict[str, Any]:
     return json.loads((EVENTS_DIR / name).read_text())  # type: ignore[no-any-return]
+
+
+def count_items(table: object) -> int:
+    """How many items the whole store holds (to prove a rejected request wrote nothing)."""
+    from agentmem.stores.dynamo_table import DynamoTable
+    from agentmem.stores.sqlite_table import SqliteTable
+
+    if isinstance(table, SqliteTable):
+        return int(table._connection().execute("SELECT COUNT(*) FROM items").fetchone()[0])
+    if isinstance(table, DynamoTable):
+        return int(table.client.scan(TableName=table.table_name, Select="COUNT")["Count"])
+    raise TypeError(f"unknown table {type(table).__name__}")

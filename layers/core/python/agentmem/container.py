@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from agentmem.embeddings.port import Embedder
 from agentmem.idempotency import IdempotencyStore
@@ -11,6 +13,10 @@ from agentmem.memory.service import MemoryService
 from agentmem.settings import Settings, get_settings
 from agentmem.stores.table import Table
 from agentmem.vectors.port import VectorIndex
+
+if TYPE_CHECKING:
+    from agentmem.deletion.runners import DeletionRunner
+    from agentmem.deletion.service import DeletionService
 
 
 class Container:
@@ -74,12 +80,46 @@ class Container:
         return ExactVectorIndex(self.table)
 
     @cached_property
+    def vectors(self) -> VectorIndex | None:
+        """The external vector index erasure must empty (OpenSearch); None when vectors live only on entries."""
+        index = self.vector_index
+        return index if getattr(index, "derived", False) else None
+
+    @cached_property
     def memory(self) -> MemoryService:
         return MemoryService(self.table, embedder=self.embedder, vector_index=self.vector_index)
 
     @cached_property
     def idempotency(self) -> IdempotencyStore:
         return IdempotencyStore(self.table, ttl_seconds=self.settings.idempotency_ttl_seconds)
+
+    @cached_property
+    def deletion(self) -> DeletionService:
+        from agentmem.deletion.service import DeletionService
+
+        # Vectors kept only on the entry items (None) go with the entries; an external index (when the
+        # container has one under ``vectors``) is emptied by the workflow's parallel branch.
+        return DeletionService(
+            self.table,
+            receipt_key=self.settings.receipt_key.encode("utf-8"),
+            vectors=getattr(self, "vectors", None),
+            batch_size=self.settings.deletion_batch_size,
+        )
+
+    @cached_property
+    def deletion_runner(self) -> DeletionRunner:
+        from agentmem.deletion import runners, steps
+
+        if self.settings.deletion_runner == "stepfunctions" and self.settings.deletion_state_machine_arn:
+            return runners.StepFunctionsRunner(
+                self.settings.deletion_state_machine_arn, region_name=self.settings.aws_region
+            )
+        # Inside Lambda a background thread would freeze with the response: run the workflow inline there.
+        return runners.LocalRunner(
+            lambda event: steps.run_step(self.deletion, event),
+            definition_path=self.settings.deletion_workflow_path,
+            background=not os.environ.get("AWS_LAMBDA_FUNCTION_NAME"),
+        )
 
 
 _lock = threading.Lock()

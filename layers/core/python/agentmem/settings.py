@@ -14,6 +14,11 @@
 | MEMORY_OPENSEARCH_ENDPOINT | the OpenSearch URL (`https://...` is signed with SigV4) | unset |
 | MEMORY_OPENSEARCH_INDEX | the vector index name | `agent-memory-vectors` |
 | MEMORY_OPENSEARCH_SERVICE | SigV4 service: `es` (OpenSearch Service) or `aoss` (Serverless) | `es` |
+| MEMORY_DELETION_RUNNER | `local` (in-process) or `stepfunctions` | `stepfunctions` if the ARN is set |
+| MEMORY_DELETION_STATE_MACHINE_ARN | the delete_user state machine the API starts | unset |
+| MEMORY_DELETION_BATCH_SIZE | items one deletion step deletes at most | `500` |
+| MEMORY_DELETION_WORKFLOW_PATH | another ASL file for the local runner (trying a change) | unset: the packaged one |
+| MEMORY_RECEIPT_KEY | secret of the HMAC-SHA256 naming the user in deletion receipts | a development key: set it |
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from typing import Literal
 StoreKind = Literal["sqlite", "dynamodb"]
 EmbedderKind = Literal["none", "hashing", "local", "bedrock"]
 VectorIndexKind = Literal["exact", "opensearch"]
+DeletionRunnerKind = Literal["local", "stepfunctions"]
+DEVELOPMENT_RECEIPT_KEY = "agentmem-development-receipt-key"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +51,11 @@ class Settings:
     opensearch_endpoint: str | None = None
     opensearch_index: str = "agent-memory-vectors"
     opensearch_service: str = "es"
+    deletion_runner: DeletionRunnerKind = "local"
+    deletion_state_machine_arn: str | None = None
+    deletion_batch_size: int = 500
+    deletion_workflow_path: str | None = None
+    receipt_key: str = DEVELOPMENT_RECEIPT_KEY
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -66,6 +78,12 @@ class Settings:
         if service not in ("es", "aoss"):
             raise ValueError(f"MEMORY_OPENSEARCH_SERVICE must be es or aoss, not {service!r}")
         dimension = env.get("MEMORY_EMBEDDING_DIMENSION")
+        state_machine = env.get("MEMORY_DELETION_STATE_MACHINE_ARN") or None
+        runner = env.get("MEMORY_DELETION_RUNNER") or ("stepfunctions" if state_machine else "local")
+        if runner not in ("local", "stepfunctions"):
+            raise ValueError(f"MEMORY_DELETION_RUNNER must be local or stepfunctions, not {runner!r}")
+        if runner == "stepfunctions" and not state_machine:
+            raise ValueError("MEMORY_DELETION_RUNNER=stepfunctions needs MEMORY_DELETION_STATE_MACHINE_ARN")
         return cls(
             store=store,  # type: ignore[arg-type]
             sqlite_path=env.get("MEMORY_SQLITE_PATH") or _DEFAULTS.sqlite_path,
@@ -80,6 +98,11 @@ class Settings:
             opensearch_endpoint=opensearch_endpoint,
             opensearch_index=env.get("MEMORY_OPENSEARCH_INDEX") or _DEFAULTS.opensearch_index,
             opensearch_service=service,
+            deletion_runner=runner,  # type: ignore[arg-type]
+            deletion_state_machine_arn=state_machine,
+            deletion_batch_size=int(env.get("MEMORY_DELETION_BATCH_SIZE") or _DEFAULTS.deletion_batch_size),
+            deletion_workflow_path=env.get("MEMORY_DELETION_WORKFLOW_PATH") or None,
+            receipt_key=env.get("MEMORY_RECEIPT_KEY") or DEVELOPMENT_RECEIPT_KEY,
         )
 
 

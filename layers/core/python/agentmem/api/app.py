@@ -16,14 +16,15 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from agentmem import __version__
 from agentmem.api import middlewares
 from agentmem.api.http import JSON, MAX_BODY_BYTES, error_response, json_response
-from agentmem.api.routes import memories, service
+from agentmem.api.routes import memories, service, users
 from agentmem.errors import MemoryServiceError
-from agentmem.observability import logger, metrics, tracer
+from agentmem.observability import logger, metrics, trace_handler
 
 app = APIGatewayRestResolver(enable_validation=True)
 app.use(middlewares=[middlewares.idempotency])
 app.include_router(memories.router)
 app.include_router(service.router)
+app.include_router(users.router)
 
 
 def _request_id() -> str:
@@ -108,7 +109,7 @@ def _read_body_as_json(event: dict[str, Any]) -> dict[str, Any]:
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
+@trace_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return _oversized(event) or app.resolve(_read_body_as_json(event), context)

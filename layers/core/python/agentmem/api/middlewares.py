@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -15,6 +16,9 @@ from agentmem.idempotency import StoredResponse
 
 IDEMPOTENCY_HEADER = "idempotency-key"
 _WRITE_METHODS = {"POST", "PUT", "DELETE", "PATCH"}
+_USER_ERASURE = re.compile(r"^/v1/apps/[^/]+/users/[^/]+/?$")
+"""``DELETE {scope}`` keeps no Idempotency-Key record: it would be written into the very partition
+being erased, after the erasure; the route answers a retry with the running deletion by itself."""
 
 
 def _fingerprint(app: APIGatewayRestResolver) -> str:
@@ -31,6 +35,8 @@ def idempotency(app: APIGatewayRestResolver, next_middleware: NextMiddleware) ->
     """Replay the first answer to a write retried with the same ``Idempotency-Key`` and body."""
     event = app.current_event
     key = event.headers.get(IDEMPOTENCY_HEADER) if event.http_method in _WRITE_METHODS else None
+    if event.http_method == "DELETE" and _USER_ERASURE.match(event.path):
+        key = None
     user = user_of_path(event.path) if key else None
     if key is None or user is None:
         return next_middleware(app)

@@ -11,6 +11,7 @@ from agentmem.stores.table import Item
 
 ENTRY = "E#"
 SESSION_INDEX = "SX#"
+SESSION_HEAD = "SESSION#"
 INDEX_NAMESPACE = "M"
 ENTRY_POINTER = "ID#"
 
@@ -23,8 +24,14 @@ def session_prefix(session_id: str) -> str:
     return f"{SESSION_INDEX}{escape(session_id)}#"
 
 
-def session_index_item(scope: Scope, session_id: str, entry_id: str) -> Item:
-    return {"pk": scope.partition, "sk": session_prefix(session_id) + entry_id}
+def session_index_item(scope: Scope, session_id: str, entry_id: str, generation: str) -> Item:
+    """One row per entry of a session, tagged with the ingest (generation) that wrote it."""
+    return {"pk": scope.partition, "sk": session_prefix(session_id) + entry_id, "generation": generation}
+
+
+def session_head_sk(session_id: str) -> str:
+    """The item naming the session's current generation: the latest completed ``add_session``."""
+    return f"SESSION#{escape(session_id)}"
 
 
 def pointer_item(scope: Scope, entry_id: str) -> Item:

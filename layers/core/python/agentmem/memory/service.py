@@ -29,14 +29,14 @@ from agentmem import users
 from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, encode_vector
 from agentmem.embeddings.port import Embedder, embed_query, embedder_health
-from agentmem.errors import InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable
+from agentmem.errors import ConditionFailed, InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable
 from agentmem.keys import Scope, UserRef, validate_id
 from agentmem.memory import records
 from agentmem.models.memory import MAX_TEXT_BYTES, MemoryEntry, SearchMode, StoredEntry
 from agentmem.observability import logger
 from agentmem.search.inverted_index import InvertedIndex
 from agentmem.search.tokenize import tokenize
-from agentmem.stores.table import Item, Key, Table, query_all
+from agentmem.stores.table import Condition, Item, Key, Table, query_all
 from agentmem.vectors.port import VectorHit, VectorIndex, VectorRecord
 
 _DELETE_PAGE = 200
@@ -116,17 +116,37 @@ class MemoryService:
         self.ensure_writable(scope.user_ref)
         prepared = [p for p in (self._prepare(scope, e, session_id) for e in entries) if p.has_text]
         skipped = len(entries) - len(prepared)
-        old_ids = self._session_entry_ids(scope, session_id)
-        indexing = self._write(prepared, session_id)
-        self._delete_ids(scope, old_ids, session_id)
+        generation = new_id()
+        indexing = self._write(prepared, session_id, generation)
+        if self._commit_generation(scope, session_id, generation):
+            older = [i for i, g in self._session_rows(scope, session_id) if g < generation]
+            self._delete_ids(scope, older, session_id)
+        else:
+            # A later ingest of this session committed first: ours is replaced by it, as if it ran before.
+            self._delete_ids(scope, [p.item["id"] for p in prepared], session_id)
         return SessionWriteResult(session_id=session_id, stored=len(prepared), skipped=skipped, indexing=indexing)
+
+    def _commit_generation(self, scope: Scope, session_id: str, generation: str) -> bool:
+        """Make ``generation`` the session's current one unless a later one already is (optimistic loop)."""
+        sk = records.session_head_sk(session_id)
+        while True:
+            head = self._table.get(scope.partition, sk)
+            current = head.get("generation", "") if head else None
+            if current is not None and current > generation:
+                return False
+            condition = Condition(exists=False) if head is None else Condition(equals={"generation": current})
+            try:
+                self._table.put({"pk": scope.partition, "sk": sk, "generation": generation}, condition)
+                return True
+            except ConditionFailed:
+                continue
 
     def add_entry(self, scope: Scope, entry: MemoryEntry, session_id: str | None = None) -> StoredEntry:
         if session_id is not None:
             validate_id(session_id, "session_id")
         self.ensure_writable(scope.user_ref)
         prepared = self._prepare(scope, entry, session_id)
-        indexing = self._write([prepared], session_id)
+        indexing = self._write([prepared], session_id, generation="")
         stored = records.entry_from_item(prepared.item)
         return stored.model_copy(update={"indexing": indexing}) if indexing else stored
 
@@ -194,7 +214,7 @@ class MemoryService:
             return PENDING
         return None
 
-    def _write(self, prepared: Sequence[_PreparedEntry], session_id: str | None) -> str | None:
+    def _write(self, prepared: Sequence[_PreparedEntry], session_id: str | None, generation: str) -> str | None:
         if not prepared:
             return None
         vectors_ok = self._embed(prepared)
@@ -205,7 +225,7 @@ class MemoryService:
             side_items.append(records.pointer_item(scope, entry_id))
             side_items.extend(self._index.postings(scope.partition, entry_id, p.tokens))
             if session_id is not None:
-                side_items.append(records.session_index_item(scope, session_id, entry_id))
+                side_items.append(records.session_index_item(scope, session_id, entry_id, generation))
         self._table.batch_write(puts=side_items)
         self._table.batch_write(puts=[p.item for p in prepared])
         # The stats version moves after the entries exist, so a reader that sees the new version also sees
@@ -327,7 +347,9 @@ class MemoryService:
 
     def delete_session(self, scope: Scope, session_id: str) -> int:
         validate_id(session_id, "session_id")
-        return self._delete_ids(scope, self._session_entry_ids(scope, session_id), session_id)
+        deleted = self._delete_ids(scope, [i for i, _ in self._session_rows(scope, session_id)], session_id)
+        self._table.delete(scope.partition, records.session_head_sk(session_id))
+        return deleted
 
     def delete_entries(self, scope: Scope, query: str) -> int:
         """Delete the entries of exactly this scope that hold every token of ``query``."""
@@ -355,9 +377,11 @@ class MemoryService:
         self._table.delete(user.partition, users.registry_sk(project_id))
         return deleted
 
-    def _session_entry_ids(self, scope: Scope, session_id: str) -> list[str]:
+    def _session_rows(self, scope: Scope, session_id: str) -> list[tuple[str, str]]:
+        """(entry id, generation) of every entry the session holds in this scope."""
         prefix = records.session_prefix(session_id)
-        return [item["sk"][len(prefix) :] for item in query_all(self._table, scope.partition, prefix)]
+        rows = query_all(self._table, scope.partition, prefix)
+        return [(item["sk"][len(prefix) :], item.get("generation") or "") for item in rows]
 
     def _delete_ids(self, scope: Scope, entry_ids: Sequence[str], session_id: str | None = None) -> int:
         """Delete entries by id; with ``session_id``, also the session rows of ids whose entry is gone."""

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from agentmem.errors import InvalidInput
 from agentmem.keys import validate_id
 from agentmem.models.content import Content
 
@@ -17,7 +18,13 @@ SearchMode = Literal["keyword", "semantic", "hybrid"]
 
 
 def _id(field: str) -> AfterValidator:
-    return AfterValidator(lambda value: validate_id(value, field))
+    def check(value: str) -> str:
+        try:
+            return validate_id(value, field)
+        except InvalidInput as exc:
+            raise ValueError(exc.message) from None
+
+    return AfterValidator(check)
 
 
 ProjectId = Annotated[str, _id("project_id")]

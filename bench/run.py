@@ -1,0 +1,37 @@
+"""`make bench`: run every bench/bench_*.py module's main() and print its figures."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def main() -> int:
+    sys.path[:0] = [str(ROOT), str(HERE)]
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    only = set(sys.argv[1:])
+    for path in sorted(HERE.glob("bench_*.py")):
+        if only and path.stem.removeprefix("bench_") not in only:
+            continue
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        print(f"\n## {path.stem}", flush=True)
+        started = time.perf_counter()
+        module.main()
+        print(f"({path.stem} took {time.perf_counter() - started:.1f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

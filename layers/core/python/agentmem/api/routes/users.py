@@ -1,0 +1,50 @@
+"""User erasure (GDPR) and export routes of API.md: ``DELETE {scope}``, its status, ``GET {scope}/export``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from agentmem.api.http import SCOPE_PATH, json_response, path_id, user_from_path
+from agentmem.container import get_container
+from agentmem.errors import Unavailable
+from agentmem.keys import validate_id
+from agentmem.observability import logger
+
+router = Router()
+
+
+@router.delete(SCOPE_PATH, summary="Erase everything held for the user (GDPR); runs in the background")
+def delete_user(app: str, user: str) -> Response[Any]:
+    ref = user_from_path(app, user)
+    container = get_container()
+    runner = container.deletion_runner
+    started = container.deletion.begin(ref, is_active=runner.is_active)
+    if started.started:
+        try:
+            runner.start(started.deletion_id, ref.app, ref.user)
+        except Exception as exc:
+            logger.warning("deletion workflow not started", deletion_id=started.deletion_id, runner=runner.name)
+            container.deletion.abandon(ref, started.deletion_id, "WorkflowNotStarted", type(exc).__name__)
+            raise Unavailable("the deletion workflow could not be started; retry the request") from exc
+    return json_response(202, {"deletion_id": started.deletion_id, "status": started.status})
+
+
+@router.get(SCOPE_PATH + "/deletions/<deletion_id>", summary="Status and counts of a user erasure")
+def deletion_status(app: str, user: str, deletion_id: str) -> Response[Any]:
+    ref = user_from_path(app, user)
+    body = get_container().deletion.status(ref, validate_id(path_id(deletion_id), "deletion_id"))
+    return json_response(200, body)
+
+
+@router.get(SCOPE_PATH + "/export", summary="Everything held for the user in every project, page by page")
+def export(
+    app: str,
+    user: str,
+    cursor: Annotated[str | None, Query(max_length=4096, description="next_cursor of the previous page")] = None,
+) -> Response[Any]:
+    page = get_container().deletion.export(user_from_path(app, user), cursor)
+    return json_response(200, page)

@@ -1,0 +1,147 @@
+"""Who runs the deletion workflow: Step Functions in the cloud, the ASL interpreter locally.
+
+Both run the one definition ``delete_user.asl.json`` (shipped inside this package; CDK loads it
+through ``infra/workflows/delete_user.asl.json``), whose Tasks all call the deletion-steps Lambda.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentmem.deletion.asl import ExecutionFailed, Interpreter
+from agentmem.errors import Unavailable
+from agentmem.observability import logger
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions.client import SFNClient
+
+WORKFLOW_FILE = "delete_user.asl.json"
+FUNCTION_PLACEHOLDER = "${DeletionStepsFunctionArn}"
+LOCAL_FUNCTION = "local:deletion-steps"
+
+
+def load_definition(path: str | Path | None = None) -> dict[str, Any]:
+    """The workflow definition: the packaged file, or another one (trying a change locally)."""
+    if path is not None:
+        text = Path(path).read_text(encoding="utf-8")
+    else:
+        text = resources.files("agentmem.deletion").joinpath(WORKFLOW_FILE).read_text(encoding="utf-8")
+    return json.loads(text.replace(FUNCTION_PLACEHOLDER, LOCAL_FUNCTION))  # type: ignore[no-any-return]
+
+
+def execution_input(deletion_id: str, app: str, user: str) -> dict[str, str]:
+    return {"deletion_id": deletion_id, "app": app, "user": user}
+
+
+class DeletionRunner(Protocol):
+    name: str
+
+    def start(self, deletion_id: str, app: str, user: str) -> None:
+        """Start the workflow; raise Unavailable when it cannot be started."""
+        ...
+
+    def is_active(self, deletion_id: str) -> bool:
+        """Whether the run of ``deletion_id`` is still going (False lets a new request supersede it)."""
+        ...
+
+
+class LocalRunner:
+    """Interprets the workflow in this process, in a background thread (or inline)."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        run_step: Callable[[dict[str, Any]], Any],
+        *,
+        definition_path: str | Path | None = None,
+        background: bool = True,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        self._run_step = run_step
+        self._definition = load_definition(definition_path)
+        self._background = background
+        self._sleep = sleep
+        self._active: set[str] = set()
+        self._lock = threading.Lock()
+
+    def start(self, deletion_id: str, app: str, user: str) -> None:
+        with self._lock:
+            self._active.add(deletion_id)
+        payload = execution_input(deletion_id, app, user)
+        if not self._background:
+            self._execute(deletion_id, payload)
+            return
+        thread = threading.Thread(target=self._execute, args=(deletion_id, payload), name=f"deletion-{deletion_id}")
+        thread.daemon = True
+        thread.start()
+
+    def is_active(self, deletion_id: str) -> bool:
+        with self._lock:
+            return deletion_id in self._active
+
+    def _execute(self, deletion_id: str, payload: dict[str, str]) -> None:
+        kwargs = {} if self._sleep is None else {"sleep": self._sleep}
+        interpreter = Interpreter(self._definition, lambda _resource, event: self._run_step(event), **kwargs)
+        try:
+            interpreter.run(payload, execution_name=deletion_id)
+            logger.info("deletion finished", deletion_id=deletion_id)
+        except ExecutionFailed as failure:
+            logger.warning("deletion failed", deletion_id=deletion_id, error=failure.error)
+        except Exception:
+            logger.exception("deletion runner crashed", deletion_id=deletion_id)
+        finally:
+            with self._lock:
+                self._active.discard(deletion_id)
+
+
+class StepFunctionsRunner:
+    """Starts a Standard execution named after the deletion id (a retried start cannot run twice)."""
+
+    name = "stepfunctions"
+
+    def __init__(self, state_machine_arn: str, *, region_name: str | None = None, client: Any = None) -> None:
+        self._arn = state_machine_arn
+        self._region = region_name
+        if client is not None:
+            self.__dict__["_client"] = client
+
+    @cached_property
+    def _client(self) -> SFNClient:
+        import boto3
+
+        return boto3.client("stepfunctions", region_name=self._region)
+
+    def execution_arn(self, deletion_id: str) -> str:
+        return self._arn.replace(":stateMachine:", ":execution:", 1) + ":" + deletion_id
+
+    def start(self, deletion_id: str, app: str, user: str) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self._client.start_execution(
+                stateMachineArn=self._arn,
+                name=deletion_id,
+                input=json.dumps(execution_input(deletion_id, app, user), ensure_ascii=False),
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
+                return
+            raise Unavailable("the deletion workflow could not be started") from exc
+        except BotoCoreError as exc:
+            raise Unavailable("the deletion workflow could not be started") from exc
+
+    def is_active(self, deletion_id: str) -> bool:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            status = self._client.describe_execution(executionArn=self.execution_arn(deletion_id))["status"]
+        except (ClientError, BotoCoreError):
+            return True
+        return status in ("RUNNING", "PENDING_REDRIVE")

@@ -1,0 +1,329 @@
+"""GDPR erasure and export of one user ``(app, user)``.
+
+The erasure is a sequence of small idempotent steps (the workflow ``delete_user.asl.json`` runs them;
+see docs/adr/0500): each one does a bounded amount of work and can be repeated safely, so a failed run
+is finished by starting another. The API side (:meth:`DeletionService.begin`, :meth:`status`,
+:meth:`export`) never deletes anything itself.
+
+Where things are: every item of a scope lives in the scope's partition; the user partition holds id
+pointers, idempotency records, the scope registry (``SCOPE#``) and the deletion mark (``DELETION``).
+The registry is kept until the end (verification needs it), the mark is removed last of all, and the
+receipt lives in the tenant partition, which erasure never touches.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections import Counter as Tally
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from agentmem import users
+from agentmem.clock import format_timestamp, new_id, utc_now
+from agentmem.deletion import records
+from agentmem.errors import ConditionFailed, MalformedRequest, NotFound
+from agentmem.keys import Scope, UserRef
+from agentmem.memory import records as memory_records
+from agentmem.stores.table import Condition, Item, Key, Table
+from agentmem.vectors.port import VectorIndex
+
+DEFAULT_BATCH_SIZE = 500
+DEFAULT_MAX_SWEEPS = 5
+DEFAULT_SCOPE_PAGE = 200
+"""Scopes per Map run: 200 project ids of at most 256 bytes keep a state far below 256 KiB."""
+EXPORT_PAGE_ITEMS = 500
+EXPORT_PAGE_BYTES = 1024 * 1024
+"""A page of export stays around 1 MiB of JSON, far below the 6 MB response limit of Lambda."""
+MAX_CAUSE_CHARS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionStart:
+    deletion_id: str
+    status: str
+    started: bool
+    """True when this call created the request (the caller must start the workflow)."""
+
+
+class DeletionService:
+    def __init__(
+        self,
+        table: Table,
+        *,
+        receipt_key: bytes,
+        vectors: VectorIndex | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_sweeps: int = DEFAULT_MAX_SWEEPS,
+        scope_page: int = DEFAULT_SCOPE_PAGE,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._table = table
+        self._key = receipt_key
+        self._vectors = vectors
+        self._batch_size = batch_size
+        self._max_sweeps = max_sweeps
+        self._scope_page = scope_page
+        self._clock = clock
+
+    # -- API side ----------------------------------------------------------------------------------
+
+    def begin(self, user: UserRef, *, is_active: Callable[[str], bool]) -> DeletionStart:
+        """Record a deletion request and mark the user (writes get 409 from here on).
+
+        A deletion already running for the user is returned instead of a new one; a request left
+        RUNNING by a runner that no longer knows it (a local server restarted) or a FAILED one is
+        superseded by a new request: the steps are idempotent, so the new run finishes the work.
+        """
+        mark = self._table.get(*users.deletion_mark_key(user))
+        if mark is not None and mark.get("deletion_id"):
+            current = self._table.get(*records.request_key(user.app, mark["deletion_id"]))
+            if current is not None and current["status"] == "RUNNING" and is_active(mark["deletion_id"]):
+                return DeletionStart(mark["deletion_id"], "RUNNING", started=False)
+        deletion_id = new_id()
+        request = records.request_item(
+            user.app, deletion_id, hashed_user=records.user_hash(self._key, user), started_at=self._now()
+        )
+        self._table.put(request)
+        # Claim the mark only if nobody changed it since we looked: of two simultaneous requests, one wins.
+        pk, sk = users.deletion_mark_key(user)
+        claim = Condition(exists=False) if mark is None else Condition(equals={"deletion_id": mark.get("deletion_id")})
+        try:
+            self._table.put(self._mark_item(user, deletion_id), claim)
+        except ConditionFailed:
+            self._table.delete(request["pk"], request["sk"])
+            winner = self._table.get(pk, sk)
+            if winner is None or not winner.get("deletion_id"):
+                raise
+            return DeletionStart(winner["deletion_id"], "RUNNING", started=False)
+        return DeletionStart(deletion_id, "RUNNING", started=True)
+
+    def abandon(self, user: UserRef, deletion_id: str, error: str, cause: str) -> None:
+        """The workflow could not be started: record the failure and lift the mark again."""
+        self.record_failure(user, deletion_id, error, cause)
+        mark = self._table.get(*users.deletion_mark_key(user))
+        if mark is not None and mark.get("deletion_id") == deletion_id:
+            self._table.delete(*users.deletion_mark_key(user))
+
+    def status(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
+        """The request's status and counts; "not found" for an id of another user or app."""
+        item = self._request(user.app, deletion_id)
+        if item is None or item.get("user_hash") != records.user_hash(self._key, user):
+            raise NotFound("no such deletion for this user", code="deletion_not_found")
+        return records.request_to_json(item)
+
+    # -- workflow steps (each idempotent) ------------------------------------------------------------
+
+    def mark(self, user: UserRef, deletion_id: str) -> None:
+        self._table.put(self._mark_item(user, deletion_id))
+        if self._request(user.app, deletion_id) is None:
+            hashed = records.user_hash(self._key, user)
+            self._table.put(records.request_item(user.app, deletion_id, hashed_user=hashed, started_at=self._now()))
+
+    def list_scopes(self, user: UserRef, after: str | None = None) -> dict[str, Any]:
+        """One page of the user's scopes (global first), so the workflow's state stays small however
+        many projects the user has; ``next`` goes back as ``after``. The registry is kept until the
+        mark is cleared, so paging over it is stable while the sweep runs."""
+        scopes = users.registered_scopes(self._table, user)
+        if after is not None:
+            scopes = [s for s in scopes if _scope_order(s) > after]
+        page = scopes[: self._scope_page]
+        more = len(scopes) > len(page)
+        return {
+            "scopes": [{"project_id": scope.project_id} for scope in page],
+            "next": _scope_order(page[-1]) if more else None,
+            "more": more,
+        }
+
+    def delete_scope_batch(self, scope: Scope, deletion_id: str) -> dict[str, Any]:
+        """Delete at most one batch of the scope partition's items; ``more`` says whether to call again."""
+        page = self._table.query(scope.partition, limit=self._batch_size)
+        tally: Tally[str] = Tally()
+        for item in page.items:
+            kind = records.classify(item)
+            if kind is not None:
+                tally[kind] += 1
+            if kind == "entries" and self._vectors is None and records.carries_vector(item):
+                tally["vectors"] += 1
+        self._table.batch_write(deletes=[(item["pk"], item["sk"]) for item in page.items])
+        self._count(user_app=scope.app, deletion_id=deletion_id, tally=tally)
+        return {"deleted": len(page.items), "more": page.next_start is not None}
+
+    def delete_user_items_batch(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
+        """Delete at most one batch of the user partition, keeping the scope registry and the mark."""
+        keys = self._user_items(user, keep_registry=True, limit=self._batch_size)
+        self._table.batch_write(deletes=keys)
+        return {"deleted": len(keys), "more": len(keys) >= self._batch_size}
+
+    def delete_vectors(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
+        if self._vectors is None:
+            return {"deleted": 0}
+        removed = self._vectors.delete_user(user)
+        self._count(user_app=user.app, deletion_id=deletion_id, tally=Tally({"vectors": removed}))
+        return {"deleted": removed}
+
+    def verify(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
+        """Both stores hold nothing for the user (the registry and the mark aside, removed last)."""
+        remaining = sum(
+            len(self._table.query(scope.partition, limit=1).items)
+            for scope in users.registered_scopes(self._table, user)
+        )
+        remaining += len(self._user_items(user, keep_registry=True, limit=1))
+        if self._vectors is not None:
+            remaining += self._vectors.count_user(user)
+        pk, sk = records.request_key(user.app, deletion_id)
+        sweeps = int(self._table.increment(pk, sk, {"sweeps": 1}).get("sweeps", 0))
+        clean = remaining == 0
+        return {"clean": clean, "give_up": not clean and sweeps >= self._max_sweeps, "sweeps": sweeps}
+
+    def write_receipt(self, user: UserRef, deletion_id: str) -> None:
+        self._update_request(user.app, deletion_id, status="SUCCEEDED", finished_at=self._now())
+
+    def clear_mark(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
+        """Delete the registry in batches, then the mark itself: the user may write again."""
+        keys = self._user_items(user, keep_registry=False, limit=self._batch_size)
+        if keys:
+            self._table.batch_write(deletes=keys)
+            return {"more": True}
+        mark = self._table.get(*users.deletion_mark_key(user))
+        if mark is not None and mark.get("deletion_id") in (None, deletion_id):
+            self._table.delete(*users.deletion_mark_key(user))
+        return {"more": False}
+
+    def record_failure(self, user: UserRef, deletion_id: str, error: str, cause: str) -> None:
+        """The request becomes FAILED; the mark stays, so nothing is written into a half-erased user."""
+        self._update_request(
+            user.app,
+            deletion_id,
+            status="FAILED",
+            finished_at=self._now(),
+            error=str(error)[:200],
+            cause=str(cause)[:MAX_CAUSE_CHARS],
+        )
+
+    # -- export ------------------------------------------------------------------------------------
+
+    def export(self, user: UserRef, cursor: str | None = None) -> dict[str, Any]:
+        """One page of everything held for the user, in every scope; follow ``next_cursor`` until null."""
+        resume_scope, resume_after = _decode_cursor(cursor) if cursor else (None, None)
+        scopes = users.registered_scopes(self._table, user)
+        if resume_scope is not None:
+            scopes = [s for s in scopes if _scope_order(s) >= resume_scope]
+        page: dict[str, Any] = {
+            "entries": [],
+            "graph": {"entities": [], "relations": [], "observations": []},
+            "episodes": [],
+            "next_cursor": None,
+        }
+        count, size = 0, 0
+        for scope in scopes:
+            after = resume_after if resume_scope == _scope_order(scope) else None
+            while True:
+                result = self._table.query(scope.partition, limit=200, start_after=after)
+                for item in result.items:
+                    exported = _export_item(item)
+                    after = item["sk"]
+                    if exported is None:
+                        continue
+                    section, value = exported
+                    target = page["graph"][section] if section in page["graph"] else page[section]
+                    target.append(value)
+                    count += 1
+                    size += len(json.dumps(value, ensure_ascii=False))
+                    if count >= EXPORT_PAGE_ITEMS or size >= EXPORT_PAGE_BYTES:
+                        page["next_cursor"] = _encode_cursor(_scope_order(scope), after)
+                        return page
+                if result.next_start is None:
+                    break
+                after = result.next_start
+        return page
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    def _now(self) -> str:
+        return format_timestamp(self._clock())
+
+    def _mark_item(self, user: UserRef, deletion_id: str) -> Item:
+        pk, sk = users.deletion_mark_key(user)
+        return {"pk": pk, "sk": sk, "deletion_id": deletion_id, "marked_at": self._now()}
+
+    def _request(self, app: str, deletion_id: str) -> Item | None:
+        return self._table.get(*records.request_key(app, deletion_id))
+
+    def _update_request(self, app: str, deletion_id: str, **changes: Any) -> None:
+        item = self._request(app, deletion_id)
+        if item is None:
+            raise NotFound("no such deletion", code="deletion_not_found")
+        self._table.put({**item, **changes})
+
+    def _count(self, *, user_app: str, deletion_id: str, tally: Tally[str]) -> None:
+        deltas: dict[str, int] = {name: tally[name] for name in records.COUNTERS if tally[name]}
+        if deltas:
+            pk, sk = records.request_key(user_app, deletion_id)
+            self._table.increment(pk, sk, deltas)
+
+    def _user_items(self, user: UserRef, *, keep_registry: bool, limit: int) -> list[Key]:
+        """Keys of the user partition's items, except the mark (and the registry when asked)."""
+        keys: list[Key] = []
+        start: str | None = None
+        while len(keys) < limit:
+            page = self._table.query(user.partition, limit=limit, start_after=start)
+            for item in page.items:
+                sk = item["sk"]
+                if sk == users.DELETION_MARK or (keep_registry and sk.startswith(users.SCOPE_REGISTRY)):
+                    continue
+                keys.append((item["pk"], sk))
+            if page.next_start is None:
+                break
+            start = page.next_start
+        return keys[:limit]
+
+
+def _scope_order(scope: Scope) -> str:
+    """A cursor position per scope that sorts like :func:`users.registered_scopes` (global first)."""
+    return "" if scope.project_id is None else "~" + scope.project_id
+
+
+def _encode_cursor(scope_order: str, after: str) -> str:
+    raw = json.dumps([scope_order, after], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        scope_order, after = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, UnicodeDecodeError, ValueError, TypeError):
+        raise MalformedRequest("cursor is not one this API returned", code="invalid_cursor") from None
+    if not isinstance(scope_order, str) or not isinstance(after, str):
+        raise MalformedRequest("cursor is not one this API returned", code="invalid_cursor")
+    return scope_order, after
+
+
+def _export_item(item: Item) -> tuple[str, Any] | None:
+    kind = records.classify(item)
+    if kind == "entries":
+        return "entries", memory_records.entry_from_item(item).to_json()
+    if kind == "episodes":
+        return "episodes", _plain(item)
+    if kind == "graph_items":
+        return records.graph_kind(item), _plain(item)
+    return None
+
+
+def _plain(item: Item) -> dict[str, Any]:
+    """A stored graph item as JSON: without its table key; bytes as base64."""
+    return {k: _json_value(v) for k, v in item.items() if k not in ("pk", "ttl")}
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    return value

@@ -1,0 +1,106 @@
+"""The local server as a real subprocess (``agentmem serve``), driven over HTTP with httpx."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class LiveServer:
+    base_url: str
+    db_path: Path
+    process: subprocess.Popen[bytes]
+
+    @property
+    def url(self) -> str:
+        return self.base_url
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, timeout=30.0)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_server(db_path: Path, env: Mapping[str, str] | None = None, timeout: float = 60.0) -> LiveServer:
+    """Start ``agentmem serve`` on a free port with the embedded store at ``db_path``; wait for health.
+
+    The caller's MEMORY_* variables are not inherited: each server is configured only by ``env``.
+    """
+    port = free_port()
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
+    environment.update({"PYTHONUNBUFFERED": "1", **(env or {})})
+    command = [sys.executable, "-m", "agentmem.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    process = subprocess.Popen(
+        [*command, "--db", str(db_path)],
+        cwd=REPO_ROOT,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    server = LiveServer(f"http://127.0.0.1:{port}", db_path, process)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the local server exited with {process.returncode}")
+        try:
+            if httpx.get(f"{server.base_url}/v1/health", timeout=1.0).status_code < 500:
+                return server
+        except httpx.TransportError:
+            time.sleep(0.1)
+    server.stop()
+    raise RuntimeError("the local server did not answer in time")
+
+
+ServerFactory = Callable[..., LiveServer]
+
+
+@pytest.fixture
+def live_server_factory(tmp_path: Path) -> Iterator[ServerFactory]:
+    """Start local servers (``factory(env={...}, db_path=...)``); every one is stopped afterwards."""
+    started: list[LiveServer] = []
+
+    def factory(env: Mapping[str, str] | None = None, db_path: Path | None = None) -> LiveServer:
+        server = start_server(db_path or tmp_path / f"memory-{len(started)}.db", env)
+        started.append(server)
+        return server
+
+    yield factory
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def live_server(live_server_factory: ServerFactory) -> LiveServer:
+    """One local server on a fresh SQLite file."""
+    return live_server_factory()
+
+
+@pytest.fixture
+def http(live_server: LiveServer) -> Iterator[httpx.Client]:
+    with live_server.client() as client:
+        yield client

@@ -1,0 +1,39 @@
+"""The bundled Python client against the real local server."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from agentmem.client import MemoryClient
+from agentmem.errors import InvalidInput, NotFound
+from tests.e2e.conftest import LiveServer
+
+
+def test_the_client_covers_the_memory_routes(live_server: LiveServer) -> None:
+    memory = MemoryClient(live_server.url).user("client-app", f"user/{uuid.uuid4().hex}")
+    # Given a session and a project entry stored through the client
+    assert memory.add_session("chat", ["I prefer dark mode", "My dog is called Pixel"]) == {
+        "session_id": "chat",
+        "stored": 2,
+        "skipped": 0,
+    }
+    budget = memory.add_entry("Trip budget is 2000 EUR", project_id="trip", idempotency_key="once")
+    assert memory.add_entry("Trip budget is 2000 EUR", project_id="trip", idempotency_key="once") == budget
+    # When reading them back
+    # (keyword mode: exact word matches; the default hybrid mode ranks every entry, best first)
+    assert [e["id"] for e in memory.search("budget", project_id="trip", mode="keyword")] == [budget["id"]]
+    assert memory.search("budget", mode="keyword") == []
+    assert memory.search("budget", project_id="trip")[0]["id"] == budget["id"]
+    assert len(list(memory.iter_entries(project_id="trip", page_size=1))) == 3
+    assert memory.get_entry(budget["id"])["project_id"] == "trip"
+    # Then deletes report what they removed, and errors raise the library's error classes
+    assert memory.delete_entries("dark mode") == 1
+    assert memory.delete_session("chat") == 1
+    assert memory.delete_project("trip") == 1
+    with pytest.raises(NotFound) as missing:
+        memory.get_entry(budget["id"])
+    assert missing.value.code == "not_found"
+    with pytest.raises(InvalidInput):
+        memory.search("x", top_k=500)

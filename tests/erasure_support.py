@@ -1,0 +1,216 @@
+"""Helpers for the erasure tests: seeding a user's data, a vector-index test double, and the moto
+Step Functions harness that executes the real ASL file with its Lambda tasks routed in-process."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from unittest import mock
+
+from agentmem import users
+from agentmem.keys import Scope, UserRef
+from agentmem.vectors.port import VectorHit, VectorRecord
+from tests.conftest import REPO_ROOT
+from tests.support import ApiClient, scope_path, text_entry
+
+WORKFLOW = REPO_ROOT / "infra" / "workflows" / "delete_user.asl.json"
+STEPS_FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:deletion-steps"
+ROLE_ARN = "arn:aws:iam::123456789012:role/deletion-workflow"
+PROJECTS = ("alpha", "beta", "gamma")
+
+
+class InMemoryVectorIndex:
+    """TEST DOUBLE of the VectorIndex port (the search engineer's adapters replace it at merge): enough
+    to prove the workflow's parallel branch empties the index for one user and nobody else."""
+
+    name = "in-memory-test-double"
+
+    def __init__(self) -> None:
+        self._records: dict[tuple[Scope, str], VectorRecord] = {}
+        self._lock = threading.Lock()
+
+    def upsert(self, records: Sequence[VectorRecord]) -> None:
+        with self._lock:
+            for record in records:
+                self._records[(record.scope, record.entry_id)] = record
+
+    def delete(self, scope: Scope, entry_ids: Sequence[str]) -> None:
+        with self._lock:
+            for entry_id in entry_ids:
+                self._records.pop((scope, entry_id), None)
+
+    def search(self, scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str) -> list[VectorHit]:
+        return []
+
+    def delete_user(self, user: UserRef) -> int:
+        with self._lock:
+            doomed = [key for key in self._records if key[0].user_ref == user]
+            for key in doomed:
+                del self._records[key]
+            return len(doomed)
+
+    def count_user(self, user: UserRef) -> int:
+        with self._lock:
+            return sum(1 for scope, _ in self._records if scope.user_ref == user)
+
+    def health(self) -> str:
+        return "ok"
+
+
+def graph_like_items(scope: Scope, tag: str) -> list[dict[str, Any]]:
+    """Stand-ins for the graph engineer's items (every sort key starts with "G"): an entity, an
+    observation, a relation, an index posting and statistics (internal: not exported), two episodes."""
+    pk = scope.partition
+    return [
+        users.registry_item(scope),
+        {"pk": pk, "sk": f"GE#{tag}", "name": f"Entity {tag}", "entity_type": "person", "updated_at": "2026-01-01"},
+        {"pk": pk, "sk": f"GO#{tag}#1", "entity": f"Entity {tag}", "content": f"likes {tag}", "valid_to": None},
+        {"pk": pk, "sk": f"GR#{tag}#1", "source": f"Entity {tag}", "relation_type": "knows", "target": "Bob"},
+        {"pk": pk, "sk": f"GT#entity#{tag}", "tf": 1, "dl": 2},
+        {"pk": pk, "sk": "GSTATS", "docs": 1, "length": 2, "version": 1},
+        {"pk": pk, "sk": f"GP#{tag}#1", "session_id": "s1", "author": "user", "text": f"episode {tag} one"},
+        {"pk": pk, "sk": f"GP#{tag}#2", "session_id": "s1", "author": "model", "text": f"episode {tag} two"},
+    ]
+
+
+@dataclass
+class SeededUser:
+    user: UserRef
+    entries: int = 0
+    graph_items: int = 0
+    episodes: int = 0
+    vectors: int = 0
+    entry_ids: list[tuple[Scope, str]] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return scope_path(self.user.app, self.user.user)
+
+
+def seed_user(api: ApiClient, table: Any, user: UserRef, vectors: InMemoryVectorIndex | None = None) -> SeededUser:
+    """Entries (through the real API) in the global scope and three projects, graph-like items and
+    episodes in each scope, and one vector per entry in the test-double index."""
+    seeded = SeededUser(user)
+    path = scope_path(user.app, user.user)
+    for project in (None, *PROJECTS):
+        body: dict[str, Any] = {"entries": [text_entry(f"{user.user} fact {i} in {project}") for i in range(3)]}
+        if project:
+            body["project_id"] = project
+        reply = api.put(f"{path}/sessions/s-{project}/memories", body)
+        assert reply.status == 200, reply.body
+        seeded.entries += 3
+        scope = user.scope(project)
+        table.batch_write(puts=graph_like_items(scope, project or "global"))
+        seeded.graph_items += 3
+        seeded.episodes += 2
+        listed = api.get(f"{path}/memories", query={"project_id": project} if project else None).body["entries"]
+        for entry in listed:
+            if entry["project_id"] == project:
+                seeded.entry_ids.append((scope, entry["id"]))
+    if vectors is not None:
+        vectors.upsert(
+            [VectorRecord(scope, entry_id, [0.1, 0.2], "test-model") for scope, entry_id in seeded.entry_ids]
+        )
+        seeded.vectors = len(seeded.entry_ids)
+    return seeded
+
+
+def export_all(api: ApiClient, path: str) -> dict[str, list[Any]]:
+    """Follow the export's cursor to the end; flatten the pages."""
+    sections = ("entries", "entities", "relations", "observations", "episodes")
+    collected: dict[str, list[Any]] = {name: [] for name in sections}
+    cursor = None
+    for _ in range(10_000):
+        reply = api.get(f"{path}/export", query={"cursor": cursor} if cursor else None)
+        assert reply.status == 200, reply.body
+        collected["entries"] += reply.body["entries"]
+        collected["episodes"] += reply.body["episodes"]
+        for kind in ("entities", "relations", "observations"):
+            collected[kind] += reply.body["graph"][kind]
+        cursor = reply.body["next_cursor"]
+        if cursor is None:
+            return collected
+    raise AssertionError("the export never ended")
+
+
+def wait_for_status(api: ApiClient, path: str, deletion_id: str, timeout: float = 120.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = api.get(f"{path}/deletions/{deletion_id}")
+        assert reply.status == 200, reply.body
+        if reply.body["status"] != "RUNNING" or time.monotonic() > deadline:
+            return reply.body  # type: ignore[no-any-return]
+        time.sleep(0.05)
+
+
+StepHook = Callable[[dict[str, Any]], None]
+
+
+class StepRouter:
+    """Replaces moto's Lambda invoke (which, without Docker, echoes the payload) with a call of the
+    real steps handler, functions/deletion/handler.py, answering exactly as Lambda does: the result as
+    JSON, or an ``x-amz-function-error`` header and ``{"errorType", "errorMessage"}`` when it raises."""
+
+    def __init__(self) -> None:
+        self.before_step: StepHook | None = None
+        self.calls: list[tuple[str, str | None]] = []
+        """(step, project_id) of every invoke, in order."""
+
+    def invoke(
+        self, backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any
+    ) -> bytes:
+        from functions.deletion.handler import handler
+
+        event = json.loads(body)
+        self.calls.append((event.get("step"), event.get("project_id")))
+        try:
+            if self.before_step is not None:
+                self.before_step(event)
+            result = handler(event, None)
+        except Exception as exc:
+            response_headers["x-amz-function-error"] = "Unhandled"
+            return json.dumps({"errorType": type(exc).__name__, "errorMessage": str(exc)}).encode()
+        return json.dumps(result).encode()
+
+
+@contextmanager
+def moto_workflow() -> Iterator[tuple[str, StepRouter]]:
+    """Inside mock_aws with moto's ASL interpreter on: deploy the ASL file that CDK deploys (same
+    substitution) and route its Lambda tasks to the in-process handler. Yields the state machine ARN."""
+    import boto3
+    from moto import mock_aws
+
+    router = StepRouter()
+
+    def routed(self: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any) -> bytes:
+        return router.invoke(self, function_name, qualifier, body, headers, response_headers)
+
+    config = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+    with (
+        mock_aws(config=config),  # type: ignore[arg-type]
+        mock.patch("moto.awslambda_simple.models.LambdaSimpleBackend.invoke", routed),
+    ):
+        definition = WORKFLOW.read_text().replace("${DeletionStepsFunctionArn}", STEPS_FUNCTION_ARN)
+        client = boto3.client("stepfunctions", region_name="us-east-1")
+        arn = client.create_state_machine(name="delete-user", definition=definition, roleArn=ROLE_ARN)[
+            "stateMachineArn"
+        ]
+        yield arn, router
+
+
+def execution(arn: str, deletion_id: str) -> dict[str, Any]:
+    import boto3
+
+    client = boto3.client("stepfunctions", region_name="us-east-1")
+    execution_arn = arn.replace(":stateMachine:", ":execution:") + ":" + deletion_id
+    deadline = time.monotonic() + 120
+    while True:
+        described = client.describe_execution(executionArn=execution_arn)
+        if described["status"] != "RUNNING" or time.monotonic() > deadline:
+            return described  # type: ignore[no-any-return]
+        time.sleep(0.05)

@@ -1,0 +1,165 @@
+"""The Table port's conformance suite: every test runs against SqliteTable and DynamoTable (moto)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from agentmem.errors import ConditionFailed, InvalidInput
+from agentmem.stores.table import Check, Condition, Delete, Put, Table, query_all
+
+
+def test_put_then_get_round_trips_every_value_type(table: Table) -> None:
+    # Given an item holding each supported value type
+    item = {
+        "pk": "p",
+        "sk": "s",
+        "text": "héllo #%/ 東京",
+        "number": 42,
+        "negative": -7,
+        "flag": True,
+        "nothing": None,
+        "blob": b"\x00\x01\xff",
+        "items": ["a", 1, None],
+        "nested": {"k": ["v", {"deep": 2}]},
+    }
+    # When it is written and read back
+    table.put(item)
+    # Then it comes back unchanged
+    assert table.get("p", "s") == item
+
+
+def test_get_of_a_missing_item_is_none(table: Table) -> None:
+    assert table.get("nope", "nothing") is None
+
+
+def test_conditional_put_refuses_when_the_item_exists(table: Table) -> None:
+    table.put({"pk": "p", "sk": "s", "v": 1}, Condition(exists=False))
+    with pytest.raises(ConditionFailed):
+        table.put({"pk": "p", "sk": "s", "v": 2}, Condition(exists=False))
+    assert table.get("p", "s")["v"] == 1  # type: ignore[index]
+
+
+def test_conditional_put_on_an_attribute_value(table: Table) -> None:
+    table.put({"pk": "p", "sk": "s", "version": 1})
+    table.put({"pk": "p", "sk": "s", "version": 2}, Condition(equals={"version": 1}))
+    with pytest.raises(ConditionFailed):
+        table.put({"pk": "p", "sk": "s", "version": 3}, Condition(equals={"version": 1}))
+    assert table.get("p", "s")["version"] == 2  # type: ignore[index]
+
+
+def test_conditional_delete_requires_existence(table: Table) -> None:
+    with pytest.raises(ConditionFailed):
+        table.delete("p", "missing", Condition(exists=True))
+    table.put({"pk": "p", "sk": "s"})
+    table.delete("p", "s", Condition(exists=True))
+    assert table.get("p", "s") is None
+
+
+def test_query_returns_one_partition_prefix_in_sort_order(table: Table) -> None:
+    # Given items in two partitions under two prefixes
+    table.batch_write(
+        puts=[{"pk": "p", "sk": f"A#{i:03d}"} for i in range(5)]
+        + [{"pk": "p", "sk": "B#1"}, {"pk": "other", "sk": "A#000"}, {"pk": "p", "sk": "A"}]
+    )
+    # When one prefix of one partition is queried
+    ascending = [i["sk"] for i in table.query("p", "A#").items]
+    descending = [i["sk"] for i in table.query("p", "A#", descending=True).items]
+    # Then only its items come back, in order both ways
+    assert ascending == [f"A#{i:03d}" for i in range(5)]
+    assert descending == list(reversed(ascending))
+
+
+def test_query_pages_with_a_cursor_in_both_directions(table: Table) -> None:
+    table.batch_write(puts=[{"pk": "p", "sk": f"E#{i:03d}"} for i in range(7)])
+    for descending in (False, True):
+        seen: list[str] = []
+        start = None
+        while True:
+            page = table.query("p", "E#", limit=3, descending=descending, start_after=start)
+            seen += [i["sk"] for i in page.items]
+            assert len(page.items) <= 3
+            if page.next_start is None:
+                break
+            start = page.next_start
+        expected = [f"E#{i:03d}" for i in range(7)]
+        assert seen == (list(reversed(expected)) if descending else expected)
+
+
+def test_batch_write_handles_more_than_one_dynamodb_batch(table: Table) -> None:
+    # Given 60 puts (DynamoDB batches hold 25) and then deletes of half
+    table.batch_write(puts=[{"pk": "p", "sk": f"{i:03d}", "n": i} for i in range(60)])
+    table.batch_write(deletes=[("p", f"{i:03d}") for i in range(0, 60, 2)])
+    # Then exactly the odd ones remain
+    assert [i["n"] for i in query_all(table, "p", page_size=7)] == list(range(1, 60, 2))
+
+
+def test_batch_get_returns_only_existing_items(table: Table) -> None:
+    table.batch_write(puts=[{"pk": "p", "sk": f"{i:03d}"} for i in range(150)])
+    keys = [("p", f"{i:03d}") for i in range(0, 150, 3)] + [("p", "missing"), ("p", "000")]
+    found = sorted(i["sk"] for i in table.batch_get(keys))
+    assert found == [f"{i:03d}" for i in range(0, 150, 3)]
+
+
+def test_transaction_writes_all_or_nothing(table: Table) -> None:
+    # Given one existing item
+    table.put({"pk": "p", "sk": "a", "v": 1})
+    # When a transaction's condition fails
+    with pytest.raises(ConditionFailed):
+        table.transact_write(
+            [
+                Put({"pk": "p", "sk": "b", "v": 2}),
+                Delete("p", "a", Condition(equals={"v": 99})),
+            ]
+        )
+    # Then nothing of it was applied
+    assert table.get("p", "a") == {"pk": "p", "sk": "a", "v": 1}
+    assert table.get("p", "b") is None
+    # And a transaction whose conditions hold applies every operation
+    table.transact_write(
+        [
+            Put({"pk": "p", "sk": "b", "v": 2}, Condition(exists=False)),
+            Delete("p", "a"),
+            Check("p", "c", Condition(exists=False)),
+        ]
+    )
+    assert table.get("p", "a") is None
+    assert table.get("p", "b") == {"pk": "p", "sk": "b", "v": 2}
+
+
+def test_increment_is_atomic_under_concurrent_threads(table: Table) -> None:
+    # Given 4 threads each adding 1 twenty times
+    def bump() -> None:
+        for _ in range(20):
+            table.increment("p", "counter", {"hits": 1, "total": 2})
+
+    threads = [threading.Thread(target=bump) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # Then no increment was lost
+    item = table.get("p", "counter")
+    assert item is not None
+    assert (item["hits"], item["total"]) == (80, 160)
+
+
+def test_expired_items_read_as_absent(table: Table) -> None:
+    now = int(time.time())
+    table.put({"pk": "p", "sk": "old", "ttl": now - 10})
+    table.put({"pk": "p", "sk": "new", "ttl": now + 3600})
+    assert table.get("p", "old") is None
+    assert [i["sk"] for i in table.query("p").items] == ["new"]
+
+
+def test_ping_succeeds_on_a_reachable_store(table: Table) -> None:
+    table.ping()
+
+
+def test_transaction_refuses_two_operations_on_one_item(table: Table) -> None:
+    # DynamoDB refuses this; the embedded store must behave the same
+    with pytest.raises(InvalidInput):
+        table.transact_write([Put({"pk": "p", "sk": "a"}), Delete("p", "a")])
+    assert table.get("p", "a") is None

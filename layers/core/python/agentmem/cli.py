@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -18,6 +19,9 @@ def _serve(args: argparse.Namespace) -> int:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    # One BLAS thread per request: exact vector search is a small matrix-vector product, and BLAS threads
+    # fighting the server's request threads for 2 cores made it several times slower (docs/adr/0301).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
     from agentmem.api.app import lambda_handler
     from agentmem.container import get_container, set_container
@@ -32,6 +36,7 @@ def _serve(args: argparse.Namespace) -> int:
         assert isinstance(table, DynamoTable)
         table.create()
     container.table.ping()
+    container.memory.health()  # loads the local embedding model now, not on the first request
     server = make_server(args.host, args.port, lambda_handler)
     where = container.settings.sqlite_path if container.settings.store == "sqlite" else container.settings.table_name
     print(
@@ -105,6 +110,48 @@ def _usage_plan_key(app: str, usage_plan_id: str) -> str:
     return value
 
 
+def _admin_container() -> Any:
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    from agentmem.container import get_container, set_container
+
+    set_container(None)
+    return get_container()
+
+
+def _create_index(args: argparse.Namespace) -> int:
+    container = _admin_container()
+    index = container.vector_index
+    if index is None or not hasattr(index, "create_index"):
+        print("no OpenSearch vector index is configured (MEMORY_EMBEDDER, MEMORY_OPENSEARCH_ENDPOINT)", file=sys.stderr)
+        return 2
+    dimension = args.dimension or container.embedder.dimension
+    created = index.create_index(dimension, engine=args.engine)
+    print(f"index {index.index} {'created' if created else 'already exists'} ({dimension} dimensions, {args.engine})")
+    return 0
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    from agentmem.keys import UserRef
+    from agentmem.vectors.indexing import reindex
+
+    if bool(args.app) != bool(args.user):
+        print("give both --app and --user, or neither (everything)", file=sys.stderr)
+        return 2
+    container = _admin_container()
+    if container.vector_index is None:
+        print("no vector index is configured: set MEMORY_EMBEDDER (and MEMORY_OPENSEARCH_ENDPOINT)", file=sys.stderr)
+        return 2
+    user = UserRef.of(args.app, args.user) if args.app else None
+    report = reindex(container.table, container.vector_index, container.embedder, user=user, re_embed=args.re_embed)
+    print(
+        f"reindexed {report.entries} entries in {report.scopes} scopes: {report.indexed} indexed, "
+        f"{report.embedded} embedded, {report.removed} old vectors removed"
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentmem", description="Long-term memory for AI agents")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -142,6 +189,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         sub.add_argument("--table", help="DynamoDB table (MEMORY_TABLE_NAME; set MEMORY_STORE=dynamodb)")
         sub.add_argument("--dynamodb-endpoint", help="a DynamoDB-compatible endpoint")
         sub.set_defaults(run=_keys)
+
+    create_index = commands.add_parser("create-index", help="create the OpenSearch vector index (once per deployment)")
+    create_index.add_argument("--dimension", type=int, help="vector size (default: the configured embedder's)")
+    create_index.add_argument("--engine", choices=["lucene", "faiss"], default="lucene")
+    create_index.set_defaults(run=_create_index)
+
+    rebuild = commands.add_parser("reindex", help="rebuild the vector index from the table (one user or everything)")
+    rebuild.add_argument("--app", help="the tenant app of the one user to rebuild")
+    rebuild.add_argument("--user", help="the one user to rebuild")
+    rebuild.add_argument("--re-embed", action="store_true", help="also re-embed entries of another model")
+    rebuild.set_defaults(run=_reindex)
 
     args = parser.parse_args(argv)
     return int(args.run(args))

@@ -143,6 +143,12 @@ def acknowledge_findings(stack: MemoryServiceStack) -> None:
         "GET {scope}/deletions/{id} reads executions of this one state machine; execution names are only known "
         "at run time, so the ARN ends in the execution-name wildcard.",
     )
+    _acknowledge(
+        stack.compute.receipt_key,
+        "AwsSolutions-SMG4",
+        "The deletion-receipt HMAC key is not rotated on purpose: a receipt names its user by HMAC(key, user), "
+        "and a rotated key would make every earlier receipt unreadable on GET {scope}/deletions/{id}.",
+    )
     if stack.compute.dlq is not None:
         _acknowledge(
             stack.compute.dlq,

@@ -15,6 +15,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -79,6 +80,16 @@ class Compute(Construct):
         }
         if search is not None:
             environment["MEMORY_OPENSEARCH_ENDPOINT"] = search.endpoint
+        # The HMAC key naming users in deletion receipts: generated once, read at run time, never rotated
+        # (a new key would make earlier receipts unreadable to their users).
+        self.receipt_key = secretsmanager.Secret(
+            self,
+            "ReceiptKey",
+            description="HMAC key that names users in deletion receipts (agentmem)",
+            generate_secret_string=secretsmanager.SecretStringGenerator(exclude_punctuation=True, password_length=64),
+            removal_policy=self._removal,
+        )
+        environment["MEMORY_RECEIPT_KEY_SECRET_ARN"] = self.receipt_key.secret_arn
         self.environment = environment
 
         self.api = self._function("Api", "api", memory=1024, timeout=29, description="REST API (API.md)")
@@ -91,6 +102,8 @@ class Compute(Construct):
         storage.grant_read_write(self.api.role)  # type: ignore[arg-type]
         storage.grant_read(self.authorizer.role)  # type: ignore[arg-type]
         storage.grant_read_write(self.deletion.role)  # type: ignore[arg-type]
+        self.receipt_key.grant_read(self.api)
+        self.receipt_key.grant_read(self.deletion)
         self._allow_embeddings(self.api)
 
         self.indexer: lambda_.Function | None = None

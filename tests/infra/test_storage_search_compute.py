@@ -234,3 +234,30 @@ def test_dependency_layer_is_built_for_arm64_without_docker() -> None:
     assert command[command.index("--implementation") + 1] == "cp"
     assert "manylinux2014_aarch64" in command
     assert packaging.RUNTIME.name == f"python{packaging.PYTHON_VERSION}"
+
+
+def test_the_receipt_key_is_a_generated_secret_read_only_by_the_api_and_the_deletion_steps(
+    prod: Any, synthesized: Synthesized
+) -> None:
+    # Given the production template
+    template = synthesized.templates[PROD_OPENSEARCH]
+    secrets = resources(template, "AWS::SecretsManager::Secret")
+    # Then one generated secret holds the receipt key, and functions get only its ARN
+    assert len(secrets) == 1
+    (secret_id,) = secrets
+    assert "GenerateSecretString" in secrets[secret_id]["Properties"]
+    prod.all_resources_properties(
+        "AWS::Lambda::Function",
+        {"Environment": {"Variables": Match.object_like({"MEMORY_RECEIPT_KEY_SECRET_ARN": {"Ref": secret_id}})}},
+    )
+    for function in resources(template, "AWS::Lambda::Function").values():
+        assert "MEMORY_RECEIPT_KEY" not in function["Properties"]["Environment"]["Variables"]
+    # And only the API and deletion-step roles may read it
+    readers = set()
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            resource = statement.get("Resource")
+            if resource == {"Ref": secret_id}:
+                readers |= {role["Ref"] for role in policy["Properties"]["Roles"]}
+    assert len(readers) == 2
+    assert all("Api" in r or "Deletion" in r for r in readers)

@@ -102,7 +102,7 @@ class Container:
         # container has one under ``vectors``) is emptied by the workflow's parallel branch.
         return DeletionService(
             self.table,
-            receipt_key=self.settings.receipt_key.encode("utf-8"),
+            receipt_key=self.settings.resolved_receipt_key(),
             vectors=getattr(self, "vectors", None),
             batch_size=self.settings.deletion_batch_size,
         )

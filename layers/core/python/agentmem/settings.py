@@ -20,6 +20,7 @@
 | MEMORY_DELETION_BATCH_SIZE | items one deletion step deletes at most | `500` |
 | MEMORY_DELETION_WORKFLOW_PATH | another ASL file for the local runner (trying a change) | unset: the packaged one |
 | MEMORY_RECEIPT_KEY | secret of the HMAC-SHA256 naming the user in deletion receipts | a development key: set it |
+| MEMORY_RECEIPT_KEY_SECRET_ARN | read that secret from Secrets Manager instead (what the CDK stack sets) | unset |
 """
 
 from __future__ import annotations
@@ -58,7 +59,16 @@ class Settings:
     deletion_batch_size: int = 500
     deletion_workflow_path: str | None = None
     receipt_key: str = DEVELOPMENT_RECEIPT_KEY
+    receipt_key_secret_arn: str | None = None
     auth: AuthMode = "none"
+
+    def resolved_receipt_key(self) -> bytes:
+        """The receipt HMAC key: from Secrets Manager when an ARN is set, else MEMORY_RECEIPT_KEY."""
+        if self.receipt_key_secret_arn:
+            from agentmem.secrets import read_secret
+
+            return read_secret(self.receipt_key_secret_arn, self.aws_region).encode("utf-8")
+        return self.receipt_key.encode("utf-8")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -109,6 +119,7 @@ class Settings:
             deletion_batch_size=int(env.get("MEMORY_DELETION_BATCH_SIZE") or _DEFAULTS.deletion_batch_size),
             deletion_workflow_path=env.get("MEMORY_DELETION_WORKFLOW_PATH") or None,
             receipt_key=env.get("MEMORY_RECEIPT_KEY") or DEVELOPMENT_RECEIPT_KEY,
+            receipt_key_secret_arn=env.get("MEMORY_RECEIPT_KEY_SECRET_ARN") or None,
             auth=auth,  # type: ignore[arg-type]
         )
 

@@ -6,9 +6,15 @@ PORT ?= 8000
 DB ?= .data/memory.db
 PIP := $(BIN)/python -m pip install --disable-pip-version-check -q
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+# jsii prints a banner on Node 20 (end of life); the CDK still works on it.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_NO_INPUT := 1
 
-.PHONY: serve test lint bench synth deploy clean
+.PHONY: serve test lint bench synth layer deploy clean
+
+STAGE ?= dev
+SEARCH_BACKEND ?= opensearch
+CDK_CONTEXT = -c stage=$(STAGE) -c search_backend=$(SEARCH_BACKEND)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +26,11 @@ $(VENV)/.dev: $(BIN)/python requirements-dev.txt layers/core/pyproject.toml
 serve: $(VENV)/.dev ## start the API on 127.0.0.1 with the embedded stores
 	$(BIN)/agentmem serve --host 127.0.0.1 --port $(PORT) --db $(DB)
 
-test: $(VENV)/.dev ## run every test tier
+$(VENV)/.infra: $(BIN)/python requirements-infra.txt
+	$(PIP) -r requirements-infra.txt
+	touch $@
+
+test: $(VENV)/.dev $(VENV)/.infra ## run every test tier
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
@@ -30,6 +40,17 @@ lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
 
 bench: $(VENV)/.dev ## print latency and quality figures
 	$(BIN)/python bench/run.py $(ONLY)
+
+synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too)
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","aws:cdk:bundling-stacks":[]}' \
+		$(BIN)/python infra/app.py
+	@echo "cdk.out/AgentMemory-$(STAGE).template.json"
+
+layer: $(VENV)/.infra ## build the arm64 dependency layer into .layer-build/deps (pip, no Docker)
+	$(BIN)/python infra/packaging.py
+
+deploy: $(VENV)/.dev $(VENV)/.infra layer ## deploy the stack (needs AWS credentials; STAGE=dev|prod SEARCH_BACKEND=opensearch|table)
+	npx --yes aws-cdk@2 deploy $(CDK_CONTEXT) --app "$(BIN)/python infra/app.py" --require-approval broadening
 
 clean:
 	rm -rf $(VENV) .data cdk.out .layer-build .pytest_cache .mypy_cache .ruff_cache

@@ -1,1 +1,54 @@
-"""CDK app (placeholder until the infrastructure issue lands)."""
+"""The CDK app: ``python3 infra/app.py`` (cdk.json) or ``make synth`` / ``make deploy``.
+
+Context: ``stage`` (dev|prod) and ``search_backend`` (opensearch|table); see infra/stack.py.
+cdk-nag's AwsSolutions checks run on every synth (``Validations.of(app).add_plugins``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+
+def _reexec_in_venv() -> None:
+    """cdk.json runs ``python3``: switch to the project's virtualenv when the CDK is only installed there."""
+    venv_python = REPO_ROOT / ".venv" / "bin" / "python"
+    try:
+        import aws_cdk  # noqa: F401
+    except ImportError:
+        if venv_python.exists() and Path(sys.executable) != venv_python:
+            os.execv(str(venv_python), [str(venv_python), *sys.argv])
+        raise
+
+
+def build_app(context: dict[str, object] | None = None) -> object:
+    from aws_cdk import App, Environment, Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    from infra.stack import DeploymentOptions, MemoryServiceStack
+
+    app = App(context=context, outdir=os.environ.get("CDK_OUTDIR") or str(REPO_ROOT / "cdk.out"))
+    options = DeploymentOptions(
+        stage=str(app.node.try_get_context("stage") or "dev"),
+        search_backend=str(app.node.try_get_context("search_backend") or "opensearch"),
+    )
+    env = Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION"))
+    MemoryServiceStack(app, f"AgentMemory-{options.stage}", options=options, env=env)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app
+
+
+def main() -> None:
+    _reexec_in_venv()
+    sys.path.insert(0, str(REPO_ROOT))
+    app = build_app()
+    app.synth()  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    main()

@@ -89,12 +89,20 @@ def load_event(name: str) -> dict[str, Any]:
 
 
 def count_items(table: object) -> int:
-    """How many items the whole store holds (to prove a rejected request wrote nothing)."""
+    """How many items the store holds (to prove a rejected request wrote nothing).
+
+    The tenant's daily usage counters are left out: metering counts every request, rejected ones
+    included, and is bookkeeping of the tenant, not data of the user.
+    """
     from agentmem.stores.dynamo_table import DynamoTable
     from agentmem.stores.sqlite_table import SqliteTable
+    from agentmem.tenancy.metering import USAGE_SK_PREFIX
 
     if isinstance(table, SqliteTable):
-        return int(table._connection().execute("SELECT COUNT(*) FROM items").fetchone()[0])
-    if isinstance(table, DynamoTable):
-        return int(table.client.scan(TableName=table.table_name, Select="COUNT")["Count"])
-    raise TypeError(f"unknown table {type(table).__name__}")
+        rows = table._connection().execute("SELECT pk, sk FROM items").fetchall()
+    elif isinstance(table, DynamoTable):
+        items = table.client.scan(TableName=table.table_name, ProjectionExpression="pk, sk")["Items"]
+        rows = [(item["pk"]["S"], item["sk"]["S"]) for item in items]
+    else:
+        raise TypeError(f"unknown table {type(table).__name__}")
+    return sum(1 for pk, sk in rows if not (pk.startswith("T#") and sk.startswith(USAGE_SK_PREFIX)))

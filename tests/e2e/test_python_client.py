@@ -22,8 +22,10 @@ def test_the_client_covers_the_memory_routes(live_server: LiveServer) -> None:
     budget = memory.add_entry("Trip budget is 2000 EUR", project_id="trip", idempotency_key="once")
     assert memory.add_entry("Trip budget is 2000 EUR", project_id="trip", idempotency_key="once") == budget
     # When reading them back
-    assert [e["id"] for e in memory.search("budget", project_id="trip")] == [budget["id"]]
-    assert memory.search("budget") == []
+    # (keyword mode: exact word matches; the default hybrid mode ranks every entry, best first)
+    assert [e["id"] for e in memory.search("budget", project_id="trip", mode="keyword")] == [budget["id"]]
+    assert memory.search("budget", mode="keyword") == []
+    assert memory.search("budget", project_id="trip")[0]["id"] == budget["id"]
     assert len(list(memory.iter_entries(project_id="trip", page_size=1))) == 3
     assert memory.get_entry(budget["id"])["project_id"] == "trip"
     # Then deletes report what they removed, and errors raise the library's error classes

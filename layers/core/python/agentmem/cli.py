@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -13,9 +14,14 @@ def _serve(args: argparse.Namespace) -> int:
         os.environ["MEMORY_SQLITE_PATH"] = args.db
     if args.dynamodb_endpoint:
         os.environ["MEMORY_DYNAMODB_ENDPOINT_URL"] = args.dynamodb_endpoint
+    if args.auth:
+        os.environ["MEMORY_AUTH"] = args.auth
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    # One BLAS thread per request: exact vector search is a small matrix-vector product, and BLAS threads
+    # fighting the server's request threads for 2 cores made it several times slower (docs/adr/0301).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
     from agentmem.api.app import lambda_handler
     from agentmem.container import get_container, set_container
@@ -30,6 +36,7 @@ def _serve(args: argparse.Namespace) -> int:
         assert isinstance(table, DynamoTable)
         table.create()
     container.table.ping()
+    container.memory.health()  # loads the local embedding model now, not on the first request
     server = make_server(args.host, args.port, lambda_handler)
     where = container.settings.sqlite_path if container.settings.store == "sqlite" else container.settings.table_name
     print(
@@ -53,6 +60,98 @@ def _create_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def _store_from_args(args: argparse.Namespace) -> None:
+    if args.db:
+        os.environ["MEMORY_SQLITE_PATH"] = args.db
+    if args.table:
+        os.environ["MEMORY_TABLE_NAME"] = args.table
+    if args.dynamodb_endpoint:
+        os.environ["MEMORY_DYNAMODB_ENDPOINT_URL"] = args.dynamodb_endpoint
+
+
+def _keys(args: argparse.Namespace) -> int:
+    """``agentmem keys create|list|revoke``: tenant API keys in the configured store."""
+    import json
+
+    from agentmem.container import get_container, set_container
+    from agentmem.errors import MemoryServiceError
+
+    _store_from_args(args)
+    set_container(None)
+    tenants = get_container().tenants
+    try:
+        if args.keys_command == "create":
+            created = tenants.create_key(args.app, quota_requests_per_day=args.quota)
+            if args.usage_plan_id:
+                tenants.set_usage_key(args.app, _usage_plan_key(args.app, args.usage_plan_id))
+            print(json.dumps({**created.key.to_json(), "api_key": created.secret}, ensure_ascii=False))
+            print("store this key now: it is shown once and only its hash is kept", file=sys.stderr)
+        elif args.keys_command == "list":
+            for key in tenants.list_keys(args.app):
+                print(json.dumps(key.to_json(), ensure_ascii=False))
+        else:
+            print(json.dumps(tenants.revoke_key(args.app, args.key_id).to_json(), ensure_ascii=False))
+    except MemoryServiceError as exc:
+        print(f"agentmem keys: {exc.message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _usage_plan_key(app: str, usage_plan_id: str) -> str:
+    """Create the tenant's API Gateway key (the usage identifier the authorizer returns) in a usage plan."""
+    import secrets
+
+    import boto3
+
+    client = boto3.client("apigateway")
+    value = secrets.token_urlsafe(30)
+    key = client.create_api_key(name=f"tenant-{app}"[:128], value=value, enabled=True)
+    client.create_usage_plan_key(usagePlanId=usage_plan_id, keyId=key["id"], keyType="API_KEY")
+    return value
+
+
+def _admin_container() -> Any:
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    from agentmem.container import get_container, set_container
+
+    set_container(None)
+    return get_container()
+
+
+def _create_index(args: argparse.Namespace) -> int:
+    container = _admin_container()
+    index = container.vector_index
+    if index is None or not hasattr(index, "create_index"):
+        print("no OpenSearch vector index is configured (MEMORY_EMBEDDER, MEMORY_OPENSEARCH_ENDPOINT)", file=sys.stderr)
+        return 2
+    dimension = args.dimension or container.embedder.dimension
+    created = index.create_index(dimension, engine=args.engine)
+    print(f"index {index.index} {'created' if created else 'already exists'} ({dimension} dimensions, {args.engine})")
+    return 0
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    from agentmem.keys import UserRef
+    from agentmem.vectors.indexing import reindex
+
+    if bool(args.app) != bool(args.user):
+        print("give both --app and --user, or neither (everything)", file=sys.stderr)
+        return 2
+    container = _admin_container()
+    if container.vector_index is None:
+        print("no vector index is configured: set MEMORY_EMBEDDER (and MEMORY_OPENSEARCH_ENDPOINT)", file=sys.stderr)
+        return 2
+    user = UserRef.of(args.app, args.user) if args.app else None
+    report = reindex(container.table, container.vector_index, container.embedder, user=user, re_embed=args.re_embed)
+    print(
+        f"reindexed {report.entries} entries in {report.scopes} scopes: {report.indexed} indexed, "
+        f"{report.embedded} embedded, {report.removed} old vectors removed"
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentmem", description="Long-term memory for AI agents")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -62,12 +161,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=int(os.environ.get("MEMORY_PORT", "8000")))
     serve.add_argument("--db", help="SQLite file of the embedded store (MEMORY_SQLITE_PATH)")
     serve.add_argument("--dynamodb-endpoint", help="serve from DynamoDB at this endpoint instead")
+    serve.add_argument(
+        "--auth", choices=["none", "required"], help="require an x-api-key of the path's app (MEMORY_AUTH)"
+    )
     serve.set_defaults(run=_serve)
 
     table = commands.add_parser("create-table", help="create the DynamoDB table (local endpoints, tests)")
     table.add_argument("--table", default=os.environ.get("MEMORY_TABLE_NAME", "agent-memory"))
     table.add_argument("--endpoint", default=os.environ.get("MEMORY_DYNAMODB_ENDPOINT_URL"))
     table.set_defaults(run=_create_table)
+
+    keys = commands.add_parser("keys", help="create, list and revoke tenant API keys")
+    keys_commands = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_commands.add_parser("create", help="create a key bound to one app (shown once)")
+    create.add_argument("--quota", type=int, help="requests per day for the app (429 beyond)")
+    create.add_argument(
+        "--usage-plan-id",
+        default=os.environ.get("MEMORY_USAGE_PLAN_ID"),
+        help="also give the tenant a key in this API Gateway usage plan (cloud quotas)",
+    )
+    listing = keys_commands.add_parser("list", help="the keys of one app (never the secrets)")
+    revoke = keys_commands.add_parser("revoke", help="revoke a key: 401 from then on")
+    revoke.add_argument("key_id")
+    for sub in (create, listing, revoke):
+        sub.add_argument("--app", required=True)
+        sub.add_argument("--db", help="SQLite file of the embedded store (MEMORY_SQLITE_PATH)")
+        sub.add_argument("--table", help="DynamoDB table (MEMORY_TABLE_NAME; set MEMORY_STORE=dynamodb)")
+        sub.add_argument("--dynamodb-endpoint", help="a DynamoDB-compatible endpoint")
+        sub.set_defaults(run=_keys)
+
+    create_index = commands.add_parser("create-index", help="create the OpenSearch vector index (once per deployment)")
+    create_index.add_argument("--dimension", type=int, help="vector size (default: the configured embedder's)")
+    create_index.add_argument("--engine", choices=["lucene", "faiss"], default="lucene")
+    create_index.set_defaults(run=_create_index)
+
+    rebuild = commands.add_parser("reindex", help="rebuild the vector index from the table (one user or everything)")
+    rebuild.add_argument("--app", help="the tenant app of the one user to rebuild")
+    rebuild.add_argument("--user", help="the one user to rebuild")
+    rebuild.add_argument("--re-embed", action="store_true", help="also re-embed entries of another model")
+    rebuild.set_defaults(run=_reindex)
 
     args = parser.parse_args(argv)
     return int(args.run(args))

@@ -7,11 +7,14 @@ import threading
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from agentmem.embeddings.port import Embedder
 from agentmem.graph.service import GraphMemoryService
 from agentmem.idempotency import IdempotencyStore
 from agentmem.memory.service import MemoryService
 from agentmem.settings import Settings, get_settings
 from agentmem.stores.table import Table
+from agentmem.tenancy.keys import TenantService
+from agentmem.vectors.port import VectorIndex
 
 if TYPE_CHECKING:
     from agentmem.deletion.runners import DeletionRunner
@@ -39,8 +42,54 @@ class Container:
         return SqliteTable(self.settings.sqlite_path)
 
     @cached_property
+    def embedder(self) -> Embedder | None:
+        kind = self.settings.embedder
+        if kind == "hashing":
+            from agentmem.embeddings.hashing import HashingEmbedder
+
+            return HashingEmbedder(self.settings.embedding_dimension or 384)
+        if kind == "local":
+            from agentmem.embeddings.local import LocalEmbedder
+
+            return LocalEmbedder()
+        if kind == "bedrock":
+            from agentmem.embeddings.bedrock import BedrockEmbedder
+
+            return BedrockEmbedder(
+                model=self.settings.bedrock_model_id,
+                dimension=self.settings.embedding_dimension or 1024,
+                region_name=self.settings.aws_region,
+            )
+        return None
+
+    @cached_property
+    def vector_index(self) -> VectorIndex | None:
+        """OpenSearch whenever configured (the stream indexer and erasure need it even without an embedder);
+        the exact index only with an embedder (it searches the vectors the embedder wrote)."""
+        if self.settings.vector_index == "opensearch" and self.settings.opensearch_endpoint:
+            from agentmem.vectors.opensearch import OpenSearchVectorIndex
+
+            return OpenSearchVectorIndex(
+                self.settings.opensearch_endpoint,
+                index=self.settings.opensearch_index,
+                region_name=self.settings.aws_region,
+                service=self.settings.opensearch_service,
+            )
+        if self.embedder is None:
+            return None
+        from agentmem.vectors.exact import ExactVectorIndex
+
+        return ExactVectorIndex(self.table)
+
+    @cached_property
+    def vectors(self) -> VectorIndex | None:
+        """The external vector index erasure must empty (OpenSearch); None when vectors live only on entries."""
+        index = self.vector_index
+        return index if getattr(index, "derived", False) else None
+
+    @cached_property
     def memory(self) -> MemoryService:
-        return MemoryService(self.table)
+        return MemoryService(self.table, embedder=self.embedder, vector_index=self.vector_index)
 
     @cached_property
     def graph(self) -> GraphMemoryService:
@@ -58,7 +107,7 @@ class Container:
         # container has one under ``vectors``) is emptied by the workflow's parallel branch.
         return DeletionService(
             self.table,
-            receipt_key=self.settings.receipt_key.encode("utf-8"),
+            receipt_key=self.settings.resolved_receipt_key(),
             vectors=getattr(self, "vectors", None),
             batch_size=self.settings.deletion_batch_size,
         )
@@ -77,6 +126,10 @@ class Container:
             definition_path=self.settings.deletion_workflow_path,
             background=not os.environ.get("AWS_LAMBDA_FUNCTION_NAME"),
         )
+
+    @cached_property
+    def tenants(self) -> TenantService:
+        return TenantService(self.table)
 
 
 _lock = threading.Lock()

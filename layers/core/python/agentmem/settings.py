@@ -6,12 +6,21 @@
 | MEMORY_SQLITE_PATH | the SQLite file of the embedded store | `.data/memory.db` |
 | MEMORY_TABLE_NAME | the DynamoDB table | `agent-memory` |
 | MEMORY_DYNAMODB_ENDPOINT_URL | a DynamoDB-compatible endpoint (DynamoDB Local, moto server) | unset: AWS |
+| MEMORY_AUTH | `required`: app routes need an `x-api-key` of that app; `none`: no check | `required` in Lambda |
 | MEMORY_IDEMPOTENCY_TTL_SECONDS | how long an `Idempotency-Key` answer is kept | `86400` |
+| MEMORY_EMBEDDER | `none`, `hashing` (tests), `local` (offline), `bedrock` (Titan v2) | sqlite: `local`, else `none` |
+| MEMORY_EMBEDDING_DIMENSION | vector size of `bedrock` (256, 512, 1024) and `hashing` | `1024`; `384` hashing |
+| MEMORY_BEDROCK_MODEL_ID | the Bedrock embedding model | `amazon.titan-embed-text-v2:0` |
+| MEMORY_VECTOR_INDEX | `exact` (vectors in the table) or `opensearch` | `opensearch` with an endpoint, else `exact` |
+| MEMORY_OPENSEARCH_ENDPOINT | the OpenSearch URL (`https://...` is signed with SigV4) | unset |
+| MEMORY_OPENSEARCH_INDEX | the vector index name | `agent-memory-vectors` |
+| MEMORY_OPENSEARCH_SERVICE | SigV4 service: `es` (OpenSearch Service) or `aoss` (Serverless) | `es` |
 | MEMORY_DELETION_RUNNER | `local` (in-process) or `stepfunctions` | `stepfunctions` if the ARN is set |
 | MEMORY_DELETION_STATE_MACHINE_ARN | the delete_user state machine the API starts | unset |
 | MEMORY_DELETION_BATCH_SIZE | items one deletion step deletes at most | `500` |
 | MEMORY_DELETION_WORKFLOW_PATH | another ASL file for the local runner (trying a change) | unset: the packaged one |
 | MEMORY_RECEIPT_KEY | secret of the HMAC-SHA256 naming the user in deletion receipts | a development key: set it |
+| MEMORY_RECEIPT_KEY_SECRET_ARN | read that secret from Secrets Manager instead (what the CDK stack sets) | unset |
 """
 
 from __future__ import annotations
@@ -23,8 +32,11 @@ from functools import lru_cache
 from typing import Literal
 
 StoreKind = Literal["sqlite", "dynamodb"]
+EmbedderKind = Literal["none", "hashing", "local", "bedrock"]
+VectorIndexKind = Literal["exact", "opensearch"]
 DeletionRunnerKind = Literal["local", "stepfunctions"]
 DEVELOPMENT_RECEIPT_KEY = "agentmem-development-receipt-key"
+AuthMode = Literal["none", "required"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +47,28 @@ class Settings:
     dynamodb_endpoint_url: str | None = None
     aws_region: str | None = None
     idempotency_ttl_seconds: int = 86400
+    embedder: EmbedderKind = "none"
+    embedding_dimension: int | None = None
+    bedrock_model_id: str = "amazon.titan-embed-text-v2:0"
+    vector_index: VectorIndexKind = "exact"
+    opensearch_endpoint: str | None = None
+    opensearch_index: str = "agent-memory-vectors"
+    opensearch_service: str = "es"
     deletion_runner: DeletionRunnerKind = "local"
     deletion_state_machine_arn: str | None = None
     deletion_batch_size: int = 500
     deletion_workflow_path: str | None = None
     receipt_key: str = DEVELOPMENT_RECEIPT_KEY
+    receipt_key_secret_arn: str | None = None
+    auth: AuthMode = "none"
+
+    def resolved_receipt_key(self) -> bytes:
+        """The receipt HMAC key: from Secrets Manager when an ARN is set, else MEMORY_RECEIPT_KEY."""
+        if self.receipt_key_secret_arn:
+            from agentmem.secrets import read_secret
+
+            return read_secret(self.receipt_key_secret_arn, self.aws_region).encode("utf-8")
+        return self.receipt_key.encode("utf-8")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -49,12 +78,28 @@ class Settings:
         store = env.get("MEMORY_STORE") or ("dynamodb" if endpoint or in_lambda else "sqlite")
         if store not in ("sqlite", "dynamodb"):
             raise ValueError(f"MEMORY_STORE must be sqlite or dynamodb, not {store!r}")
+        embedder = env.get("MEMORY_EMBEDDER") or ("local" if store == "sqlite" else "none")
+        if embedder not in ("none", "hashing", "local", "bedrock"):
+            raise ValueError(f"MEMORY_EMBEDDER must be none, hashing, local or bedrock, not {embedder!r}")
+        opensearch_endpoint = env.get("MEMORY_OPENSEARCH_ENDPOINT") or None
+        vector_index = env.get("MEMORY_VECTOR_INDEX") or ("opensearch" if opensearch_endpoint else "exact")
+        if vector_index not in ("exact", "opensearch"):
+            raise ValueError(f"MEMORY_VECTOR_INDEX must be exact or opensearch, not {vector_index!r}")
+        if vector_index == "opensearch" and not opensearch_endpoint:
+            raise ValueError("MEMORY_VECTOR_INDEX=opensearch needs MEMORY_OPENSEARCH_ENDPOINT")
+        service = env.get("MEMORY_OPENSEARCH_SERVICE") or "es"
+        if service not in ("es", "aoss"):
+            raise ValueError(f"MEMORY_OPENSEARCH_SERVICE must be es or aoss, not {service!r}")
+        dimension = env.get("MEMORY_EMBEDDING_DIMENSION")
         state_machine = env.get("MEMORY_DELETION_STATE_MACHINE_ARN") or None
         runner = env.get("MEMORY_DELETION_RUNNER") or ("stepfunctions" if state_machine else "local")
         if runner not in ("local", "stepfunctions"):
             raise ValueError(f"MEMORY_DELETION_RUNNER must be local or stepfunctions, not {runner!r}")
         if runner == "stepfunctions" and not state_machine:
             raise ValueError("MEMORY_DELETION_RUNNER=stepfunctions needs MEMORY_DELETION_STATE_MACHINE_ARN")
+        auth = env.get("MEMORY_AUTH") or ("required" if in_lambda else "none")
+        if auth not in ("none", "required"):
+            raise ValueError(f"MEMORY_AUTH must be none or required, not {auth!r}")
         return cls(
             store=store,  # type: ignore[arg-type]
             sqlite_path=env.get("MEMORY_SQLITE_PATH") or _DEFAULTS.sqlite_path,
@@ -62,11 +107,20 @@ class Settings:
             dynamodb_endpoint_url=endpoint,
             aws_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
             idempotency_ttl_seconds=int(env.get("MEMORY_IDEMPOTENCY_TTL_SECONDS") or _DEFAULTS.idempotency_ttl_seconds),
+            embedder=embedder,  # type: ignore[arg-type]
+            embedding_dimension=int(dimension) if dimension else None,
+            bedrock_model_id=env.get("MEMORY_BEDROCK_MODEL_ID") or _DEFAULTS.bedrock_model_id,
+            vector_index=vector_index,  # type: ignore[arg-type]
+            opensearch_endpoint=opensearch_endpoint,
+            opensearch_index=env.get("MEMORY_OPENSEARCH_INDEX") or _DEFAULTS.opensearch_index,
+            opensearch_service=service,
             deletion_runner=runner,  # type: ignore[arg-type]
             deletion_state_machine_arn=state_machine,
             deletion_batch_size=int(env.get("MEMORY_DELETION_BATCH_SIZE") or _DEFAULTS.deletion_batch_size),
             deletion_workflow_path=env.get("MEMORY_DELETION_WORKFLOW_PATH") or None,
             receipt_key=env.get("MEMORY_RECEIPT_KEY") or DEVELOPMENT_RECEIPT_KEY,
+            receipt_key_secret_arn=env.get("MEMORY_RECEIPT_KEY_SECRET_ARN") or None,
+            auth=auth,  # type: ignore[arg-type]
         )
 
 

@@ -14,9 +14,10 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agentmem import __version__
-from agentmem.api import middlewares
+from agentmem.api import middlewares, tenancy
 from agentmem.api.http import JSON, MAX_BODY_BYTES, error_response, json_response
 from agentmem.api.routes import graph, memories, service, users
+from agentmem.api.routes import tenancy as tenancy_routes
 from agentmem.errors import MemoryServiceError
 from agentmem.observability import logger, metrics, trace_handler
 
@@ -25,6 +26,7 @@ app.use(middlewares=[middlewares.idempotency])
 app.include_router(memories.router)
 app.include_router(service.router)
 app.include_router(users.router)
+app.include_router(tenancy_routes.router)
 app.include_router(graph.router)
 
 
@@ -113,4 +115,7 @@ def _read_body_as_json(event: dict[str, Any]) -> dict[str, Any]:
 @trace_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return _oversized(event) or app.resolve(_read_body_as_json(event), context)
+    request_id = str(getattr(context, "aws_request_id", "") or "")
+    return tenancy.guard(
+        event, lambda checked: _oversized(checked) or app.resolve(_read_body_as_json(checked), context), request_id
+    )

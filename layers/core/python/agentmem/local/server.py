@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -12,6 +13,7 @@ from agentmem.api.http import MAX_BODY_BYTES
 from agentmem.local.events import LocalContext, rest_event
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+_HANDLER_LOCK = threading.Lock()
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
@@ -47,7 +49,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return
         path, _, query = self.path.partition("?")
         event = rest_event(self.command, path, query=query, headers=dict(self.headers.items()), body=body)
-        result = type(self).lambda_handler(event, LocalContext())
+        # Like one Lambda execution environment, the handler serves one event at a time: the Powertools
+        # resolver keeps the current event on the app object, which concurrent calls would share.
+        with _HANDLER_LOCK:
+            result = type(self).lambda_handler(event, LocalContext())
         headers = {k: str(v) for k, v in (result.get("headers") or {}).items()}
         for name, values in (result.get("multiValueHeaders") or {}).items():
             headers[name] = ", ".join(str(v) for v in values)

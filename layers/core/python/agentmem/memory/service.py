@@ -5,8 +5,16 @@ see the user's global entries and the project's; reads in the global scope see g
 Writes and deletes touch exactly the scope they name, never a wider one.
 
 Write order makes every acknowledged write durable and findable: the index postings, the session
-index, the id pointer and the scope registry are written first, the entry item last. A crash in
-between leaves only postings that point at nothing, which searches skip.
+index, the id pointer and the scope registry are written first, then the entry item, then the
+partition's statistics. A crash in between leaves only postings that point at nothing, which searches
+skip, or statistics a few documents short, which only nudges BM25.
+
+With an embedder, each entry is embedded once (one batch per write) and its vector and model id are
+stored on the entry item itself, so the vector index can be rebuilt without re-embedding. When the
+embedder or the vector index cannot be reached, the entry is still stored (marked
+``vector_pending``) and the write reports ``indexing: "pending"``; a search that cannot use vectors
+falls back to keyword matching and says ``degraded``. Hybrid ranking is reciprocal rank fusion
+(docs/adr/0301-hybrid-search-fusion.md).
 """
 
 from __future__ import annotations
@@ -19,15 +27,24 @@ from datetime import UTC, datetime
 
 from agentmem import users
 from agentmem.clock import format_timestamp, new_id, utc_now
+from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, encode_vector
+from agentmem.embeddings.port import Embedder, embed_query, embedder_health
 from agentmem.errors import ConditionFailed, InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable
 from agentmem.keys import Scope, UserRef, validate_id
 from agentmem.memory import records
 from agentmem.models.memory import MAX_TEXT_BYTES, MemoryEntry, SearchMode, StoredEntry
+from agentmem.observability import logger
 from agentmem.search.inverted_index import InvertedIndex
 from agentmem.search.tokenize import tokenize
 from agentmem.stores.table import Condition, Item, Key, Table, query_all
+from agentmem.vectors.port import VectorHit, VectorIndex, VectorRecord
 
 _DELETE_PAGE = 200
+RRF_K = 60
+"""Reciprocal rank fusion constant (Cormack et al. 2009); see docs/adr/0301-hybrid-search-fusion.md."""
+CANDIDATES = 50
+"""How deep each ranking is read before fusion (at least ``top_k``)."""
+PENDING: str = "pending"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +52,8 @@ class SessionWriteResult:
     session_id: str
     stored: int
     skipped: int
+    indexing: str | None = None
+    """``pending`` when the entries were stored without their vectors (the embedder or index was down)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,23 +76,37 @@ class _PreparedEntry:
     tokens: list[str]
     scope: Scope
     has_text: bool
+    text: str = ""
 
 
 class MemoryService:
     supports_project_scoping = True
 
-    def __init__(self, table: Table, *, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        table: Table,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        embedder: Embedder | None = None,
+        vector_index: VectorIndex | None = None,
+    ) -> None:
         self._table = table
         self._clock = clock
         self._index = InvertedIndex(table, records.INDEX_NAMESPACE)
+        self.embedder = embedder
+        if embedder is not None and vector_index is None:
+            from agentmem.vectors.exact import ExactVectorIndex
+
+            vector_index = ExactVectorIndex(table)
+        self.vector_index = vector_index if embedder is not None else None
 
     @property
     def search_modes(self) -> list[SearchMode]:
-        return ["keyword"]
+        return ["keyword", "semantic", "hybrid"] if self.embedder is not None else ["keyword"]
 
     @property
     def default_mode(self) -> SearchMode:
-        return "keyword"
+        return "hybrid" if self.embedder is not None else "keyword"
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -84,14 +117,14 @@ class MemoryService:
         prepared = [p for p in (self._prepare(scope, e, session_id) for e in entries) if p.has_text]
         skipped = len(entries) - len(prepared)
         generation = new_id()
-        self._write(prepared, session_id, generation)
+        indexing = self._write(prepared, session_id, generation)
         if self._commit_generation(scope, session_id, generation):
             older = [i for i, g in self._session_rows(scope, session_id) if g < generation]
             self._delete_ids(scope, older, session_id)
         else:
             # A later ingest of this session committed first: ours is replaced by it, as if it ran before.
             self._delete_ids(scope, [p.item["id"] for p in prepared], session_id)
-        return SessionWriteResult(session_id=session_id, stored=len(prepared), skipped=skipped)
+        return SessionWriteResult(session_id=session_id, stored=len(prepared), skipped=skipped, indexing=indexing)
 
     def _commit_generation(self, scope: Scope, session_id: str, generation: str) -> bool:
         """Make ``generation`` the session's current one unless a later one already is (optimistic loop)."""
@@ -113,8 +146,9 @@ class MemoryService:
             validate_id(session_id, "session_id")
         self.ensure_writable(scope.user_ref)
         prepared = self._prepare(scope, entry, session_id)
-        self._write([prepared], session_id, generation="")
-        return records.entry_from_item(prepared.item)
+        indexing = self._write([prepared], session_id, generation="")
+        stored = records.entry_from_item(prepared.item)
+        return stored.model_copy(update={"indexing": indexing}) if indexing else stored
 
     def _prepare(self, scope: Scope, entry: MemoryEntry, session_id: str | None) -> _PreparedEntry:
         text = entry.content.text()
@@ -137,11 +171,53 @@ class MemoryService:
             timestamp=format_timestamp(moment),
             tokens=tokens,
         )
-        return _PreparedEntry(item, tokens, scope, has_text=bool(text.strip()))
+        return _PreparedEntry(item, tokens, scope, has_text=bool(text.strip()), text=text)
 
-    def _write(self, prepared: Sequence[_PreparedEntry], session_id: str | None, generation: str) -> None:
+    def _embed(self, prepared: Sequence[_PreparedEntry]) -> bool:
+        """Put the vector and model id on each entry item (one batch); False when the embedder failed."""
+        if self.embedder is None:
+            return True
+        try:
+            vectors = self.embedder.embed([p.text for p in prepared])
+            if len(vectors) != len(prepared):
+                raise ValueError("the embedder returned a different number of vectors")
+        except Exception as error:  # any embedder failure: store the entries anyway, embed them later
+            logger.warning("embedding failed; entries stored as pending", extra={"error": type(error).__name__})
+            for p in prepared:
+                p.item[PENDING_ATTR] = True
+            return False
+        for p, vector in zip(prepared, vectors, strict=True):
+            p.item[VECTOR_ATTR] = encode_vector(vector)
+            p.item[MODEL_ATTR] = self.embedder.model_id
+        return True
+
+    def _upsert_vectors(self, prepared: Sequence[_PreparedEntry], vectors_ok: bool) -> str | None:
+        """Update the vector index in the request (read-your-writes); ``pending`` when that was not possible."""
+        if self.embedder is None or self.vector_index is None:
+            return None
+        if not vectors_ok:
+            return PENDING
+        upserts = [
+            VectorRecord(
+                scope=p.scope,
+                entry_id=p.item["id"],
+                vector=_decoded(p.item[VECTOR_ATTR]),
+                model_id=p.item[MODEL_ATTR],
+                session_id=p.item.get("session_id"),
+            )
+            for p in prepared
+        ]
+        try:
+            self.vector_index.upsert(upserts)
+        except Exception as error:  # the table holds the vectors; the stream indexer or `reindex` catches up
+            logger.warning("vector index upsert failed; indexing pending", extra={"error": type(error).__name__})
+            return PENDING
+        return None
+
+    def _write(self, prepared: Sequence[_PreparedEntry], session_id: str | None, generation: str) -> str | None:
         if not prepared:
-            return
+            return None
+        vectors_ok = self._embed(prepared)
         scope = prepared[0].scope
         side_items: list[Item] = [users.registry_item(scope)]
         for p in prepared:
@@ -151,8 +227,11 @@ class MemoryService:
             if session_id is not None:
                 side_items.append(records.session_index_item(scope, session_id, entry_id, generation))
         self._table.batch_write(puts=side_items)
-        self._index.record(scope.partition, docs=len(prepared), length=sum(len(p.tokens) for p in prepared))
         self._table.batch_write(puts=[p.item for p in prepared])
+        # The stats version moves after the entries exist, so a reader that sees the new version also sees
+        # the new entries (ExactVectorIndex keys its cache on it).
+        self._index.record(scope.partition, docs=len(prepared), length=sum(len(p.tokens) for p in prepared))
+        return self._upsert_vectors(prepared, vectors_ok)
 
     def ensure_writable(self, user: UserRef) -> None:
         users.ensure_writable(self._table, user)
@@ -174,11 +253,47 @@ class MemoryService:
                 f"search mode {mode!r} is not available here; available: {', '.join(self.search_modes)}",
                 code="search_mode_unavailable",
             )
-        hits = self._index.search([s.partition for s in scope.visible_scopes()], tokenize(query))
+        warnings: list[str] = []
+        scored: list[tuple[str, str, float]]
+        if mode == "keyword":
+            scored = self._keyword(scope, query)
+        else:
+            try:
+                semantic = self._semantic(scope, query, max(CANDIDATES, top_k), warnings)
+            except Exception as error:  # embedder or index down: keyword matching still answers
+                logger.warning("semantic search failed; keyword fallback", extra={"error": type(error).__name__})
+                warnings.append(f"{mode} search is unavailable right now; these are keyword results")
+                semantic = None
+            if semantic is None:
+                mode = "keyword"
+                scored = self._keyword(scope, query)
+            elif mode == "semantic":
+                scored = [(h.scope.partition, h.entry_id, h.score) for h in semantic]
+            else:
+                scored = fuse(self._keyword(scope, query)[: max(CANDIDATES, top_k)], semantic)
         if min_score is not None:
-            hits = [h for h in hits if h.score >= min_score]
-        scored = [(h.partition, h.doc_id, h.score) for h in hits]
-        return SearchResult(entries=self.hydrate(scored, top_k), mode=mode)
+            scored = [h for h in scored if h[2] >= min_score]
+        return SearchResult(entries=self.hydrate(scored, top_k), mode=mode, degraded=bool(warnings), warnings=warnings)
+
+    def _keyword(self, scope: Scope, query: str) -> list[tuple[str, str, float]]:
+        hits = self._index.search([s.partition for s in scope.visible_scopes()], tokenize(query))
+        return [(h.partition, h.doc_id, h.score) for h in hits]
+
+    def _semantic(self, scope: Scope, query: str, depth: int, warnings: list[str]) -> list[VectorHit]:
+        assert self.embedder is not None
+        assert self.vector_index is not None
+        scopes = scope.visible_scopes()
+        model_id = self.embedder.model_id
+        hits = self.vector_index.search(scopes, embed_query(self.embedder, query), depth, model_id)
+        other_models = getattr(self.vector_index, "other_models", None)
+        if callable(other_models):
+            foreign = other_models(scopes, model_id)
+            if foreign:
+                warnings.append(
+                    f"entries embedded by another model ({', '.join(foreign)}) are left out of semantic ranking; "
+                    "run `agentmem reindex --re-embed` to embed them with the current model"
+                )
+        return hits
 
     def hydrate(self, ranked: Sequence[tuple[str, str, float]], top_k: int) -> list[StoredEntry]:
         """Fetch the entries of ranked (partition, id, score) hits, skipping ids whose entry is gone."""
@@ -258,6 +373,7 @@ class MemoryService:
             keys: list[Key] = [(item["pk"], item["sk"]) for item in page.items]
             keys += [(user.partition, records.ENTRY_POINTER + i) for i in entry_ids]
             self._table.batch_write(deletes=keys)
+            self._forget_vectors(scope, entry_ids)
         self._table.delete(user.partition, users.registry_sk(project_id))
         return deleted
 
@@ -293,16 +409,66 @@ class MemoryService:
                 side.append((scope.partition, records.session_prefix(item["session_id"]) + item["id"]))
         self._table.batch_write(deletes=side)
         self._index.record(scope.partition, docs=-len(items), length=-sum(int(item.get("length", 0)) for item in items))
+        self._forget_vectors(scope, [item["id"] for item in items])
         return len(items)
+
+    def _forget_vectors(self, scope: Scope, entry_ids: Sequence[str]) -> None:
+        """Remove deleted entries from the vector index; a failure is harmless (hits of gone entries are skipped)."""
+        if self.vector_index is None or not entry_ids:
+            return
+        try:
+            self.vector_index.delete(scope, entry_ids)
+        except Exception as error:  # the stream indexer deletes them too; `reindex` rebuilds
+            logger.warning("vector index delete failed", extra={"error": type(error).__name__})
 
     # -- service -----------------------------------------------------------------------------------
 
     def health(self) -> dict[str, str]:
+        checks: dict[str, str] = {}
         try:
             self._table.ping()
+            checks["table"] = "ok"
         except Unavailable:
-            return {"table": "failing"}
-        return {"table": "ok"}
+            checks["table"] = "failing"
+        if self.embedder is not None:
+            checks["embedder"] = embedder_health(self.embedder)
+        if self.vector_index is not None:
+            try:
+                checks["vectors"] = self.vector_index.health()
+            except Exception:
+                checks["vectors"] = "failing"
+        return checks
+
+
+def fuse(keyword: Sequence[tuple[str, str, float]], semantic: Sequence[VectorHit]) -> list[tuple[str, str, float]]:
+    """Reciprocal rank fusion of the two rankings, scaled so that first in both scores 1.0.
+
+    ``score(d) = (1/(k + rank_kw(d)) + 1/(k + rank_sem(d))) / (2/(k + 1))`` with ranks from 1; a document
+    missing from one ranking gets nothing from it. Ties go to the better semantic rank, then the newer id.
+    """
+    scores: dict[tuple[str, str], float] = {}
+    semantic_rank: dict[tuple[str, str], int] = {}
+    for rank, (partition, doc_id, _) in enumerate(keyword, start=1):
+        scores[(partition, doc_id)] = scores.get((partition, doc_id), 0.0) + 1.0 / (RRF_K + rank)
+    for rank, hit in enumerate(semantic, start=1):
+        key = (hit.scope.partition, hit.entry_id)
+        scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
+        semantic_rank[key] = rank
+    best = 2.0 / (RRF_K + 1)
+    fused = [(p, d, round(min(1.0, s / best), 6)) for (p, d), s in scores.items()]
+    unranked = len(semantic) + 1
+    fused.sort(key=lambda h: (-h[2], semantic_rank.get((h[0], h[1]), unranked), _neg(h[1])))
+    return fused
+
+
+def _neg(doc_id: str) -> tuple[int, ...]:
+    return tuple(-ord(c) for c in doc_id)
+
+
+def _decoded(data: bytes) -> list[float]:
+    from agentmem.embeddings.codec import decode_vector
+
+    return decode_vector(data)
 
 
 def _encode_cursor(entry_id: str) -> str:

@@ -56,9 +56,11 @@ class StoredEntry(BaseModel):
     author: str | None
     timestamp: str
     score: float | None = None
+    indexing: str | None = None
+    """``pending`` on a write answer when the entry was stored but not yet indexed for semantic search."""
 
     def to_json(self) -> dict[str, Any]:
-        return self.model_dump(exclude={"score"} if self.score is None else None)
+        return self.model_dump(exclude={k for k in ("score", "indexing") if getattr(self, k) is None})
 
 
 class PutSessionRequest(BaseModel):

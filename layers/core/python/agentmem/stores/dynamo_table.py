@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -220,6 +220,22 @@ class DynamoTable:
                 return Page(items, None)
             if limit is not None and len(items) >= limit:
                 return Page(items, items[-1]["sk"] if items else last["sk"]["S"])
+            args["ExclusiveStartKey"] = last
+
+    def scan_keys(self, sk_prefix: str) -> Iterator[Key]:
+        """Keys of every item (any partition) whose sort key starts with ``sk_prefix`` (admin jobs only: a Scan)."""
+        args: dict[str, Any] = {
+            "FilterExpression": "begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": {":prefix": {"S": sk_prefix}},
+            "ProjectionExpression": "pk, sk",
+        }
+        while True:
+            response = self._call("scan", TableName=self.table_name, **args)
+            for raw in response.get("Items", []):
+                yield raw["pk"]["S"], raw["sk"]["S"]
+            last = response.get("LastEvaluatedKey")
+            if last is None:
+                return
             args["ExclusiveStartKey"] = last
 
     # -- writes ------------------------------------------------------------------------------------

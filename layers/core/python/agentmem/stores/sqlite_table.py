@@ -187,6 +187,15 @@ class SqliteTable:
         items = [_loads(pk, sk, data) for sk, data in rows]
         return Page(items, items[-1]["sk"] if more and items else None)
 
+    def scan_keys(self, sk_prefix: str) -> Iterator[Key]:
+        """Keys of every item (any partition) whose sort key starts with ``sk_prefix`` (admin jobs only)."""
+        rows = (
+            self._connection()
+            .execute("SELECT pk, sk FROM items WHERE sk >= ? AND sk < ?", (sk_prefix, prefix_upper_bound(sk_prefix)))
+            .fetchall()
+        )
+        yield from ((str(pk), str(sk)) for pk, sk in rows)
+
     # -- writes ------------------------------------------------------------------------------------
 
     @staticmethod

@@ -22,7 +22,10 @@ ProjectQuery = Annotated[str | None, Query(description="project scope; absent me
 def put_session(app: str, user: str, session: str, body: PutSessionRequest) -> Response[Any]:
     scope = scope_from_path(app, user, body.project_id)
     result = get_container().memory.add_session(scope, validate_id(path_id(session), "session_id"), body.entries)
-    return json_response(200, {"session_id": result.session_id, "stored": result.stored, "skipped": result.skipped})
+    payload: dict[str, Any] = {"session_id": result.session_id, "stored": result.stored, "skipped": result.skipped}
+    if result.indexing:
+        payload["indexing"] = result.indexing
+    return json_response(200, payload)
 
 
 @router.post(SCOPE_PATH + "/memories", summary="Store one memory entry")

@@ -24,7 +24,8 @@ def health() -> Response[Any]:
 
 @router.get("/v1/capabilities", summary="What this deployment supports")
 def capabilities() -> Response[Any]:
-    memory = get_container().memory
+    container = get_container()
+    memory = container.memory
     return json_response(
         200,
         {
@@ -32,7 +33,7 @@ def capabilities() -> Response[Any]:
             "search_modes": memory.search_modes,
             "default_search_mode": memory.default_mode,
             "graph": True,
-            "vector_backend": None,
-            "embedder": None,
+            "vector_backend": memory.vector_index.name if memory.vector_index is not None else None,
+            "embedder": memory.embedder.model_id if memory.embedder is not None else None,
         },
     )

@@ -1,0 +1,45 @@
+"""Lambda entry point of the stream indexer: DynamoDB stream of the table -> OpenSearch vector index.
+
+Powertools batch processing reports each failed record in ``batchItemFailures`` (the event source
+mapping must enable ``ReportBatchItemFailures``), so one bad record is retried alone and never blocks
+or replays the rest of its batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+
+from agentmem.container import get_container
+from agentmem.errors import Unavailable
+from agentmem.observability import logger
+from agentmem.vectors.stream import apply_stream_record
+
+processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+
+
+def record_handler(record: DynamoDBRecord) -> str:
+    container = get_container()
+    index = container.vector_index
+    if index is None:
+        raise Unavailable("no vector index is configured (MEMORY_EMBEDDER and MEMORY_OPENSEARCH_ENDPOINT)")
+    change = record.dynamodb
+    if change is None or record.event_name is None:
+        return "ignored"
+    outcome = apply_stream_record(
+        record.event_name.name,
+        change.keys or {},
+        change.new_image or None,
+        index=index,
+        table=container.table,
+        embedder=container.embedder,
+    )
+    logger.debug("stream record applied", extra={"outcome": outcome})
+    return outcome
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

@@ -1,0 +1,1 @@
+"""The CDK app of the agent memory service (see app.py and docs/deploy.md)."""

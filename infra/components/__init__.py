@@ -1,0 +1,1 @@
+"""One construct per capability: storage, search, compute, api, workflow, operations."""

@@ -1,0 +1,149 @@
+"""API: API Gateway REST API with every route of API.md, the REQUEST authorizer and usage plans.
+
+- Tenant routes go through the Lambda REQUEST authorizer (identity source ``x-api-key``, result
+  cached per key) and require the tenant's usage-plan key, which the authorizer returns as
+  ``usageIdentifierKey`` (API key source AUTHORIZER): the usage plan enforces per-tenant quotas.
+- Health, capabilities and the OpenAPI document are public.
+- Stage: access logs (JSON), execution logs at ERROR, X-Ray, throttling. Request size: API Gateway
+  refuses bodies over 10 MB (REQUEST_TOO_LARGE, answered 413 in the API's error shape) and the handler
+  answers 413 above 6 MB (Lambda's payload limit), before any parsing.
+- Gateway errors (401, 403, 404, 413, 429) use the API's error body.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.components.routes import PUBLIC_ROUTES, TENANT_ROUTES
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    stage: str
+    production: bool
+    log_retention: logs.RetentionDays
+    rate_limit: float = 100
+    burst_limit: int = 200
+    tenant_rate_limit: float = 20
+    tenant_burst_limit: int = 40
+    tenant_requests_per_day: int = 100_000
+
+
+def _error_template(code: str, message: str) -> dict[str, str]:
+    error = {"code": code, "message": message, "request_id": "$context.requestId"}
+    return {"application/json": json.dumps({"error": error})}
+
+
+GATEWAY_ERRORS = [
+    (apigw.ResponseType.UNAUTHORIZED, "401", "unauthorized", "a valid x-api-key header is required"),
+    (apigw.ResponseType.ACCESS_DENIED, "403", "forbidden", "this API key may not call this route"),
+    (apigw.ResponseType.INVALID_API_KEY, "403", "forbidden", "this tenant has no usage plan"),
+    (apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN, "404", "route_not_found", "no such route"),
+    (apigw.ResponseType.REQUEST_TOO_LARGE, "413", "payload_too_large", "the request body is too large"),
+    (apigw.ResponseType.THROTTLED, "429", "rate_limited", "too many requests; retry later"),
+    (apigw.ResponseType.QUOTA_EXCEEDED, "429", "rate_limited", "the quota of this API key is used up"),
+]
+
+
+class Api(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: ApiSettings,
+        handler: lambda_.IFunction,
+        authorizer_function: lambda_.IFunction,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.access_logs = logs.LogGroup(
+            self,
+            "AccessLogs",
+            retention=settings.log_retention,
+            removal_policy=RemovalPolicy.RETAIN if settings.production else RemovalPolicy.DESTROY,
+        )
+        self.rest_api = apigw.RestApi(
+            self,
+            "RestApi",
+            rest_api_name=f"agent-memory-{settings.stage}",
+            description="Long-term memory for AI agents (API.md)",
+            endpoint_types=[apigw.EndpointType.REGIONAL],
+            api_key_source_type=apigw.ApiKeySourceType.AUTHORIZER,
+            cloud_watch_role=True,
+            cloud_watch_role_removal_policy=RemovalPolicy.DESTROY,
+            deploy_options=apigw.StageOptions(
+                stage_name=settings.stage,
+                access_log_destination=apigw.LogGroupLogDestination(self.access_logs),
+                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+                    caller=False,
+                    http_method=True,
+                    ip=True,
+                    protocol=True,
+                    request_time=True,
+                    resource_path=True,
+                    response_length=True,
+                    status=True,
+                    user=False,
+                ),
+                logging_level=apigw.MethodLoggingLevel.ERROR,
+                data_trace_enabled=False,
+                metrics_enabled=True,
+                tracing_enabled=True,
+                throttling_rate_limit=settings.rate_limit,
+                throttling_burst_limit=settings.burst_limit,
+            ),
+        )
+        self.authorizer = apigw.RequestAuthorizer(
+            self,
+            "ApiKeyAuthorizer",
+            handler=authorizer_function,
+            identity_sources=[apigw.IdentitySource.header("x-api-key")],
+            results_cache_ttl=Duration.seconds(60),
+        )
+        self.validator = self.rest_api.add_request_validator(
+            "RequestValidator", validate_request_parameters=True, validate_request_body=True
+        )
+        integration = apigw.LambdaIntegration(
+            handler, proxy=True, allow_test_invoke=False, scope_permission_to_method=False
+        )
+        self.methods: dict[tuple[str, str], apigw.Method] = {}
+        for method, path in TENANT_ROUTES:
+            self.methods[(method, path)] = self.rest_api.root.resource_for_path(path).add_method(
+                method,
+                integration,
+                authorizer=self.authorizer,
+                authorization_type=apigw.AuthorizationType.CUSTOM,
+                api_key_required=True,
+                request_validator=self.validator,
+            )
+        for method, path in PUBLIC_ROUTES:
+            self.methods[(method, path)] = self.rest_api.root.resource_for_path(path).add_method(
+                method,
+                integration,
+                authorization_type=apigw.AuthorizationType.NONE,
+                request_validator=self.validator,
+            )
+        for number, (response_type, status, code, message) in enumerate(GATEWAY_ERRORS):
+            self.rest_api.add_gateway_response(
+                f"GatewayError{number}",
+                type=response_type,
+                status_code=status,
+                templates=_error_template(code, message),
+            )
+        self.usage_plan = self.rest_api.add_usage_plan(
+            "TenantPlan",
+            name=f"agent-memory-{settings.stage}-tenant",
+            description="Per-tenant quota and throttle; one API key per tenant (agentmem keys create --usage-plan-id)",
+            throttle=apigw.ThrottleSettings(
+                rate_limit=settings.tenant_rate_limit, burst_limit=settings.tenant_burst_limit
+            ),
+            quota=apigw.QuotaSettings(limit=settings.tenant_requests_per_day, period=apigw.Period.DAY),
+            api_stages=[apigw.UsagePlanPerApiStage(api=self.rest_api, stage=self.rest_api.deployment_stage)],
+        )

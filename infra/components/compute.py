@@ -1,0 +1,181 @@
+"""Compute: the Lambda functions (API, stream indexer, deletion steps, authorizer) and their layers.
+
+Every function: arm64, Python 3.14, X-Ray active tracing, its own log group with a retention, its own
+role holding only what it uses (explicit DynamoDB/KMS actions on the one table and key, no wildcard
+actions on data). Handlers live in ``functions/<name>/handler.py``; the domain library comes from the
+core layer, third-party packages from the dependency layer (see infra/packaging.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra import packaging
+from infra.components.search import VectorSearch
+from infra.components.storage import Storage
+
+EMBEDDING_MODEL_ID = "amazon.titan-embed-text-v2:0"
+SERVICE_NAME = "agent-memory"
+METRICS_NAMESPACE = "AgentMemory"
+
+
+@dataclass(frozen=True)
+class ComputeSettings:
+    stage: str
+    production: bool
+    search_backend: str
+    log_retention: logs.RetentionDays
+
+
+class Compute(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: ComputeSettings,
+        storage: Storage,
+        search: VectorSearch | None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._settings = settings
+        self._removal = RemovalPolicy.RETAIN if settings.production else RemovalPolicy.DESTROY
+        self.core_layer = lambda_.LayerVersion(
+            self,
+            "CoreLayer",
+            code=packaging.core_layer_code(),
+            compatible_architectures=[packaging.ARCHITECTURE],
+            compatible_runtimes=[packaging.RUNTIME],
+            description="agentmem: the domain library (layers/core)",
+        )
+        self.dependency_layer = lambda_.LayerVersion(
+            self,
+            "DependencyLayer",
+            code=packaging.dependency_layer_code(
+                use_prebuilt=self.node.try_get_context("dependency_layer") != "source"
+            ),
+            compatible_architectures=[packaging.ARCHITECTURE],
+            compatible_runtimes=[packaging.RUNTIME],
+            description="third-party packages for arm64 (layers/deps/requirements.txt)",
+        )
+        self._code = packaging.functions_code()
+        environment = {
+            "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+            "MEMORY_STORE": "dynamodb",
+            "MEMORY_TABLE_NAME": storage.table.table_name,
+            "MEMORY_EMBEDDER": "bedrock",
+            "MEMORY_VECTOR_INDEX": "opensearch" if search is not None else "exact",
+            "MEMORY_AUTH": "required",
+        }
+        if search is not None:
+            environment["MEMORY_OPENSEARCH_ENDPOINT"] = search.endpoint
+        # The HMAC key naming users in deletion receipts: generated once, read at run time, never rotated
+        # (a new key would make earlier receipts unreadable to their users).
+        self.receipt_key = secretsmanager.Secret(
+            self,
+            "ReceiptKey",
+            description="HMAC key that names users in deletion receipts (agentmem)",
+            generate_secret_string=secretsmanager.SecretStringGenerator(exclude_punctuation=True, password_length=64),
+            removal_policy=self._removal,
+        )
+        environment["MEMORY_RECEIPT_KEY_SECRET_ARN"] = self.receipt_key.secret_arn
+        self.environment = environment
+
+        self.api = self._function("Api", "api", memory=1024, timeout=29, description="REST API (API.md)")
+        self.authorizer = self._function(
+            "Authorizer", "authorizer", memory=512, timeout=5, description="x-api-key -> tenant (app)"
+        )
+        self.deletion = self._function(
+            "DeletionSteps", "deletion", memory=1024, timeout=300, description="user erasure steps"
+        )
+        storage.grant_read_write(self.api.role)  # type: ignore[arg-type]
+        storage.grant_read(self.authorizer.role)  # type: ignore[arg-type]
+        storage.grant_read_write(self.deletion.role)  # type: ignore[arg-type]
+        self.receipt_key.grant_read(self.api)
+        self.receipt_key.grant_read(self.deletion)
+        self._allow_embeddings(self.api)
+
+        self.indexer: lambda_.Function | None = None
+        self.dlq: sqs.Queue | None = None
+        searchers: list[lambda_.Function] = [self.api, self.deletion]
+        if search is not None:
+            self.dlq = sqs.Queue(
+                self,
+                "IndexerDlq",
+                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                enforce_ssl=True,
+                retention_period=Duration.days(14),
+                removal_policy=self._removal,
+            )
+            self.indexer = self._function(
+                "Indexer", "indexer", memory=1024, timeout=120, description="table stream -> OpenSearch"
+            )
+            # Reads the table; UpdateItem only to add to the tenant's embedding counters (metering).
+            storage.grant_actions(self.indexer.role, ["dynamodb:GetItem", "dynamodb:UpdateItem"])  # type: ignore[arg-type]
+            self._allow_embeddings(self.indexer)
+            self.indexer.add_event_source(
+                sources.DynamoEventSource(
+                    storage.table,
+                    starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                    batch_size=100,
+                    max_batching_window=Duration.seconds(1),
+                    bisect_batch_on_error=True,
+                    retry_attempts=5,
+                    max_record_age=Duration.hours(24),
+                    report_batch_item_failures=True,
+                    on_failure=sources.SqsDlq(self.dlq),
+                )
+            )
+            searchers.append(self.indexer)
+            search.allow([fn.role for fn in searchers])  # type: ignore[misc]
+        self.functions = [fn for fn in (self.api, self.authorizer, self.deletion, self.indexer) if fn is not None]
+
+    def _function(
+        self, construct_id: str, name: str, *, memory: int, timeout: int, description: str
+    ) -> lambda_.Function:
+        log_group = logs.LogGroup(
+            self,
+            f"{construct_id}Logs",
+            retention=self._settings.log_retention,
+            removal_policy=self._removal,
+        )
+        role = iam.Role(
+            self,
+            f"{construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"agent memory {name} function",
+        )
+        log_group.grant_write(role)
+        return lambda_.Function(
+            self,
+            construct_id,
+            description=f"Agent memory: {description}",
+            runtime=packaging.RUNTIME,
+            architecture=packaging.ARCHITECTURE,
+            handler=f"{name}.handler.handler",
+            code=self._code,
+            layers=[self.core_layer, self.dependency_layer],
+            memory_size=memory,
+            timeout=Duration.seconds(timeout),
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=log_group,
+            role=role,
+            environment=dict(self.environment),
+        )
+
+    def _allow_embeddings(self, fn: lambda_.Function) -> None:
+        model_arn = Stack.of(self).format_arn(
+            service="bedrock", account="", resource="foundation-model", resource_name=EMBEDDING_MODEL_ID
+        )
+        fn.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[model_arn]))

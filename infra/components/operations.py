@@ -1,0 +1,164 @@
+"""Operations: alarms (to an encrypted SNS topic) and one dashboard.
+
+Alarms: API 5xx rate, API p95 latency, Lambda throttles, failed deletions, and with OpenSearch the
+indexer's DLQ depth and stream iterator age. Missing data is not breaching (an idle API is healthy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+FIVE_MINUTES = Duration.minutes(5)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    server_error_rate: float = 0.01
+    p95_latency_ms: int = 2000
+    throttles: int = 1
+    failed_deletions: int = 1
+    dlq_messages: int = 1
+    iterator_age_ms: int = 300_000
+
+
+class Operations(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: str,
+        key: kms.IKey,
+        rest_api: apigw.RestApi,
+        functions: Sequence[lambda_.Function],
+        state_machine: sfn.StateMachine,
+        indexer: lambda_.Function | None,
+        dlq: sqs.Queue | None,
+        thresholds: Thresholds | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        limits = thresholds or Thresholds()
+        self.topic = sns.Topic(
+            self, "AlarmTopic", display_name=f"agent memory {stage} alarms", master_key=key, enforce_ssl=True
+        )
+        # CloudWatch publishes alarm notifications to the KMS-encrypted topic.
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=["*"],
+            )
+        )
+        self.alarms: dict[str, cw.Alarm] = {}
+
+        server_errors = rest_api.metric_server_error(statistic="Average", period=FIVE_MINUTES)
+        self._alarm("Api5xxRate", server_errors, limits.server_error_rate, "share of API requests answered 5xx")
+        latency = rest_api.metric_latency(statistic="p95", period=FIVE_MINUTES)
+        self._alarm("ApiLatencyP95", latency, limits.p95_latency_ms, "p95 API latency in ms")
+        throttles = cw.MathExpression(
+            expression="+".join(f"t{i}" for i in range(len(functions))),
+            using_metrics={
+                f"t{i}": fn.metric_throttles(statistic="Sum", period=FIVE_MINUTES) for i, fn in enumerate(functions)
+            },
+            label="Lambda throttles",
+            period=FIVE_MINUTES,
+        )
+        self._alarm("LambdaThrottles", throttles, limits.throttles, "throttled Lambda invocations", sustained=False)
+        failed = cw.MathExpression(
+            expression="failed+timedout+aborted",
+            using_metrics={
+                "failed": state_machine.metric_failed(statistic="Sum", period=FIVE_MINUTES),
+                "timedout": state_machine.metric_timed_out(statistic="Sum", period=FIVE_MINUTES),
+                "aborted": state_machine.metric_aborted(statistic="Sum", period=FIVE_MINUTES),
+            },
+            label="failed user deletions",
+            period=FIVE_MINUTES,
+        )
+        self._alarm(
+            "FailedDeletions", failed, limits.failed_deletions, "user erasures that did not succeed", sustained=False
+        )
+        if dlq is not None:
+            depth = dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=FIVE_MINUTES)
+            self._alarm(
+                "IndexerDlqDepth", depth, limits.dlq_messages, "stream batches the indexer gave up on", sustained=False
+            )
+        if indexer is not None:
+            age = indexer.metric("IteratorAge", statistic="Maximum", period=FIVE_MINUTES)
+            self._alarm("IndexerIteratorAge", age, limits.iterator_age_ms, "how far the indexer lags the table")
+
+        self.dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=f"agent-memory-{stage}")
+        self.dashboard.add_widgets(
+            cw.GraphWidget(
+                title="API requests and errors",
+                left=[
+                    rest_api.metric_count(period=FIVE_MINUTES),
+                    rest_api.metric_client_error(period=FIVE_MINUTES),
+                    rest_api.metric_server_error(period=FIVE_MINUTES),
+                ],
+            ),
+            cw.GraphWidget(
+                title="API latency (ms)",
+                left=[rest_api.metric_latency(statistic=s, period=FIVE_MINUTES) for s in ("p50", "p95", "p99")],
+            ),
+            cw.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms.values())),
+        )
+        self.dashboard.add_widgets(
+            cw.GraphWidget(title="Lambda errors", left=[fn.metric_errors(period=FIVE_MINUTES) for fn in functions]),
+            cw.GraphWidget(
+                title="Lambda throttles", left=[fn.metric_throttles(period=FIVE_MINUTES) for fn in functions]
+            ),
+            cw.GraphWidget(
+                title="Lambda duration p95 (ms)",
+                left=[fn.metric_duration(statistic="p95", period=FIVE_MINUTES) for fn in functions],
+            ),
+        )
+        pipeline: list[cw.IWidget] = [
+            cw.GraphWidget(
+                title="User deletions",
+                left=[
+                    state_machine.metric_started(period=FIVE_MINUTES),
+                    state_machine.metric_succeeded(period=FIVE_MINUTES),
+                    state_machine.metric_failed(period=FIVE_MINUTES),
+                ],
+            )
+        ]
+        if dlq is not None and indexer is not None:
+            pipeline.append(
+                cw.GraphWidget(
+                    title="Indexer",
+                    left=[dlq.metric_approximate_number_of_messages_visible(period=FIVE_MINUTES)],
+                    right=[indexer.metric("IteratorAge", statistic="Maximum", period=FIVE_MINUTES)],
+                )
+            )
+        self.dashboard.add_widgets(*pipeline)
+
+    def _alarm(
+        self, construct_id: str, metric: cw.IMetric, threshold: float, what: str, *, sustained: bool = True
+    ) -> None:
+        """A rate or latency must hold 2 of 3 periods (``sustained``); a count alarms at once."""
+        alarm = cw.Alarm(
+            self,
+            construct_id,
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=3 if sustained else 1,
+            datapoints_to_alarm=2 if sustained else 1,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"Agent memory: {what} at or above {threshold}",
+        )
+        alarm.add_alarm_action(cw_actions.SnsAction(self.topic))
+        self.alarms[construct_id] = alarm

@@ -1,0 +1,52 @@
+"""Every route of API.md, as API Gateway resources (``{scope}`` = ``/v1/apps/{app}/users/{user}``).
+
+Declared one by one (no ``{proxy+}``) so an unknown route is answered by the gateway without a Lambda
+call; tests/infra checks that this list and the resolver's routes agree.
+"""
+
+from __future__ import annotations
+
+SCOPE = "/v1/apps/{app}/users/{user}"
+GRAPH = SCOPE + "/graph"
+
+PUBLIC_ROUTES: list[tuple[str, str]] = [
+    ("GET", "/v1/health"),
+    ("GET", "/v1/capabilities"),
+    ("GET", "/v1/openapi.json"),
+]
+
+TENANT_ROUTES: list[tuple[str, str]] = [
+    ("PUT", SCOPE + "/sessions/{session}/memories"),
+    ("POST", SCOPE + "/memories"),
+    ("POST", SCOPE + "/memories/search"),
+    ("GET", SCOPE + "/memories"),
+    ("GET", SCOPE + "/memories/{id}"),
+    ("DELETE", SCOPE + "/memories/{id}"),
+    ("POST", SCOPE + "/memories/delete"),
+    ("DELETE", SCOPE + "/sessions/{session}"),
+    ("DELETE", SCOPE + "/projects/{project}"),
+    ("DELETE", SCOPE),
+    ("GET", SCOPE + "/deletions/{deletion_id}"),
+    ("GET", SCOPE + "/export"),
+    ("POST", GRAPH + "/entities"),
+    ("DELETE", GRAPH + "/entities/{name}"),
+    ("POST", GRAPH + "/entities/{name}/observations"),
+    ("GET", GRAPH + "/entities/{name}/history"),
+    ("POST", GRAPH + "/observations/{id}/invalidate"),
+    ("POST", GRAPH + "/observations/{id}/supersede"),
+    ("DELETE", GRAPH + "/observations/{id}"),
+    ("POST", GRAPH + "/relations"),
+    ("POST", GRAPH + "/relations/{id}/invalidate"),
+    ("DELETE", GRAPH + "/relations/{id}"),
+    ("GET", GRAPH + "/search"),
+    ("GET", GRAPH + "/nodes"),
+    ("GET", GRAPH),
+    ("GET", GRAPH + "/profile-card"),
+    ("POST", GRAPH + "/episodes"),
+    ("GET", GRAPH + "/episodes"),
+    ("POST", GRAPH + "/tools/remember"),
+    ("POST", GRAPH + "/tools/relate"),
+    ("GET", "/v1/apps/{app}/usage"),
+]
+
+ALL_ROUTES = PUBLIC_ROUTES + TENANT_ROUTES

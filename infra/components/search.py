@@ -1,0 +1,103 @@
+"""Search: an OpenSearch Serverless vector collection (see docs/adr/0600-opensearch-serverless.md).
+
+Only deployed with ``search_backend=opensearch``; with ``search_backend=table`` the service searches
+the vectors kept in the table (exact search) and nothing here exists, so nothing costs when idle.
+
+Three policies guard the collection:
+- encryption: the stack's customer managed KMS key;
+- network: the collection endpoint only (no OpenSearch Dashboards), reached over HTTPS;
+- data access: only the Lambda roles given to :meth:`allow`, and only on this collection's indexes.
+Every request is SigV4-signed by those roles, which also need ``aoss:APIAccessAll`` on this collection.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_opensearchserverless as aoss
+from constructs import Construct
+
+INDEX_PERMISSIONS = [
+    "aoss:CreateIndex",
+    "aoss:DescribeIndex",
+    "aoss:UpdateIndex",
+    "aoss:ReadDocument",
+    "aoss:WriteDocument",
+]
+
+
+class VectorSearch(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, stage: str, key: kms.IKey, production: bool) -> None:
+        super().__init__(scope, construct_id)
+        self.collection_name = f"agentmem-{stage}"[:32]
+        collection_resource = [f"collection/{self.collection_name}"]
+        encryption = aoss.CfnSecurityPolicy(
+            self,
+            "EncryptionPolicy",
+            name=f"{self.collection_name}-enc"[:32],
+            type="encryption",
+            policy=Stack.of(self).to_json_string(
+                {
+                    "Rules": [{"ResourceType": "collection", "Resource": collection_resource}],
+                    "AWSOwnedKey": False,
+                    "KmsARN": key.key_arn,
+                }
+            ),
+        )
+        network = aoss.CfnSecurityPolicy(
+            self,
+            "NetworkPolicy",
+            name=f"{self.collection_name}-net"[:32],
+            type="network",
+            policy=json.dumps(
+                [{"Rules": [{"ResourceType": "collection", "Resource": collection_resource}], "AllowFromPublic": True}]
+            ),
+        )
+        self.collection = aoss.CfnCollection(
+            self,
+            "Collection",
+            name=self.collection_name,
+            type="VECTORSEARCH",
+            description="Agent memory vectors (derived from the table; rebuildable)",
+            standby_replicas="ENABLED" if production else "DISABLED",
+        )
+        self.collection.add_resource_dependency(encryption)
+        self.collection.add_resource_dependency(network)
+        self.endpoint = self.collection.attr_collection_endpoint
+        self.arn = self.collection.attr_arn
+        self._key = key
+
+    def allow(self, roles: Sequence[iam.IRole]) -> None:
+        """Let exactly these roles use the collection's indexes (data access policy + IAM)."""
+        principals = [role.role_arn for role in roles]
+        aoss.CfnAccessPolicy(
+            self,
+            "DataAccessPolicy",
+            name=f"{self.collection_name}-data"[:32],
+            type="data",
+            policy=Stack.of(self).to_json_string(
+                [
+                    {
+                        "Rules": [
+                            {
+                                "ResourceType": "index",
+                                "Resource": [f"index/{self.collection_name}/*"],
+                                "Permission": INDEX_PERMISSIONS,
+                            },
+                            {
+                                "ResourceType": "collection",
+                                "Resource": [f"collection/{self.collection_name}"],
+                                "Permission": ["aoss:DescribeCollectionItems"],
+                            },
+                        ],
+                        "Principal": principals,
+                    }
+                ]
+            ),
+        )
+        for role in roles:
+            role.add_to_principal_policy(iam.PolicyStatement(actions=["aoss:APIAccessAll"], resources=[self.arn]))

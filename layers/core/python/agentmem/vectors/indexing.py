@@ -1,0 +1,158 @@
+"""Keeping a derived vector index (OpenSearch) in step with the table: stream records, reindex, pending vectors.
+
+The table is the source of truth. An entry item carries its vector (``vector``, float32 bytes) and the
+model id (``model``); an entry stored while the embedder was down carries ``vector_pending`` instead.
+Both the DynamoDB stream indexer and ``agentmem reindex`` use these functions:
+
+- :func:`record_for_item` turns an entry item into a :class:`VectorRecord` (no embedding);
+- :func:`embed_pending` embeds entries that have no vector yet (or, with ``re_embed``, vectors of
+  another model) and writes the vectors back onto the entries, only if the entry still exists;
+- :func:`reindex` rebuilds the index of one user, or of every user, from the table.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, decode_vector, encode_vector
+from agentmem.embeddings.port import Embedder
+from agentmem.errors import ConditionFailed
+from agentmem.keys import SCOPE_TAG, USER_TAG, Scope, UserRef, unescape
+from agentmem.memory import records
+from agentmem.models.content import Content
+from agentmem.stores.table import Condition, Item, Table, query_all
+from agentmem.users import SCOPE_REGISTRY, registered_scopes
+from agentmem.vectors.exact import bump_version
+from agentmem.vectors.port import VectorIndex, VectorRecord
+
+_BATCH = 100
+
+
+def scope_of_partition(pk: str) -> Scope | None:
+    """The scope of a partition key ``S#app#user#project``; None for any other partition."""
+    parts = pk.split("#")
+    if len(parts) != 4 or parts[0] != SCOPE_TAG:
+        return None
+    return Scope(unescape(parts[1]), unescape(parts[2]), unescape(parts[3]) or None)
+
+
+def user_of_partition(pk: str) -> UserRef | None:
+    parts = pk.split("#")
+    if len(parts) != 3 or parts[0] != USER_TAG:
+        return None
+    return UserRef(unescape(parts[1]), unescape(parts[2]))
+
+
+def is_entry(item: Item) -> bool:
+    return str(item.get("sk", "")).startswith(records.ENTRY) and scope_of_partition(str(item.get("pk", ""))) is not None
+
+
+def entry_text(item: Item) -> str:
+    return Content.model_validate(json.loads(item["content"])).text()
+
+
+def record_for_item(item: Item) -> VectorRecord | None:
+    """The index record of an entry item, or None when it has no vector yet."""
+    scope = scope_of_partition(item["pk"])
+    data = item.get(VECTOR_ATTR)
+    model = item.get(MODEL_ATTR)
+    if scope is None or not isinstance(data, bytes) or not isinstance(model, str):
+        return None
+    return VectorRecord(
+        scope=scope,
+        entry_id=item["id"],
+        vector=decode_vector(data),
+        model_id=model,
+        session_id=item.get("session_id"),
+    )
+
+
+def needs_embedding(item: Item, model_id: str, *, re_embed: bool = False) -> bool:
+    if not isinstance(item.get(VECTOR_ATTR), bytes):
+        return True
+    return re_embed and item.get(MODEL_ATTR) != model_id
+
+
+def embed_pending(table: Table, embedder: Embedder, items: Sequence[Item]) -> list[Item]:
+    """Embed ``items`` in one batch and store their vectors; return the items that were updated.
+
+    Each write is conditional on the entry still existing, so a concurrent delete is never undone.
+    """
+    if not items:
+        return []
+    vectors = embedder.embed([entry_text(item) for item in items])
+    updated: list[Item] = []
+    for item, vector in zip(items, vectors, strict=True):
+        new = {k: v for k, v in item.items() if k != PENDING_ATTR}
+        new[VECTOR_ATTR] = encode_vector(vector)
+        new[MODEL_ATTR] = embedder.model_id
+        try:
+            table.put(new, Condition(exists=True))
+        except ConditionFailed:
+            continue
+        updated.append(new)
+    for partition in {item["pk"] for item in updated}:
+        bump_version(table, partition)  # other processes' exact-search caches must see the new vectors
+    return updated
+
+
+def all_scopes(table: Table) -> Iterator[Scope]:
+    """Every scope any user has written to, from the per-user scope registry (an admin scan)."""
+    scan = getattr(table, "scan_keys", None)
+    if not callable(scan):
+        raise TypeError(f"{type(table).__name__} cannot list every user; reindex one user at a time")
+    for pk, sk in scan(SCOPE_REGISTRY):
+        user = user_of_partition(pk)
+        if user is not None:
+            yield Scope(user.app, user.user, unescape(sk[len(SCOPE_REGISTRY) :]) or None)
+
+
+@dataclass
+class ReindexReport:
+    scopes: int = 0
+    entries: int = 0
+    indexed: int = 0
+    embedded: int = 0
+    removed: int = 0
+
+
+def reindex(
+    table: Table,
+    index: VectorIndex,
+    embedder: Embedder | None,
+    *,
+    user: UserRef | None = None,
+    re_embed: bool = False,
+) -> ReindexReport:
+    """Rebuild ``index`` from the table for one user (first removing the user's vectors) or for everyone.
+
+    Vectors already on the entries are reused, never recomputed; entries without one (stored while the
+    embedder was down) are embedded now when an embedder is given, and so are entries of another model
+    with ``re_embed``.
+    """
+    report = ReindexReport()
+    scopes: Iterable[Scope]
+    if user is not None:
+        if getattr(index, "derived", True):  # never strip the table's own vectors (exact backend)
+            report.removed = index.delete_user(user)
+        scopes = registered_scopes(table, user)
+    else:
+        scopes = all_scopes(table)
+    for scope in scopes:
+        report.scopes += 1
+        items = query_all(table, scope.partition, records.ENTRY)
+        report.entries += len(items)
+        for start in range(0, len(items), _BATCH):
+            batch = items[start : start + _BATCH]
+            if embedder is not None:
+                todo = [i for i in batch if needs_embedding(i, embedder.model_id, re_embed=re_embed)]
+                done = {i["id"]: i for i in embed_pending(table, embedder, todo)}
+                report.embedded += len(done)
+                batch = [done.get(i["id"], i) for i in batch]
+            upserts = [r for r in map(record_for_item, batch) if r is not None]
+            if upserts:
+                index.upsert(upserts)
+                report.indexed += len(upserts)
+    return report

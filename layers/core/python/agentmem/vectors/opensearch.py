@@ -1,0 +1,274 @@
+"""OpenSearch k-NN adapter (opensearch-py imported lazily; the client is built on first use).
+
+One index holds every tenant's vectors. Each document carries keyword fields ``app``, ``user``,
+``project`` (``""`` for the global scope), ``session`` and ``model``; every search puts the tenant,
+user, visible projects and model into the k-NN query's ``filter`` (efficient filtering, lucene or faiss
+HNSW), so the filter is applied while the graph is searched and one tenant's query never ranks
+another tenant's vectors. Document ids are a hash of (partition, entry id): stable, so an upsert
+replaces, and short enough for any partition.
+
+Works with OpenSearch Service (SigV4 service ``es``) and OpenSearch Serverless (``aoss``); index
+creation is explicit (``agentmem create-index``), never at import or per request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from agentmem.errors import Unavailable
+from agentmem.keys import Scope, UserRef
+from agentmem.vectors.port import VectorHit, VectorRecord
+
+GLOBAL_PROJECT = ""
+_BULK_CHUNK = 500
+
+
+def document_id(scope: Scope, entry_id: str) -> str:
+    return hashlib.sha256(f"{scope.partition}\x00{entry_id}".encode()).hexdigest()
+
+
+def index_body(dimension: int, *, engine: str = "lucene", m: int = 16, ef_construction: int = 128) -> dict[str, Any]:
+    """Settings and mappings of the vector index: HNSW, cosine similarity, keyword filter fields."""
+    if engine not in ("lucene", "faiss"):
+        raise ValueError("engine must be lucene or faiss (both support efficient k-NN filtering)")
+    keyword = {"type": "keyword"}
+    return {
+        "settings": {"index": {"knn": True}},
+        "mappings": {
+            "dynamic": "strict",
+            "properties": {
+                "app": keyword,
+                "user": keyword,
+                "project": keyword,
+                "session": keyword,
+                "entry_id": keyword,
+                "model": keyword,
+                "vector": {
+                    "type": "knn_vector",
+                    "dimension": dimension,
+                    "space_type": "cosinesimil",
+                    "method": {
+                        "name": "hnsw",
+                        "engine": engine,
+                        "parameters": {"m": m, "ef_construction": ef_construction},
+                    },
+                },
+            },
+        },
+    }
+
+
+def scope_filter(scopes: Sequence[Scope], model_id: str | None = None) -> dict[str, Any]:
+    """The bool filter of one user's scopes (all scopes of one search share app and user)."""
+    first = scopes[0]
+    if any(s.app != first.app or s.user != first.user for s in scopes):
+        raise ValueError("one search covers exactly one user")
+    clauses: list[dict[str, Any]] = [
+        {"term": {"app": first.app}},
+        {"term": {"user": first.user}},
+        {"terms": {"project": sorted({s.project_id or GLOBAL_PROJECT for s in scopes})}},
+    ]
+    if model_id is not None:
+        clauses.append({"term": {"model": model_id}})
+    return {"bool": {"filter": clauses}}
+
+
+def user_filter(user: UserRef) -> dict[str, Any]:
+    return {"bool": {"filter": [{"term": {"app": user.app}}, {"term": {"user": user.user}}]}}
+
+
+def knn_query_body(scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str) -> dict[str, Any]:
+    """A k-NN query with efficient filtering, as documented for the lucene and faiss engines."""
+    return {
+        "size": top_k,
+        "_source": ["app", "user", "project", "entry_id"],
+        "query": {
+            "knn": {
+                "vector": {
+                    "vector": [float(v) for v in vector],
+                    "k": top_k,
+                    "filter": scope_filter(scopes, model_id),
+                }
+            }
+        },
+    }
+
+
+def cosine_from_score(score: float) -> float:
+    """For ``cosinesimil`` OpenSearch scores ``(1 + cos) / 2``; the port speaks cosine clipped to [0, 1]."""
+    return max(0.0, min(1.0, 2.0 * score - 1.0))
+
+
+class OpenSearchVectorIndex:
+    name = "opensearch"
+    derived = True
+    """A copy of the table's vectors: a rebuild may drop and rewrite it."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        index: str = "agent-memory-vectors",
+        region_name: str | None = None,
+        service: str = "es",
+        client: Any = None,
+        refresh: bool | str | None = None,
+        timeout: float = 5.0,
+    ) -> None:
+        if service not in ("es", "aoss"):
+            raise ValueError("service must be es (OpenSearch Service) or aoss (Serverless)")
+        self.endpoint = endpoint
+        self.index = index
+        self.service = service
+        self._region = region_name
+        self._client = client
+        self._timeout = timeout
+        # Read-your-writes: the request path waits for the refresh (es). Serverless has no refresh parameter.
+        self._refresh: bool | str = (False if service == "aoss" else "wait_for") if refresh is None else refresh
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            from opensearchpy import OpenSearch, RequestsHttpConnection
+
+            kwargs: dict[str, Any] = {"hosts": [self.endpoint], "timeout": self._timeout, "max_retries": 2}
+            if self.endpoint.startswith("https://"):
+                import boto3
+                from opensearchpy import AWSV4SignerAuth
+
+                credentials = boto3.Session().get_credentials()
+                region = self._region or boto3.Session().region_name or "us-east-1"
+                kwargs.update(
+                    http_auth=AWSV4SignerAuth(credentials, region, self.service),
+                    use_ssl=True,
+                    verify_certs=True,
+                    connection_class=RequestsHttpConnection,
+                    pool_maxsize=20,
+                )
+            self._client = OpenSearch(**kwargs)
+        return self._client
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as error:  # transport, auth, HTTP errors: all mean "the index is not usable now"
+            raise Unavailable(
+                f"OpenSearch {what} failed: {type(error).__name__}", code="vector_index_unavailable"
+            ) from error
+
+    # -- administration ------------------------------------------------------------------------------
+
+    def create_index(self, dimension: int, *, engine: str = "lucene") -> bool:
+        """Create the index if it is missing; return True when it was created."""
+        if self._call("exists", self.client.indices.exists, index=self.index):
+            return False
+        self._call("create", self.client.indices.create, index=self.index, body=index_body(dimension, engine=engine))
+        return True
+
+    def health(self) -> str:
+        try:
+            return "ok" if self.client.indices.exists(index=self.index) else "failing"
+        except Exception:
+            return "failing"
+
+    # -- writes --------------------------------------------------------------------------------------
+
+    def _bulk(self, lines: list[dict[str, Any]]) -> None:
+        for start in range(0, len(lines), _BULK_CHUNK * 2):
+            chunk = lines[start : start + _BULK_CHUNK * 2]
+            kwargs: dict[str, Any] = {"body": chunk}
+            if self._refresh:
+                kwargs["refresh"] = self._refresh
+            response = self._call("bulk", self.client.bulk, **kwargs)
+            if response.get("errors"):
+                failed = [
+                    next(iter(item.values()))
+                    for item in response.get("items", [])
+                    if next(iter(item.values())).get("status", 200) >= 300
+                    and next(iter(item.values())).get("status") != 404
+                ]
+                if failed:
+                    raise Unavailable(
+                        f"OpenSearch rejected {len(failed)} bulk actions", code="vector_index_unavailable"
+                    )
+
+    def upsert(self, records: Sequence[VectorRecord]) -> None:
+        lines: list[dict[str, Any]] = []
+        for r in records:
+            lines.append({"index": {"_index": self.index, "_id": document_id(r.scope, r.entry_id)}})
+            lines.append(
+                {
+                    "app": r.scope.app,
+                    "user": r.scope.user,
+                    "project": r.scope.project_id or GLOBAL_PROJECT,
+                    "session": r.session_id,
+                    "entry_id": r.entry_id,
+                    "model": r.model_id,
+                    "vector": [float(v) for v in r.vector],
+                }
+            )
+        if lines:
+            self._bulk(lines)
+
+    def delete(self, scope: Scope, entry_ids: Sequence[str]) -> None:
+        lines = [{"delete": {"_index": self.index, "_id": document_id(scope, i)}} for i in entry_ids]
+        if lines:
+            self._bulk(lines)
+
+    # -- reads ---------------------------------------------------------------------------------------
+
+    def search(self, scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str) -> list[VectorHit]:
+        if not scopes:
+            return []
+        body = knn_query_body(scopes, vector, top_k, model_id)
+        response = self._call("search", self.client.search, index=self.index, body=body)
+        by_project = {s.project_id or GLOBAL_PROJECT: s for s in scopes}
+        hits: list[VectorHit] = []
+        for hit in response.get("hits", {}).get("hits", []):
+            source = hit.get("_source", {})
+            scope = by_project.get(source.get("project", GLOBAL_PROJECT))
+            # Defence in depth: the filter already restricts to this user; never trust a stray hit.
+            if scope is None or source.get("app") != scope.app or source.get("user") != scope.user:
+                continue
+            hits.append(VectorHit(scope, str(source["entry_id"]), cosine_from_score(float(hit.get("_score", 0.0)))))
+        return hits
+
+    # -- per user ------------------------------------------------------------------------------------
+
+    def _ids_matching(self, query: dict[str, Any]) -> list[str]:
+        ids: list[str] = []
+        search_after: list[Any] | None = None
+        while True:
+            body: dict[str, Any] = {
+                "size": 1000,
+                "_source": False,
+                "query": query,
+                "sort": [{"entry_id": "asc"}],
+            }
+            if search_after is not None:
+                body["search_after"] = search_after
+            response = self._call("search", self.client.search, index=self.index, body=body)
+            page = response.get("hits", {}).get("hits", [])
+            ids.extend(hit["_id"] for hit in page)
+            if len(page) < 1000:
+                return ids
+            search_after = page[-1].get("sort")
+
+    def delete_user(self, user: UserRef) -> int:
+        """Delete every vector of the user: listed by a filtered search, deleted in bulk (works on Serverless too)."""
+        return self._delete_ids(self._ids_matching(user_filter(user)))
+
+    def delete_scope(self, scope: Scope) -> int:
+        """Delete every vector of one scope (a project, or the global scope alone)."""
+        return self._delete_ids(self._ids_matching(scope_filter([scope])))
+
+    def _delete_ids(self, ids: Sequence[str]) -> int:
+        if ids:
+            self._bulk([{"delete": {"_index": self.index, "_id": i}} for i in ids])
+        return len(ids)
+
+    def count_user(self, user: UserRef) -> int:
+        response = self._call("count", self.client.count, index=self.index, body={"query": user_filter(user)})
+        return int(response.get("count", 0))

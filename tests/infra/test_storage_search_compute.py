@@ -1,0 +1,263 @@
+"""Storage, search and compute of the synthesized stacks (issue 6, points 1-3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk.assertions import Match
+
+from infra import packaging
+from tests.infra.conftest import DEV_TABLE, PROD_OPENSEARCH, Synthesized, resources
+
+
+def test_table_is_on_demand_with_pitr_cmk_stream_and_ttl(prod: Any, dev: Any) -> None:
+    # Given both deployment shapes / Then the table has every storage property of the issue
+    for template in (prod, dev):
+        template.has_resource_properties(
+            "AWS::DynamoDB::Table",
+            {
+                "BillingMode": "PAY_PER_REQUEST",
+                "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+                "SSESpecification": {"SSEEnabled": True, "SSEType": "KMS", "KMSMasterKeyId": Match.any_value()},
+                "StreamSpecification": {"StreamViewType": "NEW_AND_OLD_IMAGES"},
+                "TimeToLiveSpecification": {"AttributeName": "ttl", "Enabled": True},
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            },
+        )
+        template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
+
+
+def test_production_retains_and_protects_the_table_and_dev_destroys_it(prod: Any, dev: Any) -> None:
+    # Given prod / Then retained with deletion protection; dev / Then deleted with the stack
+    prod.has_resource(
+        "AWS::DynamoDB::Table",
+        {
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+            "Properties": {"DeletionProtectionEnabled": True},
+        },
+    )
+    prod.has_resource("AWS::KMS::Key", {"DeletionPolicy": "Retain"})
+    dev.has_resource(
+        "AWS::DynamoDB::Table",
+        {"DeletionPolicy": "Delete", "Properties": {"DeletionProtectionEnabled": False}},
+    )
+    dev.has_resource("AWS::KMS::Key", {"DeletionPolicy": "Delete"})
+
+
+def test_opensearch_serverless_vector_collection_with_three_policies(prod: Any, synthesized: Synthesized) -> None:
+    # Given the opensearch backend / Then a VECTORSEARCH collection guarded by encryption, network and data policies
+    prod.has_resource_properties("AWS::OpenSearchServerless::Collection", {"Type": "VECTORSEARCH"})
+    prod.has_resource_properties("AWS::OpenSearchServerless::SecurityPolicy", {"Type": "encryption"})
+    prod.has_resource_properties("AWS::OpenSearchServerless::SecurityPolicy", {"Type": "network"})
+    prod.has_resource_properties("AWS::OpenSearchServerless::AccessPolicy", {"Type": "data"})
+    template = synthesized.templates[PROD_OPENSEARCH]
+    collection = next(iter(resources(template, "AWS::OpenSearchServerless::Collection").values()))
+    depends = set(collection.get("DependsOn", []))
+    assert set(resources(template, "AWS::OpenSearchServerless::SecurityPolicy")) <= depends
+
+    encryption = next(
+        r
+        for r in resources(template, "AWS::OpenSearchServerless::SecurityPolicy").values()
+        if r["Properties"]["Type"] == "encryption"
+    )
+    assert '\\"AWSOwnedKey\\":false' in str(encryption["Properties"]["Policy"]) or "AWSOwnedKey" in str(
+        encryption["Properties"]["Policy"]
+    )
+
+
+def test_only_the_lambda_roles_that_search_are_in_the_data_access_policy(synthesized: Synthesized) -> None:
+    # Given the data access policy / Then its principals are exactly the api, deletion and indexer roles
+    stack = synthesized.stacks[PROD_OPENSEARCH]
+    template = synthesized.templates[PROD_OPENSEARCH]
+    policy = next(iter(resources(template, "AWS::OpenSearchServerless::AccessPolicy").values()))
+    text = str(policy["Properties"]["Policy"])
+    roles = {
+        name: stack.get_logical_id(fn.role.node.default_child)
+        for name, fn in (
+            ("api", stack.compute.api),
+            ("deletion", stack.compute.deletion),
+            ("indexer", stack.compute.indexer),
+            ("authorizer", stack.compute.authorizer),
+        )
+    }
+    for name in ("api", "deletion", "indexer"):
+        assert roles[name] in text, f"{name} role missing from the data access policy"
+    assert roles["authorizer"] not in text
+    assert "index/agentmem-prod/*" in text
+
+
+def test_table_backend_deploys_no_opensearch_and_no_indexer(dev: Any) -> None:
+    # Given search_backend=table / Then no collection, no indexer queue, and the functions search the table
+    for kind in (
+        "AWS::OpenSearchServerless::Collection",
+        "AWS::OpenSearchServerless::SecurityPolicy",
+        "AWS::OpenSearchServerless::AccessPolicy",
+        "AWS::Lambda::EventSourceMapping",
+        "AWS::SQS::Queue",
+    ):
+        dev.resource_count_is(kind, 0)
+    dev.resource_count_is("AWS::Lambda::Function", 3)
+    dev.all_resources_properties(
+        "AWS::Lambda::Function",
+        {"Environment": {"Variables": Match.object_like({"MEMORY_VECTOR_INDEX": "exact"})}},
+    )
+
+
+def test_every_function_is_arm64_python3_traced_with_both_layers_and_a_retained_log(
+    prod: Any, dev: Any, synthesized: Synthesized
+) -> None:
+    # Given every function / Then arm64, the project's Python, active tracing, two layers, its own log group
+    for template in (prod, dev):
+        template.all_resources_properties(
+            "AWS::Lambda::Function",
+            {
+                "Runtime": packaging.RUNTIME.name,
+                "Architectures": ["arm64"],
+                "TracingConfig": {"Mode": "Active"},
+                "LoggingConfig": {"LogGroup": Match.any_value()},
+                "Environment": {
+                    "Variables": Match.object_like(
+                        {"MEMORY_STORE": "dynamodb", "MEMORY_AUTH": "required", "MEMORY_TABLE_NAME": Match.any_value()}
+                    )
+                },
+            },
+        )
+        template.all_resources_properties("AWS::Logs::LogGroup", {"RetentionInDays": Match.any_value()})
+    assert packaging.RUNTIME.name.startswith("python3.")
+    assert int(packaging.RUNTIME.name.split(".")[1]) >= 12
+    for function in resources(synthesized.templates[PROD_OPENSEARCH], "AWS::Lambda::Function").values():
+        assert len(function["Properties"]["Layers"]) == 2
+    prod.resource_count_is("AWS::Lambda::Function", 4)
+    prod.resource_count_is("AWS::Lambda::LayerVersion", 2)
+    prod.all_resources_properties(
+        "AWS::Lambda::LayerVersion",
+        {"CompatibleArchitectures": ["arm64"], "CompatibleRuntimes": [packaging.RUNTIME.name]},
+    )
+
+
+def test_handlers_point_at_the_functions_directory(prod: Any) -> None:
+    # Given the four functions / Then each handler is functions/<name>/handler.py's `handler`
+    for name in ("api", "authorizer", "deletion", "indexer"):
+        prod.has_resource_properties("AWS::Lambda::Function", {"Handler": f"{name}.handler.handler"})
+        assert (packaging.FUNCTIONS_DIR / name / "handler.py").exists()
+
+
+def test_stream_indexer_batches_bisects_and_sends_failures_to_an_encrypted_dlq(prod: Any) -> None:
+    # Given the opensearch backend / Then the stream mapping has batch size, bisect, retries and an SQS DLQ
+    prod.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "BatchSize": 100,
+            "BisectBatchOnFunctionError": True,
+            "MaximumRetryAttempts": Match.any_value(),
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "StartingPosition": "TRIM_HORIZON",
+            "DestinationConfig": {"OnFailure": {"Destination": Match.any_value()}},
+        },
+    )
+    prod.has_resource_properties("AWS::SQS::Queue", {"SqsManagedSseEnabled": True})
+
+
+NO_RESOURCE_LEVEL_ACTIONS = {
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+    "dynamodb:ListStreams",
+    # Step Functions logging to CloudWatch Logs (vended log delivery) documents Resource "*" for these.
+    "logs:CreateLogDelivery",
+    "logs:GetLogDelivery",
+    "logs:UpdateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:DescribeResourcePolicies",
+    "logs:DescribeLogGroups",
+}
+
+
+def _statements(template: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        found += policy["Properties"]["PolicyDocument"]["Statement"]
+    for role in resources(template, "AWS::IAM::Role").values():
+        for inline in role["Properties"].get("Policies", []):
+            found += inline["PolicyDocument"]["Statement"]
+    return found
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_no_wildcard_actions_and_no_wildcard_resources_on_data(synthesized: Synthesized) -> None:
+    # Given every IAM statement of both stacks
+    for name in (PROD_OPENSEARCH, DEV_TABLE):
+        for statement in _statements(synthesized.templates[name]):
+            actions = [str(a) for a in _as_list(statement["Action"])]
+            resources_ = _as_list(statement["Resource"])
+            # Then no action is a wildcard ...
+            assert all("*" not in action for action in actions), actions
+            # ... and Resource "*" only goes with actions that have no resource-level permissions (none on data)
+            if "*" in resources_:
+                assert set(actions) <= NO_RESOURCE_LEVEL_ACTIONS, actions
+
+
+def test_authorizer_can_only_read_the_table(synthesized: Synthesized) -> None:
+    # Given the authorizer's role / Then its DynamoDB actions are reads only
+    stack = synthesized.stacks[PROD_OPENSEARCH]
+    template = synthesized.templates[PROD_OPENSEARCH]
+    role_id = stack.get_logical_id(stack.compute.authorizer.role.node.default_child)
+    actions: set[str] = set()
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        if {"Ref": role_id} in policy["Properties"]["Roles"]:
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions |= {str(a) for a in _as_list(statement["Action"])}
+    dynamo = {a for a in actions if a.startswith("dynamodb:")}
+    assert dynamo
+    assert dynamo <= {
+        "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
+        "dynamodb:Query",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:DescribeTable",
+    }
+    assert not any(a.startswith(("aoss:", "bedrock:", "states:")) for a in actions)
+
+
+def test_dependency_layer_is_built_for_arm64_without_docker() -> None:
+    # Given the pip command of the dependency layer / Then it takes arm64 binary wheels for the runtime's Python
+    command = packaging.pip_install_command(packaging.PREBUILT_DEPS_DIR)
+    assert "--only-binary=:all:" in command
+    assert command[command.index("--python-version") + 1] == packaging.PYTHON_VERSION
+    assert command[command.index("--implementation") + 1] == "cp"
+    assert "manylinux2014_aarch64" in command
+    assert packaging.RUNTIME.name == f"python{packaging.PYTHON_VERSION}"
+
+
+def test_the_receipt_key_is_a_generated_secret_read_only_by_the_api_and_the_deletion_steps(
+    prod: Any, synthesized: Synthesized
+) -> None:
+    # Given the production template
+    template = synthesized.templates[PROD_OPENSEARCH]
+    secrets = resources(template, "AWS::SecretsManager::Secret")
+    # Then one generated secret holds the receipt key, and functions get only its ARN
+    assert len(secrets) == 1
+    (secret_id,) = secrets
+    assert "GenerateSecretString" in secrets[secret_id]["Properties"]
+    prod.all_resources_properties(
+        "AWS::Lambda::Function",
+        {"Environment": {"Variables": Match.object_like({"MEMORY_RECEIPT_KEY_SECRET_ARN": {"Ref": secret_id}})}},
+    )
+    for function in resources(template, "AWS::Lambda::Function").values():
+        assert "MEMORY_RECEIPT_KEY" not in function["Properties"]["Environment"]["Variables"]
+    # And only the API and deletion-step roles may read it
+    readers = set()
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            resource = statement.get("Resource")
+            if resource == {"Ref": secret_id}:
+                readers |= {role["Ref"] for role in policy["Properties"]["Roles"]}
+    assert len(readers) == 2
+    assert all("Api" in r or "Deletion" in r for r in readers)

@@ -1,0 +1,126 @@
+"""The REQUEST authorizer Lambda and the ``agentmem keys`` console commands, on real stores."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentmem.cli import main
+from agentmem.container import Container, set_container
+from agentmem.settings import Settings
+from agentmem.stores.sqlite_table import SqliteTable
+from agentmem.stores.table import Table, query_all
+from agentmem.tenancy import TenantService
+from agentmem.tenancy.keys import hash_key, lookup_partition
+
+METHOD_ARN = "arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/GET/v1/apps/A/users/u/memories"
+
+
+@pytest.fixture
+def tenants(table: Table) -> Iterator[TenantService]:
+    container = Container(Settings(auth="required"), table=table)
+    set_container(container)
+    yield container.tenants
+    set_container(None)
+
+
+def authorize(api_key: str | None) -> dict[str, object]:
+    from functions.authorizer.handler import handler
+
+    headers = {"X-Api-Key": api_key} if api_key is not None else {}
+    return handler({"type": "REQUEST", "methodArn": METHOD_ARN, "headers": headers}, None)
+
+
+def test_authorizer_allows_the_stage_and_names_the_app(tenants: TenantService) -> None:
+    # Given a key of app A with a usage-plan key recorded for the tenant
+    created = tenants.create_key("A", quota_requests_per_day=1000)
+    tenants.set_usage_key("A", "usage-plan-key-of-A")
+    # When API Gateway asks the authorizer (header name in any case)
+    answer = authorize(created.secret)
+    # Then it allows every method of the stage (the answer is cached per key) and passes the app on
+    statement = answer["policyDocument"]["Statement"][0]  # type: ignore[index]
+    assert statement["Effect"] == "Allow"
+    assert statement["Resource"] == "arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*/*"
+    assert answer["context"] == {"app": "A", "key_id": created.key.key_id, "quota": 1000}
+    assert answer["usageIdentifierKey"] == "usage-plan-key-of-A"
+
+
+@pytest.mark.parametrize("presented", [None, "", "amk_nope_nope"])
+def test_authorizer_rejects_missing_and_unknown_keys(tenants: TenantService, presented: str | None) -> None:
+    with pytest.raises(Exception, match=r"^Unauthorized$"):
+        authorize(presented)
+
+
+def test_authorizer_answers_the_sample_event(tenants: TenantService) -> None:
+    # Given events/authorizer_request.json (the shape `sam local invoke` and API Gateway send) with a real key
+    from functions.authorizer.handler import handler
+    from tests.support import load_event
+
+    event = load_event("authorizer_request.json")
+    event["headers"]["X-Api-Key"] = tenants.create_key("acme").secret
+    # Then the stage is allowed for app acme
+    answer = handler(event, None)
+    assert answer["context"]["app"] == "acme"
+    assert answer["policyDocument"]["Statement"][0]["Resource"].endswith("abc123/prod/*/*")
+
+
+def test_authorizer_rejects_a_revoked_key(tenants: TenantService) -> None:
+    created = tenants.create_key("A")
+    tenants.revoke_key("A", created.key.key_id)
+    with pytest.raises(Exception, match=r"^Unauthorized$"):
+        authorize(created.secret)
+
+
+def test_only_the_hash_of_a_key_is_stored(tenants: TenantService, table: Table) -> None:
+    # Given a created key / Then no stored item holds the secret, and the lookup is by its SHA-256
+    created = tenants.create_key("A")
+    items = query_all(table, "T#A") + query_all(table, lookup_partition(hash_key(created.secret)))
+    assert items
+    assert created.secret not in json.dumps(items, default=str)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_keys_console_commands_create_list_and_revoke(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = str(tmp_path / "memory.db")
+    # The command writes the store settings to the environment: let the test restore them.
+    monkeypatch.setenv("MEMORY_STORE", "sqlite")
+    monkeypatch.setenv("MEMORY_SQLITE_PATH", db)
+    try:
+        # When a key is created / Then it is printed once, with a warning that it is not kept
+        code, out, err = run_cli(capsys, "keys", "create", "--app", "acme", "--db", db)
+        assert code == 0
+        created = json.loads(out)
+        assert created["app"] == "acme"
+        assert created["api_key"].startswith("amk_")
+        assert "shown once" in err
+        # And listing shows the key without its secret
+        code, out, _ = run_cli(capsys, "keys", "list", "--app", "acme", "--db", db)
+        assert code == 0
+        [listed] = [json.loads(line) for line in out.splitlines()]
+        assert listed["key_id"] == created["key_id"]
+        assert listed["status"] == "active"
+        assert created["api_key"] not in out
+        # And revoking marks it revoked, after which it no longer resolves
+        code, out, _ = run_cli(capsys, "keys", "revoke", created["key_id"], "--app", "acme", "--db", db)
+        assert code == 0
+        assert json.loads(out)["status"] == "revoked"
+        table = SqliteTable(db)
+        with pytest.raises(Exception, match="unknown or revoked"):
+            TenantService(table).resolve(created["api_key"])
+        table.close()
+        # And revoking an unknown key fails with a message, not a traceback
+        code, _, err = run_cli(capsys, "keys", "revoke", "nope", "--app", "acme", "--db", db)
+        assert code == 1
+        assert "no key" in err
+    finally:
+        set_container(None)

@@ -1,0 +1,175 @@
+"""The stream indexer (functions/indexer/handler.py) with a DynamoDB stream event, on osmem-server; reindex."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from agentmem.container import Container, set_container
+from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR
+from agentmem.keys import Scope, UserRef
+from agentmem.local.events import LocalContext
+from agentmem.models.memory import MemoryEntry
+from agentmem.settings import Settings
+from agentmem.stores.sqlite_table import SqliteTable
+from agentmem.vectors.opensearch import OpenSearchVectorIndex
+from tests.support import load_event
+
+pytest.importorskip("osmem_server")
+
+ALICE = UserRef("demo-app", "alice")
+
+
+@pytest.fixture
+def cloud(sqlite_table: SqliteTable, osmem_url: str) -> Iterator[Container]:
+    settings = Settings(
+        embedder="hashing",
+        embedding_dimension=384,
+        vector_index="opensearch",
+        opensearch_endpoint=osmem_url,
+        opensearch_index="memory-vectors",
+    )
+    container = Container(settings, table=sqlite_table)
+    index = container.vector_index
+    assert isinstance(index, OpenSearchVectorIndex)
+    index.create_index(384)
+    set_container(container)
+    yield container
+    set_container(None)
+
+
+def _entry_ids(container: Container) -> set[str]:
+    index = container.vector_index
+    assert isinstance(index, OpenSearchVectorIndex)
+    response = index.client.search(index=index.index, body={"size": 100, "query": {"match_all": {}}})
+    return {hit["_source"]["entry_id"] for hit in response["hits"]["hits"]}
+
+
+def _handler():  # type: ignore[no-untyped-def]
+    from functions.indexer.handler import handler
+
+    return handler
+
+
+def test_stream_event_upserts_and_deletes_entries_only(cloud: Container) -> None:
+    # Given the sample stream: two entry inserts, a posting insert, an insert then remove of a third entry
+    event = load_event("dynamodb_stream.json")
+    # When the indexer handles it
+    result = _handler()(event, LocalContext())
+    # Then no record failed, the two live entries are indexed and the removed one is gone
+    assert result == {"batchItemFailures": []}
+    assert _entry_ids(cloud) == {"01JXAAAAAAAAAAAAAAAAAAAAA1", "01JXAAAAAAAAAAAAAAAAAAAAA2"}
+    assert cloud.vector_index.count_user(ALICE) == 2  # type: ignore[union-attr]
+    # And redelivering the same batch changes nothing (idempotent)
+    assert _handler()(event, LocalContext()) == {"batchItemFailures": []}
+    assert cloud.vector_index.count_user(ALICE) == 2  # type: ignore[union-attr]
+
+
+def test_a_failing_record_is_reported_alone(cloud: Container) -> None:
+    # Given a batch whose second record carries a vector the index cannot take (not float32 bytes)
+    event = load_event("dynamodb_stream.json")
+    broken = copy.deepcopy(event["Records"][1])
+    broken["dynamodb"]["NewImage"]["vector"] = {"B": "not base64!"}
+    broken["dynamodb"]["SequenceNumber"] = "000000000000000000099"
+    event["Records"] = [event["Records"][0], broken]
+    # When handled
+    result = _handler()(event, LocalContext())
+    # Then only that record is returned for retry, and the good one is indexed
+    assert result == {"batchItemFailures": [{"itemIdentifier": "000000000000000000099"}]}
+    assert _entry_ids(cloud) == {"01JXAAAAAAAAAAAAAAAAAAAAA1"}
+
+
+def test_a_pending_entry_is_embedded_by_the_indexer(cloud: Container) -> None:
+    # Given an entry stored while the embedder was down (no vector, marked pending)
+    scope = Scope("demo-app", "alice")
+    embedder = cloud.embedder
+    cloud.memory.embedder = None  # write without embedding, as if it were down
+    stored = cloud.memory.add_entry(
+        scope,
+        MemoryEntry.model_validate(
+            {"content": {"parts": [{"text": "pick up the dry cleaning"}]}, "timestamp": datetime.now(UTC)}
+        ),
+    )
+    cloud.memory.embedder = embedder
+    item = cloud.table.get(scope.partition, "E#" + stored.id)
+    assert item is not None
+    assert VECTOR_ATTR not in item
+    item[PENDING_ATTR] = True
+    cloud.table.put(item)
+    image = {k: _wire(v) for k, v in item.items()}
+    event = {
+        "Records": [
+            {
+                "eventID": "1",
+                "eventName": "INSERT",
+                "eventSource": "aws:dynamodb",
+                "dynamodb": {
+                    "Keys": {"pk": {"S": item["pk"]}, "sk": {"S": item["sk"]}},
+                    "NewImage": image,
+                    "SequenceNumber": "1",
+                    "StreamViewType": "NEW_AND_OLD_IMAGES",
+                },
+            }
+        ]
+    }
+    # When the indexer sees its stream record
+    assert _handler()(event, LocalContext()) == {"batchItemFailures": []}
+    # Then the entry now carries its vector in the table and is in the index
+    item = cloud.table.get(scope.partition, "E#" + stored.id)
+    assert item is not None
+    assert isinstance(item[VECTOR_ATTR], bytes)
+    assert item[MODEL_ATTR] == "hashing-v1-384"
+    assert PENDING_ATTR not in item
+    assert stored.id in _entry_ids(cloud)
+
+
+def _wire(value: object) -> dict[str, object]:
+    if value is None:
+        return {"NULL": True}
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, int):
+        return {"N": str(value)}
+    if isinstance(value, list):
+        return {"L": [_wire(v) for v in value]}
+    return {"S": str(value)}
+
+
+def test_reindex_command_rebuilds_one_user_and_everything(cloud: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentmem import cli
+
+    # Given entries of two users written through the service (which also upserts them)
+    for user, text in (("alice", "tea with lemon"), ("bob", "coffee, black")):
+        cloud.memory.add_entry(
+            Scope("demo-app", user, "p"),
+            MemoryEntry.model_validate({"content": {"parts": [{"text": text}]}}),
+        )
+    index = cloud.vector_index
+    assert isinstance(index, OpenSearchVectorIndex)
+    # And the index lost everything
+    index.delete_user(UserRef("demo-app", "alice"))
+    index.delete_user(UserRef("demo-app", "bob"))
+    monkeypatch.setattr("agentmem.container.get_container", lambda: cloud)
+    monkeypatch.setattr("agentmem.container.set_container", lambda _: None)
+    # When one user is reindexed from the table
+    assert cli.main(["reindex", "--app", "demo-app", "--user", "alice"]) == 0
+    assert index.count_user(UserRef("demo-app", "alice")) == 1
+    assert index.count_user(UserRef("demo-app", "bob")) == 0
+    # When everything is reindexed
+    assert cli.main(["reindex"]) == 0
+    assert index.count_user(UserRef("demo-app", "bob")) == 1
+    assert index.count_user(UserRef("demo-app", "alice")) == 1
+    # And create-index on an existing index is a no-op that succeeds
+    assert cli.main(["create-index"]) == 0
+
+
+def test_sample_event_file_is_valid_json_with_entry_vectors() -> None:
+    event = load_event("dynamodb_stream.json")
+    names = [r["eventName"] for r in event["Records"]]
+    assert names == ["INSERT", "INSERT", "INSERT", "INSERT", "REMOVE"]
+    assert all("Keys" in r["dynamodb"] for r in event["Records"])
+    json.dumps(event)

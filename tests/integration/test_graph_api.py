@@ -310,8 +310,13 @@ def test_remember_and_relate_tools(api: ApiClient) -> None:
     related = _ok(api.post(GRAPH + "/tools/relate", {"source": "Alice", "relation": "owns", "target": "Tom"}))
     assert related == {"related": True, "source": "Alice", "relation": "owns", "target": "Tom"}
     assert [r["relation_type"] for r in _whole(api)["relations"]] == ["owns"]
-    schemas = _ok(api.get(GRAPH + "/tools"))["tools"]
-    assert [s["name"] for s in schemas] == ["remember", "relate"]
+    # And the schemas an LLM gets name both tools, with the fields the routes take
+    from agentmem.graph.tools import TOOL_SCHEMAS, anthropic_tools, openai_tools
+
+    assert [s["name"] for s in TOOL_SCHEMAS] == ["remember", "relate"]
+    assert TOOL_SCHEMAS[0]["parameters"]["required"] == ["entity", "facts"]
+    assert [t["input_schema"] for t in anthropic_tools()] == [s["parameters"] for s in TOOL_SCHEMAS]
+    assert [t["function"]["name"] for t in openai_tools()] == ["remember", "relate"]
 
 
 # -- bad input ---------------------------------------------------------------------------------

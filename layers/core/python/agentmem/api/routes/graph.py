@@ -196,8 +196,3 @@ def remember(app: str, user: str, body: RememberRequest) -> Response[Any]:
 def relate(app: str, user: str, body: RelateRequest) -> Response[Any]:
     scope = scope_from_path(app, user, body.project_id)
     return json_response(200, tools.relate(get_container().graph, scope, body.source, body.relation, body.target))
-
-
-@router.get(GRAPH + "/tools", summary="JSON schemas of the agent tools (remember, relate)")
-def tool_schemas() -> Response[Any]:
-    return json_response(200, {"tools": tools.TOOL_SCHEMAS})

@@ -5,20 +5,32 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
+_OPTION_ENV = {
+    "db": "MEMORY_SQLITE_PATH",
+    "table": "MEMORY_TABLE_NAME",
+    "dynamodb_endpoint": "MEMORY_DYNAMODB_ENDPOINT_URL",
+    "auth": "MEMORY_AUTH",
+}
 
-def _serve(args: argparse.Namespace) -> int:
-    if args.db:
-        os.environ["MEMORY_SQLITE_PATH"] = args.db
-    if args.dynamodb_endpoint:
-        os.environ["MEMORY_DYNAMODB_ENDPOINT_URL"] = args.dynamodb_endpoint
-    if args.auth:
-        os.environ["MEMORY_AUTH"] = args.auth
+
+def _configure(args: argparse.Namespace) -> None:
+    """Turn the store options a command was given into settings, and quiet Powertools for a terminal."""
+    for option, variable in _OPTION_ENV.items():
+        value = getattr(args, option, None)
+        if value:
+            os.environ[variable] = value
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    _configure(args)
     # One BLAS thread per request: exact vector search is a small matrix-vector product, and BLAS threads
     # fighting the server's request threads for 2 cores made it several times slower (docs/adr/0301).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -60,15 +72,6 @@ def _create_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def _store_from_args(args: argparse.Namespace) -> None:
-    if args.db:
-        os.environ["MEMORY_SQLITE_PATH"] = args.db
-    if args.table:
-        os.environ["MEMORY_TABLE_NAME"] = args.table
-    if args.dynamodb_endpoint:
-        os.environ["MEMORY_DYNAMODB_ENDPOINT_URL"] = args.dynamodb_endpoint
-
-
 def _keys(args: argparse.Namespace) -> int:
     """``agentmem keys create|list|revoke``: tenant API keys in the configured store."""
     import json
@@ -76,7 +79,7 @@ def _keys(args: argparse.Namespace) -> int:
     from agentmem.container import get_container, set_container
     from agentmem.errors import MemoryServiceError
 
-    _store_from_args(args)
+    _configure(args)
     set_container(None)
     tenants = get_container().tenants
     try:
@@ -110,10 +113,8 @@ def _usage_plan_key(app: str, usage_plan_id: str) -> str:
     return value
 
 
-def _admin_container() -> Any:
-    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+def _admin_container(args: argparse.Namespace) -> Any:
+    _configure(args)
     from agentmem.container import get_container, set_container
 
     set_container(None)
@@ -121,7 +122,7 @@ def _admin_container() -> Any:
 
 
 def _create_index(args: argparse.Namespace) -> int:
-    container = _admin_container()
+    container = _admin_container(args)
     index = container.vector_index
     if index is None or not hasattr(index, "create_index"):
         print("no OpenSearch vector index is configured (MEMORY_EMBEDDER, MEMORY_OPENSEARCH_ENDPOINT)", file=sys.stderr)
@@ -139,7 +140,7 @@ def _reindex(args: argparse.Namespace) -> int:
     if bool(args.app) != bool(args.user):
         print("give both --app and --user, or neither (everything)", file=sys.stderr)
         return 2
-    container = _admin_container()
+    container = _admin_container(args)
     if container.vector_index is None:
         print("no vector index is configured: set MEMORY_EMBEDDER (and MEMORY_OPENSEARCH_ENDPOINT)", file=sys.stderr)
         return 2

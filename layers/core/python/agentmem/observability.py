@@ -15,6 +15,9 @@ from functools import wraps
 from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+__all__ = ["SERVICE", "MetricUnit", "logger", "metrics", "trace_handler", "xray_sdk_enabled"]
 
 SERVICE = "agent-memory"
 

@@ -12,6 +12,7 @@ from agentmem.api.http import SCOPE_PATH, json_response, no_content, path_id, sc
 from agentmem.container import get_container
 from agentmem.keys import validate_id
 from agentmem.models.memory import AddEntryRequest, DeleteByQueryRequest, PutSessionRequest, SearchRequest
+from agentmem.observability import MetricUnit, metrics
 
 router = Router()
 
@@ -22,6 +23,7 @@ ProjectQuery = Annotated[str | None, Query(description="project scope; absent me
 def put_session(app: str, user: str, session: str, body: PutSessionRequest) -> Response[Any]:
     scope = scope_from_path(app, user, body.project_id)
     result = get_container().memory.add_session(scope, validate_id(path_id(session), "session_id"), body.entries)
+    metrics.add_metric(name="MemoriesStored", unit=MetricUnit.Count, value=result.stored)
     payload: dict[str, Any] = {"session_id": result.session_id, "stored": result.stored, "skipped": result.skipped}
     if result.indexing:
         payload["indexing"] = result.indexing
@@ -32,6 +34,7 @@ def put_session(app: str, user: str, session: str, body: PutSessionRequest) -> R
 def add_entry(app: str, user: str, body: AddEntryRequest) -> Response[Any]:
     scope = scope_from_path(app, user, body.project_id)
     stored = get_container().memory.add_entry(scope, body.entry, session_id=body.session_id)
+    metrics.add_metric(name="MemoriesStored", unit=MetricUnit.Count, value=1)
     return json_response(201, stored.to_json())
 
 
@@ -41,8 +44,10 @@ def search(app: str, user: str, body: SearchRequest) -> Response[Any]:
     result = get_container().memory.search(
         scope, body.query, top_k=body.top_k, min_score=body.min_score, mode=body.mode
     )
+    metrics.add_metric(name="Searches", unit=MetricUnit.Count, value=1)
     payload: dict[str, Any] = {"entries": [e.to_json() for e in result.entries], "mode": result.mode}
     if result.degraded:
+        metrics.add_metric(name="SearchesDegraded", unit=MetricUnit.Count, value=1)
         payload["degraded"] = True
         payload["warnings"] = result.warnings
     return json_response(200, payload)

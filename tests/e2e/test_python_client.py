@@ -37,3 +37,29 @@ def test_the_client_covers_the_memory_routes(live_server: LiveServer) -> None:
     assert missing.value.code == "not_found"
     with pytest.raises(InvalidInput):
         memory.search("x", top_k=500)
+
+
+def test_the_client_covers_the_graph_and_erasure(live_server: LiveServer) -> None:
+    import time
+
+    memory = MemoryClient(live_server.url).user("client-app", f"graph-{uuid.uuid4().hex}")
+    # Given facts told through the agent tools
+    assert memory.remember("Pixel", ["likes the beach"], entity_type="dog")["facts_added"] == 1
+    assert memory.relate("Alice", "owns", "Pixel")["related"] is True
+    # Then the graph answers searches and builds the profile card
+    assert [r["entity"]["name"] for r in memory.search_nodes("beach")] == ["Pixel"]
+    assert "Pixel (dog): likes the beach" in memory.profile_card()
+    assert {e["name"] for e in memory.open_nodes(["Pixel", "Alice"])["entities"]} == {"Pixel", "Alice"}
+    assert len(memory.history("Pixel")["observations"]) == 1
+    # When the user is erased
+    started = memory.delete_user()
+    deadline = time.monotonic() + 30
+    status = memory.deletion_status(started["deletion_id"])
+    while status["status"] == "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.1)
+        status = memory.deletion_status(started["deletion_id"])
+    # Then nothing is left to export
+    assert status["status"] == "SUCCEEDED"
+    pages = list(memory.export())
+    assert pages[-1]["entries"] == []
+    assert pages[-1]["graph"]["entities"] == []

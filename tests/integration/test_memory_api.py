@@ -303,3 +303,14 @@ def test_a_failed_write_does_not_burn_its_idempotency_key(api: ApiClient) -> Non
     assert bad.status == 413
     good = api.put(f"{SCOPE}/sessions/s1/memories", {"entries": [text_entry("x" * 70_000)]}, headers=headers)
     assert good.status == 413  # the same request is evaluated again, not replayed from a stored failure
+
+
+def test_a_project_in_the_query_of_a_write_is_refused_not_widened_to_global(api: ApiClient) -> None:
+    # Given a client that puts project_id in the query string of a POST (the body is where API.md has it)
+    reply = api.post(f"{SCOPE}/memories", {"entry": text_entry("meant for project p")}, query={"project_id": "p"})
+    # Then the write is refused rather than stored globally
+    assert reply.status == 422
+    assert reply.error_code == "project_id_in_query"
+    assert api.get(f"{SCOPE}/memories").body["entries"] == []
+    graph = api.post(f"{SCOPE}/graph/tools/remember", {"entity": "X", "facts": ["y"]}, query={"project_id": "p"})
+    assert graph.status == 422

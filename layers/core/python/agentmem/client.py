@@ -180,3 +180,60 @@ class UserMemory:
 
     def delete_project(self, project_id: str) -> int:
         return int(self._call("DELETE", f"/projects/{quote(project_id, safe='')}")["deleted"])
+
+    # -- knowledge graph ---------------------------------------------------------------------------
+
+    def remember(
+        self, entity: str, facts: Sequence[str], *, entity_type: str | None = None, project_id: str | None = None
+    ) -> dict[str, Any]:
+        """The ``remember`` agent tool: facts about an entity (created if new)."""
+        body: dict[str, Any] = {"entity": entity, "facts": list(facts), "project_id": project_id}
+        if entity_type is not None:
+            body["entity_type"] = entity_type
+        return self._call("POST", "/graph/tools/remember", body)  # type: ignore[no-any-return]
+
+    def relate(self, source: str, relation: str, target: str, *, project_id: str | None = None) -> dict[str, Any]:
+        """The ``relate`` agent tool: a typed edge between two entities (created if new)."""
+        body = {"source": source, "relation": relation, "target": target, "project_id": project_id}
+        return self._call("POST", "/graph/tools/relate", body)  # type: ignore[no-any-return]
+
+    def search_nodes(self, query: str, *, limit: int = 10, project_id: str | None = None) -> list[dict[str, Any]]:
+        reply = self._call("GET", "/graph/search", query={"q": query, "limit": limit, "project_id": project_id})
+        return reply["results"]  # type: ignore[no-any-return]
+
+    def open_nodes(self, names: Sequence[str], *, project_id: str | None = None) -> dict[str, Any]:
+        return self._call("GET", "/graph/nodes", query={"name": list(names), "project_id": project_id})  # type: ignore[no-any-return]
+
+    def read_graph(
+        self, *, as_of: str | None = None, recorded_as_of: str | None = None, project_id: str | None = None
+    ) -> dict[str, Any]:
+        query = {"as_of": as_of, "recorded_as_of": recorded_as_of, "project_id": project_id}
+        return self._call("GET", "/graph", query=query)  # type: ignore[no-any-return]
+
+    def history(self, entity: str, *, project_id: str | None = None) -> dict[str, Any]:
+        path = f"/graph/entities/{quote(entity, safe='')}/history"
+        return self._call("GET", path, query={"project_id": project_id})  # type: ignore[no-any-return]
+
+    def profile_card(self, *, max_entities: int = 12, max_observations: int = 5, project_id: str | None = None) -> str:
+        """The compact summary of what is known about the user, for a system prompt ("" when nothing)."""
+        query = {"max_entities": max_entities, "max_observations": max_observations, "project_id": project_id}
+        return str(self._call("GET", "/graph/profile-card", query=query)["text"])
+
+    # -- erasure and export ------------------------------------------------------------------------
+
+    def delete_user(self) -> dict[str, Any]:
+        """Start the GDPR erasure of everything the user has; returns ``{"deletion_id", "status"}``."""
+        return self._call("DELETE", "")  # type: ignore[no-any-return]
+
+    def deletion_status(self, deletion_id: str) -> dict[str, Any]:
+        return self._call("GET", f"/deletions/{quote(deletion_id, safe='')}")  # type: ignore[no-any-return]
+
+    def export(self) -> Iterator[dict[str, Any]]:
+        """Every page of the user's export (entries, graph, episodes), following cursors."""
+        cursor = None
+        while True:
+            page = self._call("GET", "/export", query={"cursor": cursor})
+            yield page
+            cursor = page.get("next_cursor")
+            if cursor is None:
+                return

@@ -22,7 +22,7 @@ from agentmem.errors import MemoryServiceError
 from agentmem.observability import logger, metrics, trace_handler
 
 app = APIGatewayRestResolver(enable_validation=True)
-app.use(middlewares=[middlewares.idempotency])
+app.use(middlewares=[middlewares.project_in_body, middlewares.idempotency])
 app.include_router(memories.router)
 app.include_router(service.router)
 app.include_router(users.router)

@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 
 from agentmem.api.http import user_of_path
 from agentmem.container import get_container
+from agentmem.errors import InvalidInput
 from agentmem.idempotency import StoredResponse
 
 IDEMPOTENCY_HEADER = "idempotency-key"
@@ -61,3 +62,15 @@ def idempotency(app: APIGatewayRestResolver, next_middleware: NextMiddleware) ->
     else:
         store.release(user, key)
     return response
+
+
+def project_in_body(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response[Any]:
+    """Refuse ``?project_id=`` on a POST or PUT: those routes read the project from the JSON body, and
+    ignoring the query parameter would silently widen the write to the user's global scope."""
+    event = app.current_event
+    if event.http_method in ("POST", "PUT") and "project_id" in (event.query_string_parameters or {}):
+        raise InvalidInput(
+            "on POST and PUT, send project_id in the JSON body, not in the query string",
+            code="project_id_in_query",
+        )
+    return next_middleware(app)

@@ -40,3 +40,15 @@ def test_writes_and_searches_are_counted(
     output = capsys.readouterr().out
     assert _emitted(output) == {"MemoriesStored": 3, "Searches": 1}
     assert "another fact" not in output
+
+
+def test_metrics_do_not_pile_up_when_disabled(api: ApiClient) -> None:
+    # Given metrics off, as on the local server (the test suite's default)
+    from agentmem.observability import metrics
+
+    scope = scope_path("metrics-app", "u")
+    # When many writes are served
+    for i in range(5):
+        api.post(f"{scope}/memories", {"entry": text_entry(f"fact {i}")})
+    # Then nothing is held back between requests
+    assert metrics.metric_set == {}

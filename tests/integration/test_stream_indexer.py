@@ -19,8 +19,6 @@ from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.vectors.opensearch import OpenSearchVectorIndex
 from tests.support import load_event
 
-pytest.importorskip("osmem_server")
-
 ALICE = UserRef("demo-app", "alice")
 
 

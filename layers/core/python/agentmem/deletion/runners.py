@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from functools import cached_property
 from importlib import resources
@@ -69,6 +70,7 @@ class LocalRunner:
         self._background = background
         self._sleep = sleep
         self._active: set[str] = set()
+        self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
 
     def start(self, deletion_id: str, app: str, user: str) -> None:
@@ -80,7 +82,18 @@ class LocalRunner:
             return
         thread = threading.Thread(target=self._execute, args=(deletion_id, payload), name=f"deletion-{deletion_id}")
         thread.daemon = True
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
+
+    def wait(self, timeout: float = 60.0) -> bool:
+        """Wait for the deletions running in the background; True when none is left (a clean shutdown)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in threads)
 
     def is_active(self, deletion_id: str) -> bool:
         with self._lock:

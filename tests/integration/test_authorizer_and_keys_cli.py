@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agentmem.cli import main
-from agentmem.container import Container, set_container
-from agentmem.settings import Settings
+from agentmem.container import set_container
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.stores.table import Table, query_all
 from agentmem.tenancy import TenantService
 from agentmem.tenancy.keys import hash_key, lookup_partition
 
 METHOD_ARN = "arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/GET/v1/apps/A/users/u/memories"
-
-
-@pytest.fixture
-def tenants(table: Table) -> Iterator[TenantService]:
-    container = Container(Settings(auth="required"), table=table)
-    set_container(container)
-    yield container.tenants
-    set_container(None)
 
 
 def authorize(api_key: str | None) -> dict[str, object]:

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 
-from agentmem.container import Container, set_container
-from agentmem.settings import Settings
+from agentmem.container import Container
 from agentmem.stores.table import Table
 from agentmem.tenancy import TenantService, record_usage
 from tests.support import ApiClient, scope_path, text_entry
-
-
-@pytest.fixture
-def tenants(table: Table) -> Iterator[TenantService]:
-    """The API with MEMORY_AUTH=required over the parametrised table (SQLite and DynamoDB)."""
-    container = Container(Settings(auth="required"), table=table)
-    set_container(container)
-    yield container.tenants
-    set_container(None)
 
 
 @pytest.fixture

@@ -75,31 +75,25 @@ class Settings:
         env = os.environ if env is None else env
         endpoint = env.get("MEMORY_DYNAMODB_ENDPOINT_URL") or None
         in_lambda = bool(env.get("AWS_LAMBDA_FUNCTION_NAME"))
-        store = env.get("MEMORY_STORE") or ("dynamodb" if endpoint or in_lambda else "sqlite")
-        if store not in ("sqlite", "dynamodb"):
-            raise ValueError(f"MEMORY_STORE must be sqlite or dynamodb, not {store!r}")
-        embedder = env.get("MEMORY_EMBEDDER") or ("local" if store == "sqlite" else "none")
-        if embedder not in ("none", "hashing", "local", "bedrock"):
-            raise ValueError(f"MEMORY_EMBEDDER must be none, hashing, local or bedrock, not {embedder!r}")
+        store = _choice(env, "MEMORY_STORE", ("sqlite", "dynamodb"), "dynamodb" if endpoint or in_lambda else "sqlite")
+        embedder = _choice(
+            env, "MEMORY_EMBEDDER", ("none", "hashing", "local", "bedrock"), "local" if store == "sqlite" else "none"
+        )
         opensearch_endpoint = env.get("MEMORY_OPENSEARCH_ENDPOINT") or None
-        vector_index = env.get("MEMORY_VECTOR_INDEX") or ("opensearch" if opensearch_endpoint else "exact")
-        if vector_index not in ("exact", "opensearch"):
-            raise ValueError(f"MEMORY_VECTOR_INDEX must be exact or opensearch, not {vector_index!r}")
+        vector_index = _choice(
+            env, "MEMORY_VECTOR_INDEX", ("exact", "opensearch"), "opensearch" if opensearch_endpoint else "exact"
+        )
         if vector_index == "opensearch" and not opensearch_endpoint:
             raise ValueError("MEMORY_VECTOR_INDEX=opensearch needs MEMORY_OPENSEARCH_ENDPOINT")
-        service = env.get("MEMORY_OPENSEARCH_SERVICE") or "es"
-        if service not in ("es", "aoss"):
-            raise ValueError(f"MEMORY_OPENSEARCH_SERVICE must be es or aoss, not {service!r}")
+        service = _choice(env, "MEMORY_OPENSEARCH_SERVICE", ("es", "aoss"), "es")
         dimension = env.get("MEMORY_EMBEDDING_DIMENSION")
         state_machine = env.get("MEMORY_DELETION_STATE_MACHINE_ARN") or None
-        runner = env.get("MEMORY_DELETION_RUNNER") or ("stepfunctions" if state_machine else "local")
-        if runner not in ("local", "stepfunctions"):
-            raise ValueError(f"MEMORY_DELETION_RUNNER must be local or stepfunctions, not {runner!r}")
+        runner = _choice(
+            env, "MEMORY_DELETION_RUNNER", ("local", "stepfunctions"), "stepfunctions" if state_machine else "local"
+        )
         if runner == "stepfunctions" and not state_machine:
             raise ValueError("MEMORY_DELETION_RUNNER=stepfunctions needs MEMORY_DELETION_STATE_MACHINE_ARN")
-        auth = env.get("MEMORY_AUTH") or ("required" if in_lambda else "none")
-        if auth not in ("none", "required"):
-            raise ValueError(f"MEMORY_AUTH must be none or required, not {auth!r}")
+        auth = _choice(env, "MEMORY_AUTH", ("none", "required"), "required" if in_lambda else "none")
         return cls(
             store=store,  # type: ignore[arg-type]
             sqlite_path=env.get("MEMORY_SQLITE_PATH") or _DEFAULTS.sqlite_path,
@@ -122,6 +116,14 @@ class Settings:
             receipt_key_secret_arn=env.get("MEMORY_RECEIPT_KEY_SECRET_ARN") or None,
             auth=auth,  # type: ignore[arg-type]
         )
+
+
+def _choice(env: Mapping[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:
+    """The variable's value (or ``default`` when unset), refused unless it is one of ``allowed``."""
+    value = env.get(name) or default
+    if value not in allowed:
+        raise ValueError(f"{name} must be {', '.join(allowed[:-1])} or {allowed[-1]}, not {value!r}")
+    return value
 
 
 _DEFAULTS = Settings()

@@ -123,8 +123,7 @@ def search_nodes(
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
     project_id: ProjectQuery = None,
 ) -> Response[Any]:
-    results = get_container().graph.search_nodes(scope_from_path(app, user, project_id), q, limit)
-    return json_response(200, {"results": results})
+    return json_response(200, get_container().graph.search_nodes(scope_from_path(app, user, project_id), q, limit))
 
 
 @router.get(GRAPH + "/nodes", summary="The named entities and their current relations")
@@ -143,12 +142,14 @@ def read_graph(
     user: str,
     as_of: Annotated[str | None, Query(max_length=64)] = None,
     recorded_as_of: Annotated[str | None, Query(max_length=64)] = None,
+    cursor: Annotated[str | None, Query(max_length=4096, description="next_cursor of the previous page")] = None,
     project_id: ProjectQuery = None,
 ) -> Response[Any]:
     graph = get_container().graph.read_graph(
         scope_from_path(app, user, project_id),
         as_of=_moment(as_of, "as_of"),
         recorded_as_of=_moment(recorded_as_of, "recorded_as_of"),
+        cursor=cursor,
     )
     return json_response(200, graph)
 
@@ -183,7 +184,7 @@ def list_episodes(
     episodes = get_container().graph.list_episodes(
         scope_from_path(app, user, project_id), session_id=session_id, query=q, limit=limit
     )
-    return json_response(200, {"episodes": episodes})
+    return json_response(200, episodes)
 
 
 @router.post(GRAPH + "/tools/remember", summary="Agent tool: remember facts about an entity")

@@ -45,7 +45,11 @@ def search(app: str, user: str, body: SearchRequest) -> Response[Any]:
         scope, body.query, top_k=body.top_k, min_score=body.min_score, mode=body.mode
     )
     metrics.add_metric(name="Searches", unit=MetricUnit.Count, value=1)
-    payload: dict[str, Any] = {"entries": [e.to_json() for e in result.entries], "mode": result.mode}
+    payload: dict[str, Any] = {
+        "entries": [e.to_json() for e in result.entries],
+        "mode": result.mode,
+        "truncated": result.truncated,
+    }
     if result.degraded:
         metrics.add_metric(name="SearchesDegraded", unit=MetricUnit.Count, value=1)
         payload["degraded"] = True
@@ -63,7 +67,8 @@ def list_recent(
 ) -> Response[Any]:
     scope = scope_from_path(app, user, project_id)
     page = get_container().memory.list_recent(scope, limit=limit, cursor=cursor)
-    return json_response(200, {"entries": [e.to_json() for e in page.entries], "next_cursor": page.next_cursor})
+    entries = [e.to_json() for e in page.entries]
+    return json_response(200, {"entries": entries, "next_cursor": page.next_cursor, "truncated": page.truncated})
 
 
 @router.get(SCOPE_PATH + "/memories/<entry_id>", summary="Read one memory entry")

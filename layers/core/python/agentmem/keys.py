@@ -102,5 +102,16 @@ def validate_project(project_id: object) -> str | None:
     return validate_id(project_id, "project_id")
 
 
+def owner_of(partition: str) -> Scope | UserRef | None:
+    """The scope or user a partition key belongs to (the inverse of their ``partition``); None for others."""
+    tag, *components = partition.split("#")
+    parts = [unescape(c) for c in components]
+    if tag == SCOPE_TAG and len(parts) == 3:
+        return Scope(parts[0], parts[1], parts[2] or None)
+    if tag == USER_TAG and len(parts) == 2:
+        return UserRef(parts[0], parts[1])
+    return None
+
+
 def tenant_partition(app: str) -> str:
     return _join(TENANT_TAG, app)

@@ -54,7 +54,18 @@ def start_server(db_path: Path, env: Mapping[str, str] | None = None, timeout: f
     port = free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
     environment.update({"PYTHONUNBUFFERED": "1", **(env or {})})
-    command = [sys.executable, "-m", "agentmem.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    command = [
+        sys.executable,
+        "-m",
+        "agentmem.cli",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+    ]
     process = subprocess.Popen(
         [*command, "--db", str(db_path)],
         cwd=REPO_ROOT,

@@ -53,7 +53,8 @@ def start_server(db_path: Path, env: Mapping[str, str] | None = None, timeout: f
     """
     port = free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    environment.update({"PYTHONUNBUFFERED": "1", **(env or {})})
+    # Erasures do not wait for in-flight writes unless a test asks (MEMORY_DELETION_DRAIN_SECONDS).
+    environment.update({"PYTHONUNBUFFERED": "1", "MEMORY_DELETION_DRAIN_SECONDS": "0", **(env or {})})
     command = [
         sys.executable,
         "-m",

@@ -24,6 +24,7 @@ from tests.erasure_support import HeldTable, Writer, keys_of_user, puts_sort_key
 from tests.support import ApiClient, scope_path, text_entry
 
 ANA = UserRef("shop", "ana")
+DRAIN = 31
 PATH = scope_path(ANA.app, ANA.user)
 
 
@@ -33,6 +34,8 @@ class Race:
     table: HeldTable
     container: Container
     before_step: dict[str, Callable[[], None]] = field(default_factory=dict)
+    events: list[str] = field(default_factory=list)
+    """The workflow's steps and waits, in order."""
 
     def erase(self) -> dict[str, Any]:
         """What ``DELETE {scope}`` does (mark, then start the workflow), with the workflow run to its end."""
@@ -53,19 +56,27 @@ class Race:
 @pytest.fixture
 def race(table: Table) -> Iterator[Race]:
     held = HeldTable(table)
-    container = Container(Settings(), table=held)  # type: ignore[arg-type]
+    container = Container(Settings(deletion_drain_seconds=DRAIN), table=held)  # type: ignore[arg-type]
     hooks: dict[str, Callable[[], None]] = {}
+    events: list[str] = []
 
     def run_step(event: dict[str, Any]) -> Any:
+        events.append(str(event["step"]))
         hook = hooks.pop(str(event["step"]), None)
         if hook is not None:
             hook()
         return steps.run_step(container.deletion, event)
 
-    container.__dict__["deletion_runner"] = LocalRunner(run_step, background=False, sleep=lambda _: None)
+    def wait(seconds: float) -> None:  # the workflow's Wait states, without the waiting
+        events.append(f"wait {seconds}")
+        hook = hooks.pop("wait", None)
+        if hook is not None:
+            hook()
+
+    container.__dict__["deletion_runner"] = LocalRunner(run_step, background=False, sleep=wait)
     set_container(container)
     try:
-        yield Race(ApiClient(), held, container, hooks)
+        yield Race(ApiClient(), held, container, hooks, events)
     finally:
         held.release.set()
         set_container(None)
@@ -93,6 +104,26 @@ def test_entry_added_while_the_erasure_verifies_is_refused_and_nothing_remains(r
     reply = writer.answer()
     assert reply.status == 409, reply.body
     assert reply.error_code == "user_deletion_in_progress"
+    assert keys_of_user(race.table, ANA) == []
+
+
+def test_erasure_waits_for_in_flight_writes_before_it_sweeps_and_refuses_what_they_write(race: Race) -> None:
+    # Given a user with data, and an add_entry that passed its early check, held at its first write
+    _seed(race.api)
+    race.table.hold_when = lambda ops: puts_sort_key(ops, memory_records.ENTRY_POINTER)
+    writer = Writer(lambda: race.api.post(f"{PATH}/memories", {"entry": text_entry("passport X123")}))
+    writer.start()
+    assert race.table.reached.wait(60)
+
+    # When the erasure runs and the writer goes on during the workflow's drain wait
+    race.release_writer_at("wait", writer)
+    status = race.erase()
+
+    # Then the workflow waited the configured drain (the API's timeout) after marking, before sweeping
+    assert race.events[:3] == ["mark", f"wait {DRAIN}", "list_scopes"]
+    # and the write was refused, so the erasure found and left nothing
+    assert status["status"] == "SUCCEEDED"
+    assert writer.answer().status == 409
     assert keys_of_user(race.table, ANA) == []
 
 

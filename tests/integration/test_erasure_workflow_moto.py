@@ -56,6 +56,7 @@ def cloud() -> Iterator[Cloud]:
             deletion_runner="stepfunctions",
             deletion_state_machine_arn=arn,
             deletion_batch_size=200,
+            deletion_drain_seconds=0,
             receipt_key="test-receipt-key",
         )
         container = Container(settings, table=table)

@@ -117,6 +117,7 @@ class Container:
             receipt_key=self.settings.resolved_receipt_key(),
             vectors=getattr(self, "vectors", None),
             batch_size=self.settings.deletion_batch_size,
+            drain_seconds=self.settings.deletion_drain_seconds,
         )
 
     @cached_property

@@ -270,7 +270,7 @@ def puts_sort_key(ops: list[Any], prefix: str) -> bool:
 
 def keys_of_user(table: Any, user: UserRef) -> list[tuple[str, str]]:
     """Every (pk, sk) of the whole store that belongs to the user, in any partition (orphans included)."""
-    from agentmem.keys import owner_of
+    from agentmem.keys import scope_of_partition, user_of_partition
     from agentmem.stores.dynamo_table import DynamoTable
     from agentmem.stores.sqlite_table import SqliteTable
 
@@ -290,8 +290,8 @@ def keys_of_user(table: Any, user: UserRef) -> list[tuple[str, str]]:
         raise TypeError(f"unknown table {type(raw).__name__}")
     mine = []
     for pk, sk in rows:
-        owner = owner_of(pk)
-        if owner is not None and (owner if isinstance(owner, UserRef) else owner.user_ref) == user:
+        scope = scope_of_partition(pk)
+        if (scope.user_ref if scope is not None else user_of_partition(pk)) == user:
             mine.append((pk, sk))
     return sorted(mine)
 

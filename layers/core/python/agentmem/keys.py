@@ -102,15 +102,20 @@ def validate_project(project_id: object) -> str | None:
     return validate_id(project_id, "project_id")
 
 
-def owner_of(partition: str) -> Scope | UserRef | None:
-    """The scope or user a partition key belongs to (the inverse of their ``partition``); None for others."""
-    tag, *components = partition.split("#")
-    parts = [unescape(c) for c in components]
-    if tag == SCOPE_TAG and len(parts) == 3:
-        return Scope(parts[0], parts[1], parts[2] or None)
-    if tag == USER_TAG and len(parts) == 2:
-        return UserRef(parts[0], parts[1])
-    return None
+def scope_of_partition(pk: str) -> Scope | None:
+    """The scope of a partition key ``S#app#user#project`` (the inverse of ``Scope.partition``); None for others."""
+    parts = pk.split("#")
+    if len(parts) != 4 or parts[0] != SCOPE_TAG:
+        return None
+    return Scope(unescape(parts[1]), unescape(parts[2]), unescape(parts[3]) or None)
+
+
+def user_of_partition(pk: str) -> UserRef | None:
+    """The user of a partition key ``U#app#user`` (the inverse of ``UserRef.partition``); None for others."""
+    parts = pk.split("#")
+    if len(parts) != 3 or parts[0] != USER_TAG:
+        return None
+    return UserRef(unescape(parts[1]), unescape(parts[2]))
 
 
 def tenant_partition(app: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from agentmem.errors import ConditionFailed, UserDeletionInProgress
-from agentmem.keys import Scope, UserRef, escape, owner_of, unescape
+from agentmem.keys import Scope, UserRef, escape, scope_of_partition, unescape, user_of_partition
 from agentmem.stores.table import (
     MAX_TRANSACTION_ITEMS,
     Add,
@@ -191,12 +191,14 @@ def _guards(ops: Sequence[WriteOp]) -> list[Check]:
     for op in ops:
         if not _can_create(op):
             continue
-        owner = owner_of(op_key(op)[0])
-        if isinstance(owner, Scope):
-            marks[deletion_mark_key(owner.user_ref)] = None
-            registries[(owner.user_ref.partition, registry_sk(owner.project_id))] = None
-        elif isinstance(owner, UserRef):
-            marks[deletion_mark_key(owner)] = None
+        pk = op_key(op)[0]
+        scope = scope_of_partition(pk)
+        if scope is not None:
+            marks[deletion_mark_key(scope.user_ref)] = None
+            registries[(scope.user_ref.partition, registry_sk(scope.project_id))] = None
+        user = user_of_partition(pk)
+        if user is not None:
+            marks[deletion_mark_key(user)] = None
     checks = [Check(pk, sk, Condition(exists=False)) for pk, sk in marks if (pk, sk) not in written]
     checks += [Check(pk, sk, Condition(exists=True)) for pk, sk in registries if (pk, sk) not in written]
     return checks

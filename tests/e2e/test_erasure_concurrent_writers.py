@@ -78,8 +78,9 @@ def _erase(client: httpx.Client) -> tuple[float, dict[str, Any]]:
 def test_concurrent_writers_during_an_erasure_leave_nothing_the_erasure_should_have_removed(
     live_server_factory: ServerFactory,
 ) -> None:
-    # Given a server with two worker processes whose erasures wait 1 s for in-flight writes
-    server = live_server_factory(env={"MEMORY_DELETION_DRAIN_SECONDS": "1"})
+    # Given a server with two worker processes whose erasures wait 2 s for in-flight writes (the
+    # hashing embedder keeps each request short, so many of them meet the erasure)
+    server = live_server_factory(env={"MEMORY_DELETION_DRAIN_SECONDS": "2", "MEMORY_EMBEDDER": "hashing"})
     answers: list[Answer] = []
     lock = threading.Lock()
     stop = threading.Event()

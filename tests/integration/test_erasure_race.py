@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentmem import users
-from agentmem.container import Container, set_container
+from agentmem.container import Container, get_container, set_container
 from agentmem.deletion import steps
 from agentmem.deletion.runners import LocalRunner
 from agentmem.idempotency import PREFIX as IDEMPOTENCY_PREFIX
@@ -56,7 +56,6 @@ class Race:
 @pytest.fixture
 def race(table: Table) -> Iterator[Race]:
     held = HeldTable(table)
-    container = Container(Settings(deletion_drain_seconds=DRAIN), table=held)  # type: ignore[arg-type]
     hooks: dict[str, Callable[[], None]] = {}
     events: list[str] = []
 
@@ -65,7 +64,7 @@ def race(table: Table) -> Iterator[Race]:
         hook = hooks.pop(str(event["step"]), None)
         if hook is not None:
             hook()
-        return steps.run_step(container.deletion, event)
+        return steps.run_step(get_container().deletion, event)
 
     def wait(seconds: float) -> None:  # the workflow's Wait states, without the waiting
         events.append(f"wait {seconds}")
@@ -73,7 +72,8 @@ def race(table: Table) -> Iterator[Race]:
         if hook is not None:
             hook()
 
-    container.__dict__["deletion_runner"] = LocalRunner(run_step, background=False, sleep=wait)
+    runner = LocalRunner(run_step, background=False, sleep=wait)
+    container = Container(Settings(deletion_drain_seconds=DRAIN), table=held, deletion_runner=runner)  # type: ignore[arg-type]
     set_container(container)
     try:
         yield Race(ApiClient(), held, container, hooks, events)

@@ -68,6 +68,8 @@ def project_in_body(app: APIGatewayRestResolver, next_middleware: NextMiddleware
     """Refuse ``?project_id=`` on a POST or PUT: those routes read the project from the JSON body, and
     ignoring the query parameter would silently widen the write to the user's global scope."""
     event = app.current_event
+    if event.path.endswith("/mcp"):
+        return next_middleware(app)  # MCP takes its scope from the URL (API.md): the body is JSON-RPC
     if event.http_method in ("POST", "PUT") and "project_id" in (event.query_string_parameters or {}):
         raise InvalidInput(
             "on POST and PUT, send project_id in the JSON body, not in the query string",

@@ -314,3 +314,36 @@ def test_auth_metering_and_idempotency_are_the_apis(live_server_factory: ServerF
         # Metering: each POST is a request; items stored are what the tools stored (2 entities, 1 fact)
         day = http.get(server.url + "/v1/apps/A/usage", headers={"x-api-key": key_a}).json()["days"][0]
     assert day["items_stored"] == 3
+
+
+def test_adk_mcp_toolset_as_docs_configure_it(server: LiveServer, tmp_path: Path) -> None:
+    import asyncio
+
+    from google.adk.tools.mcp_tool import McpToolset
+    from google.adk.tools.mcp_tool.mcp_session_manager import StdioConnectionParams, StreamableHTTPConnectionParams
+
+    from tests.mcp_support import ours_over_stdio_params
+
+    async def use(toolset: McpToolset) -> tuple[list[str], Any]:
+        try:
+            tools = {t.name: t for t in await toolset.get_tools()}
+            stored = await tools["remember"].run_async(
+                args={"entity": "Ann", "facts": ["likes tea"]}, tool_context=None
+            )
+            return sorted(tools), stored
+        finally:
+            await toolset.close()
+
+    # Given ADK's McpToolset on Streamable HTTP (docs/mcp.md) and on stdio
+    over_http_toolset = McpToolset(
+        connection_params=StreamableHTTPConnectionParams(
+            url=mcp_url(server.url, "app", "adk-user", "garden"), headers={"Authorization": "Bearer unused-locally"}
+        )
+    )
+    stdio = ours_over_stdio_params("app", "adk-user", "--db", str(tmp_path / "adk.db"))
+    over_stdio_toolset = McpToolset(connection_params=StdioConnectionParams(server_params=stdio, timeout=30))
+    # Then both list every tool and run one
+    for toolset in (over_http_toolset, over_stdio_toolset):
+        names, stored = asyncio.run(use(toolset))
+        assert names == sorted(REFERENCE_TOOLS + OWN_TOOLS)
+        assert stored["structuredContent"] == {"stored": True, "entity": "Ann", "facts_added": 1}

@@ -431,7 +431,9 @@ def _read_graph(services: Services, scope: Scope, arguments: dict[str, Any]) -> 
 
 def _search_nodes(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
     args = parse(_SearchNodes, "search_nodes", arguments)
-    found = services.graph.search_nodes(scope, args.query, args.limit + 1)
+    page: Any = services.graph.search_nodes(scope, args.query, args.limit + 1)
+    # A list of hits, or (where the service fills a byte budget) a page holding them under "results".
+    found: list[dict[str, Any]] = page["results"] if isinstance(page, dict) else page
     cut = len(found) > args.limit
     found = found[: args.limit]
     relations = {r["id"]: r for hit in found for r in hit["relations"]}

@@ -1,7 +1,9 @@
-"""The embedded Table: one SQLite file in WAL mode, safe for concurrent requests from threads.
+"""The embedded Table: one SQLite file in WAL mode, shared safely by threads and processes.
 
 Each thread gets its own connection; every write runs in a ``BEGIN IMMEDIATE`` transaction, so
-conditional writes and counters are serialised by SQLite's write lock.
+conditional writes and counters are serialised by SQLite's write lock, across the local server's
+worker processes too (a writer waits up to 30 s for the lock). Commits are fsynced before they
+return (``synchronous=FULL``): an acknowledged write survives a power loss.
 """
 
 from __future__ import annotations
@@ -104,10 +106,12 @@ class SqliteTable:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             try:
+                # timeout: how long a writer waits for another thread's or process's write lock.
                 conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=30)
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("PRAGMA busy_timeout=30000")
+                # FULL: a commit is on disk (the WAL fsynced) before the write is acknowledged; NORMAL could
+                # lose the last commits on power loss.
+                conn.execute("PRAGMA synchronous=FULL")
             except sqlite3.Error as exc:
                 raise Unavailable(f"cannot open the SQLite store: {exc}") from exc
             self._local.conn = conn

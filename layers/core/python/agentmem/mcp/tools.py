@@ -314,24 +314,33 @@ def graph_result(
     shown = [reference_entity(e) for e in entities]
     links = [reference_relation(r) for r in relations]
     total = cut_from if cut_from is not None else len(shown)
+    touching: dict[str, list[int]] = {}
+    for index, link in enumerate(links):
+        for name in dict.fromkeys((link["from"], link["to"])):
+            touching.setdefault(name, []).append(index)
     budget = MAX_RESULT_TEXT_BYTES - 512
-    kept: list[dict[str, Any]] = []
-    names: set[str] = set()
     size = 0
-    for entity in shown:
-        size += _size(entity) + 1
-        if size > budget:
+    kept: list[dict[str, Any]] = []
+    taken: dict[int, None] = {}
+    for entity in shown:  # each entity comes with the relations touching it, or not at all
+        fresh = [i for i in touching.get(entity["name"], []) if i not in taken]
+        cost = _size(entity) + 1 + sum(_size(links[i]) + 1 for i in fresh)
+        if size + cost > budget:
             break
+        size += cost
         kept.append(entity)
-        names.add(entity["name"])
+        taken.update(dict.fromkeys(fresh))
     cut = len(kept) < total
-    kept_links: list[dict[str, Any]] = []
-    for relation in links if not cut else [r for r in links if r["from"] in names or r["to"] in names]:
-        size += _size(relation) + 1
-        if size > budget:
-            cut = True
-            break
-        kept_links.append(relation)
+    if not cut:  # relations between entities this read does not show (none in a whole graph)
+        for index, link in enumerate(links):
+            if index in taken:
+                continue
+            if size + _size(link) + 1 > budget:
+                cut = True
+                break
+            size += _size(link) + 1
+            taken[index] = None
+    kept_links = [links[i] for i in sorted(taken)]
     structured: dict[str, Any] = {"entities": kept, "relations": kept_links}
     if cut:
         structured["truncated"] = True

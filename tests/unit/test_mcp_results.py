@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentmem.mcp.tools import MAX_RESULT_TEXT_BYTES, fit_list, graph_result
+from agentmem.mcp.results import MAX_RESULT_TEXT_BYTES, fit_list, graph_result
 
 
 def entity(name: str, *facts: str) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentmem import __version__
 from agentmem.errors import MemoryServiceError
-from agentmem.mcp.tools import TOOLS, Services, ToolArgumentsError, ToolResult, dumps, graph_result
+from agentmem.mcp.results import ToolResult, graph_result
+from agentmem.mcp.tools import TOOLS, Services, ToolArgumentsError
 from agentmem.observability import logger
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 
 INSTRUCTIONS = (
@@ -191,6 +191,3 @@ def _graph_resource() -> dict[str, Any]:
         "description": "The full knowledge graph with all entities and relations (at most 1 MiB)",
         "mimeType": "application/json",
     }
-
-
-__all__ = ["GRAPH_RESOURCE", "PROTOCOL_VERSIONS", "McpServer", "Reply", "dumps"]

@@ -15,7 +15,7 @@ from typing import IO, Any
 from urllib.parse import quote, urlencode
 
 from agentmem.mcp.protocol import PROTOCOL_VERSIONS, McpServer, Reply
-from agentmem.mcp.tools import dumps
+from agentmem.mcp.results import dumps
 
 Answer = Callable[[str], Reply]
 

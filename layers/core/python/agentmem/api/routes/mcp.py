@@ -25,7 +25,8 @@ PROTOCOL_HEADER = "mcp-protocol-version"
 
 @router.post(MCP, summary="MCP over Streamable HTTP: one JSON-RPC message per POST", include_in_schema=False)
 def mcp_message(app: str, user: str, project_id: ProjectQuery = None) -> Response[Any]:
-    from agentmem.mcp.protocol import McpServer, dumps
+    from agentmem.mcp.protocol import McpServer
+    from agentmem.mcp.results import dumps
 
     scope = scope_from_path(app, user, project_id)
     event = router.current_event

@@ -52,9 +52,26 @@ def test_a_limit_cut_is_reported_even_when_the_text_is_small() -> None:
 
 def test_fit_list_keeps_the_head_of_a_list_that_does_not_fit() -> None:
     payload = {"entries": [{"id": str(i), "text": "x" * 200_000} for i in range(8)], "mode": "keyword"}
-    fitted = fit_list(payload, "entries", "entries")
+    fitted = fit_list(payload, "entries")
     assert len(json.dumps(fitted, ensure_ascii=False, separators=(",", ":")).encode()) <= MAX_RESULT_TEXT_BYTES
     assert [e["id"] for e in fitted["entries"]] == [str(i) for i in range(len(fitted["entries"]))]
     assert fitted["truncated"] is True
     assert fitted["mode"] == "keyword"
-    assert fit_list({"entries": [], "mode": "keyword"}, "entries", "entries") == {"entries": [], "mode": "keyword"}
+    assert fit_list({"entries": [], "mode": "keyword"}, "entries") == {"entries": [], "mode": "keyword"}
+
+
+def test_fit_list_shares_the_room_between_two_lists() -> None:
+    # Given an entity history with many relations and large observations (a high-degree entity)
+    history = {
+        "name": "the user",
+        "observations": [{"id": str(i), "content": "y" * 50_000} for i in range(30)],
+        "relations": [{"id": f"r{i}", "source": "the user", "target": f"T{i}"} for i in range(40_000)],
+    }
+    fitted = fit_list(history, "observations", "relations")
+    # Then both lists keep their heads and the whole fits
+    assert len(json.dumps(fitted, ensure_ascii=False, separators=(",", ":")).encode()) <= MAX_RESULT_TEXT_BYTES
+    assert 0 < len(fitted["observations"]) < 30
+    assert 0 < len(fitted["relations"]) < 40_000
+    assert fitted["relations"][0]["id"] == "r0"
+    assert "of 30 observations" in fitted["message"]
+    assert "of 40000 relations" in fitted["message"]

@@ -31,21 +31,28 @@ def json_result(structured: dict[str, Any], items_stored: int = 0) -> ToolResult
     return ToolResult(structured, dumps(structured), items_stored)
 
 
-def fit_list(payload: dict[str, Any], key: str, what: str) -> dict[str, Any]:
-    """``payload`` with ``payload[key]`` cut from the end until its JSON fits the result budget."""
+def fit_list(payload: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """``payload`` with its lists ``keys`` cut from the end until its JSON fits the result budget.
+
+    When cut, each list gets an equal share of the room left by the rest of the payload.
+    """
     if _size(payload) <= MAX_RESULT_TEXT_BYTES:
         return payload
-    items = payload[key]
-    note = {"truncated": True, "message": f"showing {len(items)} of {len(items)} {what}; the rest did not fit"}
-    budget = MAX_RESULT_TEXT_BYTES - _size({**payload, key: [], **note}) - 64
-    kept: list[Any] = []
-    for item in items:
-        budget -= _size(item) + 1
-        if budget < 0:
-            break
-        kept.append(item)
-    message = f"showing {len(kept)} of {len(items)} {what}: the rest did not fit in {MAX_RESULT_TEXT_BYTES} bytes"
-    return {**payload, key: kept, "truncated": True, "message": message}
+    rest = {**payload, **{key: [] for key in keys}, "truncated": True, "message": "x" * 200}
+    share = (MAX_RESULT_TEXT_BYTES - _size(rest) - 64) // len(keys)
+    fitted: dict[str, Any] = {**payload, "truncated": True}
+    shown = []
+    for key in keys:
+        room, kept = share, []
+        for item in payload[key]:
+            room -= _size(item) + 1
+            if room < 0:
+                break
+            kept.append(item)
+        fitted[key] = kept
+        shown.append(f"{len(kept)} of {len(payload[key])} {key}")
+    fitted["message"] = f"showing {', '.join(shown)}: the rest did not fit in {MAX_RESULT_TEXT_BYTES} bytes"
+    return fitted
 
 
 def reference_entity(entity: dict[str, Any]) -> dict[str, Any]:

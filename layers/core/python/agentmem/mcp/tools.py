@@ -264,7 +264,7 @@ def _create_entities(services: Services, scope: Scope, arguments: dict[str, Any]
         return json_result({"entities": []})
     specs = [{"name": e.name, "entity_type": e.entityType, "observations": e.observations} for e in args.entities]
     stored = services.graph.create_entities(scope, specs)
-    payload = fit_list({"entities": [reference_entity(e) for e in stored]}, "entities", "entities")
+    payload = fit_list({"entities": [reference_entity(e) for e in stored]}, "entities")
     return json_result(payload, items_stored=len(stored))
 
 
@@ -274,7 +274,7 @@ def _create_relations(services: Services, scope: Scope, arguments: dict[str, Any
         return json_result({"relations": []})
     specs = [{"source": r.from_, "relation_type": r.relationType, "target": r.to} for r in args.relations]
     stored = services.graph.create_relations(scope, specs)
-    payload = fit_list({"relations": [reference_relation(r) for r in stored]}, "relations", "relations")
+    payload = fit_list({"relations": [reference_relation(r) for r in stored]}, "relations")
     return json_result(payload, items_stored=len(stored))
 
 
@@ -289,7 +289,7 @@ def _add_observations(services: Services, scope: Scope, arguments: dict[str, Any
     for item in args.observations:
         added = services.graph.add_observations(scope, item.entityName, item.contents) if item.contents else []
         results.append({"entityName": item.entityName, "addedObservations": [o["content"] for o in added]})
-    payload = fit_list({"results": results}, "results", "results")
+    payload = fit_list({"results": results}, "results")
     return json_result(payload, items_stored=sum(len(r["addedObservations"]) for r in results))
 
 
@@ -376,7 +376,7 @@ def _search_memory(services: Services, scope: Scope, arguments: dict[str, Any]) 
     if result.degraded:
         payload["degraded"] = True
         payload["warnings"] = result.warnings
-    return json_result(fit_list(payload, "entries", "entries"))
+    return json_result(fit_list(payload, "entries"))
 
 
 def _add_memory(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
@@ -389,7 +389,7 @@ def _add_memory(services: Services, scope: Scope, arguments: dict[str, Any]) -> 
 def _profile_card(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
     args = parse(_ProfileCard, "profile_card", arguments)
     card = services.graph.profile_card(scope, args.max_entities, args.max_observations)
-    return json_result(fit_list(card, "entities", "entities"))
+    return json_result(fit_list(card, "entities"))
 
 
 def _remember(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
@@ -407,7 +407,8 @@ def _entity_history(services: Services, scope: Scope, arguments: dict[str, Any])
     args = parse(_EntityHistory, "entity_history", arguments)
     history = services.graph.history(scope, args.name)
     history["observations"] = history["observations"][::-1]  # newest first, so a cut keeps the newest
-    return json_result(fit_list(history, "observations", "observations, newest first"))
+    history["relations"] = history["relations"][::-1]
+    return json_result(fit_list(history, "observations", "relations"))
 
 
 _TIMES = {"type": ["string", "null"]}

@@ -327,3 +327,62 @@ def test_index_creation_is_never_done_by_construction() -> None:
             raise AssertionError(f"unexpected call {name}")
 
     OpenSearchVectorIndex("http://127.0.0.1:1", client=NoCalls())
+
+
+# -- erasure: the workflow's vector branch empties the node's index ------------------------------------
+
+
+def test_erasure_through_the_state_machine_empties_the_users_vectors_on_the_node(
+    opensearch_node: OpenSearchNode,
+) -> None:
+    from agentmem.stores.dynamo_table import DynamoTable
+    from tests.erasure_support import execution, moto_workflow, seed_user, wait_for_status
+
+    with moto_workflow() as (arn, _router):
+        table = DynamoTable("agent-memory-erasure-os", region_name="us-east-1")
+        table.create()
+        settings = Settings(
+            store="dynamodb",
+            table_name=table.table_name,
+            embedder="hashing",
+            embedding_dimension=EMBEDDER.dimension,
+            vector_index="opensearch",
+            opensearch_endpoint=opensearch_node.url,
+            opensearch_index=f"vectors-{uuid.uuid4().hex[:12]}",
+            opensearch_engine="lucene",
+            deletion_runner="stepfunctions",
+            deletion_state_machine_arn=arn,
+            receipt_key="test-receipt-key",
+        )
+        container = Container(settings, table=table)
+        index = container.external_vector_index
+        assert isinstance(index, OpenSearchVectorIndex)
+        index.create_index(EMBEDDER.dimension)
+        set_container(container)
+        try:
+            api = ApiClient()
+            # Given a user, a neighbour and a namesake in another app, each with 12 entries (and vectors
+            # written by the service into the node) in the global scope and three projects
+            target = seed_user(api, table, UserRef("shop", "ana"))
+            neighbour = seed_user(api, table, UserRef("shop", "bob"))
+            namesake = seed_user(api, table, UserRef("clinic", "ana"))
+            assert [index.count_user(s.user) for s in (target, neighbour, namesake)] == [12, 12, 12]
+            # When the user is deleted through the API and the deployed ASL runs
+            started = api.delete(target.path)
+            assert started.status == 202, started.body
+            assert execution(arn, started.body["deletion_id"])["status"] == "SUCCEEDED"
+            # Then the vector branch removed her 12 vectors and verified none is left
+            status = wait_for_status(api, target.path, started.body["deletion_id"])
+            assert status["status"] == "SUCCEEDED", status
+            assert status["deleted"]["vectors"] == 12
+            assert index.count_user(target.user) == 0
+            # while the others keep theirs, and still find them by semantic search
+            assert index.count_user(neighbour.user) == 12
+            assert index.count_user(namesake.user) == 12
+            found = api.post(f"{neighbour.path}/memories/search", {"query": "bob fact 1", "mode": "semantic"})
+            assert found.status == 200
+            assert found.body["entries"]
+            assert "degraded" not in found.body
+        finally:
+            set_container(None)
+            index.client.indices.delete(index=index.index)

@@ -18,7 +18,13 @@ from agentmem.embeddings.hashing import HashingEmbedder
 from agentmem.keys import Scope, UserRef
 from agentmem.settings import Settings
 from agentmem.stores.table import Table
-from agentmem.vectors.opensearch import OpenSearchVectorIndex, cosine_from_score, index_body, knn_query_body
+from agentmem.vectors.opensearch import (
+    KNN_CANDIDATES,
+    OpenSearchVectorIndex,
+    cosine_from_score,
+    index_body,
+    knn_query_body,
+)
 from agentmem.vectors.port import VectorIndex, VectorRecord
 from tests.opensearch_node import OpenSearchNode
 from tests.support import ApiClient, scope_path, text_entry
@@ -232,7 +238,8 @@ def test_knn_query_body_has_the_documented_efficient_filtering_shape() -> None:
     assert body["size"] == 7
     knn = body["query"]["knn"]["vector"]
     assert knn["vector"] == [0.5, 0.25]
-    assert knn["k"] == 7
+    assert knn["k"] == KNN_CANDIDATES  # the graph search gathers more candidates than it returns (recall)
+    assert knn_query_body(scopes, [0.5, 0.25], 500, "m1")["query"]["knn"]["vector"]["k"] == 500
     assert knn["filter"] == {
         "bool": {
             "filter": [

@@ -44,8 +44,8 @@ $(NODE_BUILT): $(NODE_DIR)/pom.xml $(NODE_DIR)/src/main/java/OpenSearchNode.java
 opensearch-node: $(NODE_BUILT) ## build the OpenSearch node launcher (Maven) if it is missing or older than its sources
 
 opensearch: $(NODE_BUILT) ## run one OpenSearch k-NN node in the foreground on 127.0.0.1:$(OPENSEARCH_PORT) (data in $(OPENSEARCH_HOME))
-	mkdir -p $(OPENSEARCH_HOME)
-	OPENSEARCH_PORT=$(OPENSEARCH_PORT) OPENSEARCH_HOME=$(abspath $(OPENSEARCH_HOME)) \
+	@mkdir -p $(OPENSEARCH_HOME)
+	@OPENSEARCH_PORT=$(OPENSEARCH_PORT) OPENSEARCH_HOME=$(abspath $(OPENSEARCH_HOME)) \
 		exec java -Xms512m -Xmx1g -cp '$(NODE_CLASSPATH)' OpenSearchNode
 
 $(VENV)/.infra: $(BIN)/python requirements-infra.txt

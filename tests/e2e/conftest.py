@@ -53,8 +53,20 @@ def start_server(db_path: Path, env: Mapping[str, str] | None = None, timeout: f
     """
     port = free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    environment.update({"PYTHONUNBUFFERED": "1", **(env or {})})
-    command = [sys.executable, "-m", "agentmem.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    # Erasures do not wait for in-flight writes unless a test asks (MEMORY_DELETION_DRAIN_SECONDS).
+    environment.update({"PYTHONUNBUFFERED": "1", "MEMORY_DELETION_DRAIN_SECONDS": "0", **(env or {})})
+    command = [
+        sys.executable,
+        "-m",
+        "agentmem.cli",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+    ]
     process = subprocess.Popen(
         [*command, "--db", str(db_path)],
         cwd=REPO_ROOT,

@@ -5,7 +5,7 @@ Prints p50/p95 of ``GET /v1/health``, a keyword search at N = 10k memories (W1: 
 turns in one scope, queries of 2-4 words taken from a target memory) and a graph ``search_nodes`` at
 E = 1k entities of 5 observations (W2: single-word queries) and one memory write, then keyword-search
 throughput with 1, 4 and 16 concurrent clients (each on its own connection, for a fixed time) with the
-error count.
+error count and the server's CPU time per request (what the figures would be on idle cores).
 
 The data is written in-process (no embedder: keyword search needs none), then served. To measure
 another checkout's server on the same data: ``BENCH_SERVER_PYTHONPATH=<its layers/core/python>`` and
@@ -118,7 +118,20 @@ def _latency(client: httpx.Client, label: str, calls: list[tuple[str, str, dict[
     report(f"REST {label}", samples)
 
 
-def _throughput(url: str, calls: list[tuple[str, str, dict[str, Any]]], clients: int) -> None:
+def _server_cpu_seconds(pid: int) -> float | None:
+    """CPU time used so far by the server's master and workers (Linux /proc), or None elsewhere."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        total = 0
+        for process in [str(pid), *children]:
+            fields = Path(f"/proc/{process}/stat").read_text().rpartition(")")[2].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    except OSError:
+        return None
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _throughput(url: str, calls: list[tuple[str, str, dict[str, Any]]], clients: int, server_pid: int) -> None:
     counts = [0] * clients
     errors = [0] * clients
     samples: list[list[float]] = [[] for _ in range(clients)]
@@ -143,21 +156,29 @@ def _throughput(url: str, calls: list[tuple[str, str, dict[str, Any]]], clients:
                 i += clients
 
     threads = [threading.Thread(target=run, args=(n,)) for n in range(clients)]
+    cpu_before = _server_cpu_seconds(server_pid)
     began = time.monotonic()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     elapsed = time.monotonic() - began
+    cpu_after = _server_cpu_seconds(server_pid)
     p50, p95 = percentiles([s for per in samples for s in per])
+    done = sum(counts) + sum(errors)
+    cpu = (
+        ""
+        if cpu_before is None or cpu_after is None
+        else f"   server CPU {(cpu_after - cpu_before) / done * 1000:.2f} ms/req"
+    )
     print(
         f"REST keyword search, {clients:>2} concurrent clients{'':<17} {sum(counts) / elapsed:7.0f} req/s   "
-        f"p50 {p50:6.2f} ms   p95 {p95:7.2f} ms   errors {sum(errors)}",
+        f"p50 {p50:6.2f} ms   p95 {p95:7.2f} ms   errors {sum(errors)}{cpu}",
         flush=True,
     )
 
 
-def measure(url: str, keyword_queries: list[str], graph_queries: list[str]) -> None:
+def measure(url: str, keyword_queries: list[str], graph_queries: list[str], server_pid: int) -> None:
     scope = f"/v1/apps/{APP}/users/{quote(USER, safe='')}"
     health = [("GET", "/v1/health", {})] * QUERIES
     search = [
@@ -177,7 +198,7 @@ def measure(url: str, keyword_queries: list[str], graph_queries: list[str]) -> N
         _latency(client, f"graph search_nodes, E={ENTITIES // 1000}k entities", nodes)
         _latency(client, "POST one memory (no embedder; synced commit)", writes, status=201)
     for clients in CLIENTS:
-        _throughput(url, search, clients)
+        _throughput(url, search, clients, server_pid)
 
 
 def main() -> None:
@@ -189,7 +210,8 @@ def main() -> None:
         print(f"  seeded {MEMORIES} memories and {ENTITIES} entities in {time.perf_counter() - started:.1f} s")
         process, url = start_server(db)
         try:
-            measure(url, keyword_queries, graph_queries)
+            measure(url, keyword_queries, graph_queries, process.pid)
+            print(f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: other work shares them)")
         finally:
             process.terminate()
             process.wait(30)

@@ -23,6 +23,12 @@ $(VENV)/.dev: $(BIN)/python requirements-dev.txt layers/core/pyproject.toml
 	$(PIP) -r requirements-dev.txt
 	touch $@
 
+# The MCP reference memory server, pinned (package-lock.json): the differential test and make bench run it.
+MCP_REFERENCE := peers/mcp-server-memory
+$(MCP_REFERENCE)/node_modules/.installed: $(MCP_REFERENCE)/package.json $(MCP_REFERENCE)/package-lock.json
+	npm ci --prefix $(MCP_REFERENCE) --no-audit --no-fund --loglevel=error
+	touch $@
+
 serve: $(VENV)/.dev ## start the API on 127.0.0.1 with the embedded stores
 	$(BIN)/agentmem serve --host 127.0.0.1 --port $(PORT) --db $(DB)
 
@@ -30,7 +36,7 @@ $(VENV)/.infra: $(BIN)/python requirements-infra.txt
 	$(PIP) -r requirements-infra.txt
 	touch $@
 
-test: $(VENV)/.dev $(VENV)/.infra ## run every test tier
+test: $(VENV)/.dev $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed ## run every test tier
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
@@ -38,7 +44,7 @@ lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: $(VENV)/.dev ## print latency and quality figures
+bench: $(VENV)/.dev $(MCP_REFERENCE)/node_modules/.installed ## print latency and quality figures
 	$(BIN)/python bench/run.py $(ONLY)
 
 synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too)

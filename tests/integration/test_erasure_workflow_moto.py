@@ -22,12 +22,16 @@ from agentmem.keys import UserRef
 from agentmem.settings import Settings
 from agentmem.stores.dynamo_table import DynamoTable
 from tests.erasure_support import (
+    HeldTable,
     InMemoryVectorIndex,
     StepRouter,
+    Writer,
     execution,
     export_all,
     graph_like_items,
+    keys_of_user,
     moto_workflow,
+    puts_sort_key,
     seed_user,
     wait_for_status,
 )
@@ -56,16 +60,20 @@ def cloud() -> Iterator[Cloud]:
             deletion_runner="stepfunctions",
             deletion_state_machine_arn=arn,
             deletion_batch_size=200,
+            deletion_drain_seconds=0,
             receipt_key="test-receipt-key",
         )
-        container = Container(settings, table=table)
         vectors = InMemoryVectorIndex()
-        container.__dict__["vectors"] = vectors
-        set_container(container)
+        set_container(Container(settings, table=table, vector_index=vectors))
         try:
             yield Cloud(ApiClient(), table, vectors, arn, router)
         finally:
             set_container(None)
+
+
+def reinstall(cloud: Cloud, **parts: Any) -> None:
+    """Install a container of the same settings, table and vector index with some parts replaced."""
+    set_container(Container(get_container().settings, table=cloud.table, vector_index=cloud.vectors, **parts))
 
 
 def test_user_in_three_projects_is_erased_and_nobody_else_is_touched(cloud: Cloud) -> None:
@@ -236,13 +244,12 @@ def test_local_runner_runs_the_same_steps_as_step_functions(cloud: Cloud) -> Non
     assert execution(cloud.arn, started.body["deletion_id"])["status"] == "SUCCEEDED"
     cloud_calls = list(cloud.router.calls)
     local_calls: list[tuple[str, str | None]] = []
-    container = get_container()
 
     def recorded(event: dict[str, Any]) -> Any:
         local_calls.append((event["step"], event.get("project_id")))
-        return steps.run_step(container.deletion, event)
+        return steps.run_step(get_container().deletion, event)
 
-    container.__dict__["deletion_runner"] = LocalRunner(recorded, background=False)
+    reinstall(cloud, deletion_runner=LocalRunner(recorded, background=False))
     local = cloud.api.delete(second.path)
 
     # Then both ran the same steps, the same number of times, in the same order (the Map's items and
@@ -256,8 +263,7 @@ def test_local_runner_runs_the_same_steps_as_step_functions(cloud: Cloud) -> Non
 def test_a_workflow_that_cannot_start_is_a_503_and_lifts_the_mark(cloud: Cloud) -> None:
     # Given an API pointed at a state machine that does not exist
     target = seed_user(cloud.api, cloud.table, UserRef("shop", "ana"))
-    container = get_container()
-    container.__dict__["deletion_runner"] = StepFunctionsRunner(cloud.arn + "-missing", region_name="us-east-1")
+    reinstall(cloud, deletion_runner=StepFunctionsRunner(cloud.arn + "-missing", region_name="us-east-1"))
 
     # When the user is deleted
     reply = cloud.api.delete(target.path)
@@ -293,9 +299,9 @@ def test_a_throttled_step_is_retried_and_the_execution_succeeds(cloud: Cloud) ->
 
 def test_a_user_with_more_projects_than_one_map_run_is_erased_page_by_page(cloud: Cloud) -> None:
     # Given a user with seven projects and a workflow that lists scopes three at a time
-    container = get_container()
-    container.__dict__["deletion"] = DeletionService(
-        cloud.table, receipt_key=b"test-receipt-key", vectors=cloud.vectors, scope_page=3
+    reinstall(
+        cloud,
+        deletion=DeletionService(cloud.table, receipt_key=b"test-receipt-key", vectors=cloud.vectors, scope_page=3),
     )
     user = UserRef("shop", "busy")
     projects = [None, *(f"p{i}" for i in range(7))]
@@ -315,3 +321,50 @@ def test_a_user_with_more_projects_than_one_map_run_is_erased_page_by_page(cloud
     assert wait_for_status(cloud.api, path, started.body["deletion_id"])["deleted"]["episodes"] == 2 * len(projects)
     for project in projects:
         assert cloud.table.query(user.scope(project).partition).items == []
+
+
+def test_a_write_held_past_the_verification_is_refused_under_step_functions() -> None:
+    # Given the API on moto DynamoDB through a table with one write held, deletions run by Step Functions
+    with moto_workflow() as (arn, router):
+        raw = DynamoTable("agent-memory-race", region_name="us-east-1")
+        raw.create()
+        held = HeldTable(raw)
+        settings = Settings(
+            store="dynamodb",
+            table_name=raw.table_name,
+            deletion_runner="stepfunctions",
+            deletion_state_machine_arn=arn,
+            deletion_drain_seconds=0,
+            receipt_key="test-receipt-key",
+        )
+        container = Container(settings, table=held)  # type: ignore[arg-type]
+        set_container(container)
+        try:
+            api = ApiClient()
+            ana = UserRef("shop", "ana")
+            path = "/v1/apps/shop/users/ana"
+            assert api.post(f"{path}/memories", {"entry": text_entry("I live in Lisbon")}).status == 201
+            # and an add_entry that passed its early check, held at its first write
+            held.hold_when = lambda ops: puts_sort_key(ops, "ID#")
+            writer = Writer(lambda: api.post(f"{path}/memories", {"entry": text_entry("passport X123")}))
+            writer.start()
+            assert held.reached.wait(60)
+
+            # When the execution runs and the writer goes on once the user was verified empty
+            def release_after_verify(event: dict[str, object]) -> None:
+                if event["step"] == "write_receipt":
+                    held.release.set()
+                    writer.join(60)
+
+            router.before_step = release_after_verify
+            started = container.deletion.begin(ana, is_active=container.deletion_runner.is_active)
+            container.deletion_runner.start(started.deletion_id, ana.app, ana.user)
+
+            # Then the execution succeeded, the write got 409, and nothing of the user is stored
+            assert execution(arn, started.deletion_id)["status"] == "SUCCEEDED"
+            reply = writer.answer()
+            assert reply.status == 409, reply.body
+            assert keys_of_user(raw, ana) == []
+        finally:
+            held.release.set()
+            set_container(None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import os
 import sys
@@ -75,6 +76,33 @@ def _serve(args: argparse.Namespace) -> int:
         access_log=args.access_log,
     )
     server.run()  # gunicorn's master: returns or exits when stopped (SIGTERM, SIGINT)
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    """``agentmem mcp``: the MCP tools over stdio, on the embedded store or a remote API (``--url``)."""
+    protocol_out = sys.stdout
+    sys.stdout = sys.stderr  # stdout carries the protocol only: anything else printed goes to stderr
+    from agentmem.keys import UserRef
+    from agentmem.mcp import stdio
+
+    if args.url:
+        answer = stdio.remote(stdio.endpoint_url(args.url, args.app, args.user, args.project), args.api_key)
+    else:
+        _configure(args)
+        from agentmem.container import get_container, set_container
+        from agentmem.errors import MemoryServiceError
+        from agentmem.mcp.protocol import McpServer
+
+        set_container(None)
+        try:
+            scope = UserRef.of(args.app, args.user).scope(args.project)
+            answer = stdio.embedded(McpServer(get_container(), scope))
+        except MemoryServiceError as exc:
+            print(f"agentmem mcp: {exc.message}", file=sys.stderr)
+            return 2
+    with contextlib.suppress(KeyboardInterrupt):
+        stdio.serve(answer, sys.stdin, protocol_out)
     return 0
 
 
@@ -213,6 +241,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     serve.add_argument("--access-log", action="store_true", help="print one line per request (worker pid first)")
     serve.set_defaults(run=_serve)
+
+    mcp = commands.add_parser("mcp", help="serve the MCP tools over stdio (for clients that launch a command)")
+    mcp.add_argument("--app", required=True, help="the tenant app")
+    mcp.add_argument("--user", required=True, help="the end user whose memory the tools use")
+    mcp.add_argument("--project", help="scope every tool to this project (default: the user's global scope)")
+    mcp.add_argument("--db", help="SQLite file of the embedded store (MEMORY_SQLITE_PATH)")
+    mcp.add_argument("--dynamodb-endpoint", help="use DynamoDB at this endpoint instead")
+    mcp.add_argument("--url", help="use a remote memory API instead of the embedded store (e.g. https://.../dev)")
+    mcp.add_argument("--api-key", default=os.environ.get("MEMORY_API_KEY"), help="the key for --url (MEMORY_API_KEY)")
+    mcp.set_defaults(run=_mcp)
 
     table = commands.add_parser("create-table", help="create the DynamoDB table (local endpoints, tests)")
     table.add_argument("--table", default=os.environ.get("MEMORY_TABLE_NAME", "agent-memory"))

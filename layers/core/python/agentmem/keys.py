@@ -20,6 +20,10 @@ USER_TAG = "U"
 TENANT_TAG = "T"
 
 
+ID_JSON_SCHEMA = {"minLength": 1, "maxLength": MAX_ID_BYTES, "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"}
+"""What :func:`validate_id` accepts, as JSON Schema (lengths in characters; the limit is in bytes)."""
+
+
 def validate_id(value: object, field: str) -> str:
     """Return ``value`` if it is a valid id: a string of 1..256 bytes of UTF-8, no control characters."""
     if not isinstance(value, str):
@@ -100,6 +104,22 @@ def validate_project(project_id: object) -> str | None:
     if project_id is None:
         return None
     return validate_id(project_id, "project_id")
+
+
+def scope_of_partition(pk: str) -> Scope | None:
+    """The scope of a partition key ``S#app#user#project`` (the inverse of ``Scope.partition``); None for others."""
+    parts = pk.split("#")
+    if len(parts) != 4 or parts[0] != SCOPE_TAG:
+        return None
+    return Scope(unescape(parts[1]), unescape(parts[2]), unescape(parts[3]) or None)
+
+
+def user_of_partition(pk: str) -> UserRef | None:
+    """The user of a partition key ``U#app#user`` (the inverse of ``UserRef.partition``); None for others."""
+    parts = pk.split("#")
+    if len(parts) != 3 or parts[0] != USER_TAG:
+        return None
+    return UserRef(unescape(parts[1]), unescape(parts[2]))
 
 
 def tenant_partition(app: str) -> str:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from agentmem import users
+from agentmem.budget import Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, encode_vector
 from agentmem.embeddings.port import Embedder, embed_query, embedder_health
@@ -62,12 +63,16 @@ class SearchResult:
     mode: SearchMode
     degraded: bool = False
     warnings: list[str] = field(default_factory=list)
+    truncated: bool = False
+    """The best hits were cut at the response byte budget (see :mod:`agentmem.budget`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class EntryPage:
     entries: list[StoredEntry]
     next_cursor: str | None
+    truncated: bool = False
+    """The page holds fewer than ``limit`` entries to stay within the byte budget; more follow."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +95,9 @@ class MemoryService:
         embedder: Embedder | None = None,
         vector_index: VectorIndex | None = None,
     ) -> None:
-        self._table = table
+        self._table = users.guarded(table)
         self._clock = clock
-        self._index = InvertedIndex(table, records.INDEX_NAMESPACE)
+        self._index = InvertedIndex(self._table, records.INDEX_NAMESPACE)
         self.embedder = embedder
         if embedder is not None and vector_index is None:
             from agentmem.vectors.exact import ExactVectorIndex
@@ -117,6 +122,8 @@ class MemoryService:
         prepared = [p for p in (self._prepare(scope, e, session_id) for e in entries) if p.has_text]
         skipped = len(entries) - len(prepared)
         generation = new_id()
+        if not prepared:
+            self._table.put(users.registry_item(scope))  # the session head is written in a registered scope
         indexing = self._write(prepared, session_id, generation)
         if self._commit_generation(scope, session_id, generation):
             older = [i for i, g in self._session_rows(scope, session_id) if g < generation]
@@ -273,7 +280,11 @@ class MemoryService:
                 scored = fuse(self._keyword(scope, query)[: max(CANDIDATES, top_k)], semantic)
         if min_score is not None:
             scored = [h for h in scored if h[2] >= min_score]
-        return SearchResult(entries=self.hydrate(scored, top_k), mode=mode, degraded=bool(warnings), warnings=warnings)
+        budget = Budget()
+        entries = _within(budget, self.hydrate(scored, top_k))
+        return SearchResult(
+            entries=entries, mode=mode, degraded=bool(warnings), warnings=warnings, truncated=budget.truncated
+        )
 
     def _keyword(self, scope: Scope, query: str) -> list[tuple[str, str, float]]:
         hits = self._index.search([s.partition for s in scope.visible_scopes()], tokenize(query))
@@ -285,14 +296,12 @@ class MemoryService:
         scopes = scope.visible_scopes()
         model_id = self.embedder.model_id
         hits = self.vector_index.search(scopes, embed_query(self.embedder, query), depth, model_id)
-        other_models = getattr(self.vector_index, "other_models", None)
-        if callable(other_models):
-            foreign = other_models(scopes, model_id)
-            if foreign:
-                warnings.append(
-                    f"entries embedded by another model ({', '.join(foreign)}) are left out of semantic ranking; "
-                    "run `agentmem reindex --re-embed` to embed them with the current model"
-                )
+        foreign = self.vector_index.other_models(scopes, model_id)
+        if foreign:
+            warnings.append(
+                f"entries embedded by another model ({', '.join(foreign)}) are left out of semantic ranking; "
+                "run `agentmem reindex --re-embed` to embed them with the current model"
+            )
         return hits
 
     def hydrate(self, ranked: Sequence[tuple[str, str, float]], top_k: int) -> list[StoredEntry]:
@@ -320,11 +329,13 @@ class MemoryService:
                 self._table.query(s.partition, records.ENTRY, limit=limit + 1, descending=True, start_after=start).items
             )
         merged.sort(key=lambda item: item["sk"], reverse=True)
-        page = merged[:limit]
-        more = len(merged) > limit
+        budget = Budget()
+        page = _within(budget, [records.entry_from_item(item) for item in merged[:limit]])
+        more = len(merged) > limit or budget.truncated
         return EntryPage(
-            entries=[records.entry_from_item(item) for item in page],
-            next_cursor=_encode_cursor(page[-1]["id"]) if more and page else None,
+            entries=page,
+            next_cursor=_encode_cursor(page[-1].id) if more and page else None,
+            truncated=budget.truncated,
         )
 
     def get_entry(self, user: UserRef, entry_id: str) -> StoredEntry:
@@ -342,11 +353,13 @@ class MemoryService:
     # -- deletes -----------------------------------------------------------------------------------
 
     def delete_entry(self, user: UserRef, entry_id: str) -> None:
+        self.ensure_writable(user)
         item = self._find(user, entry_id)
         self._delete_items(user.scope(item.get("project_id")), [item])
 
     def delete_session(self, scope: Scope, session_id: str) -> int:
         validate_id(session_id, "session_id")
+        self.ensure_writable(scope.user_ref)
         deleted = self._delete_ids(scope, [i for i, _ in self._session_rows(scope, session_id)], session_id)
         self._table.delete(scope.partition, records.session_head_sk(session_id))
         return deleted
@@ -356,13 +369,18 @@ class MemoryService:
         tokens = tokenize(query)
         if not tokens:
             raise MalformedRequest("the query has no searchable words, so it would delete nothing", code="empty_query")
+        self.ensure_writable(scope.user_ref)
         return self._delete_ids(scope, sorted(self._index.documents_with_all(scope.partition, tokens)))
 
     def delete_project(self, user: UserRef, project_id: str) -> int:
-        """Delete everything the project holds; return the number of memory entries deleted."""
+        """Delete everything the project holds; return the number of memory entries deleted.
+
+        The project stays in the user's scope registry: a write racing this delete may still land in
+        the partition, and only a registered partition is reached by erasure and export."""
         scope = user.scope(project_id)
         if scope.project_id is None:
             raise InvalidInput("project_id is required", code="invalid_id")
+        self.ensure_writable(user)
         deleted = 0
         while True:
             page = self._table.query(scope.partition, limit=_DELETE_PAGE)
@@ -374,7 +392,6 @@ class MemoryService:
             keys += [(user.partition, records.ENTRY_POINTER + i) for i in entry_ids]
             self._table.batch_write(deletes=keys)
             self._forget_vectors(scope, entry_ids)
-        self._table.delete(user.partition, users.registry_sk(project_id))
         return deleted
 
     def _session_rows(self, scope: Scope, session_id: str) -> list[tuple[str, str]]:
@@ -408,7 +425,7 @@ class MemoryService:
             if item.get("session_id") is not None:
                 side.append((scope.partition, records.session_prefix(item["session_id"]) + item["id"]))
         self._table.batch_write(deletes=side)
-        self._index.record(scope.partition, docs=-len(items), length=-sum(int(item.get("length", 0)) for item in items))
+        self._index.forget(scope.partition, docs=len(items), length=sum(int(item.get("length", 0)) for item in items))
         self._forget_vectors(scope, [item["id"] for item in items])
         return len(items)
 
@@ -469,6 +486,16 @@ def _decoded(data: bytes) -> list[float]:
     from agentmem.embeddings.codec import decode_vector
 
     return decode_vector(data)
+
+
+def _within(budget: Budget, entries: Sequence[StoredEntry]) -> list[StoredEntry]:
+    """The leading entries that fit the response budget."""
+    kept: list[StoredEntry] = []
+    for entry in entries:
+        if not budget.take(entry.to_json()):
+            break
+        kept.append(entry)
+    return kept
 
 
 def _encode_cursor(entry_id: str) -> str:

@@ -23,12 +23,37 @@ from agentmem.settings import Settings
 from agentmem.stores.dynamo_table import DynamoTable
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.stores.table import Table
+from tests.opensearch_node import OpenSearchNode
 from tests.support import ApiClient
 
 if TYPE_CHECKING:
     from tests.synthesis import Synthesized
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+OPENSEARCH_GROUP = "opensearch"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the OpenSearch node runs on one xdist worker (`--dist loadgroup`): one JVM."""
+    for item in items:
+        if "opensearch_node" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(OPENSEARCH_GROUP))
+
+
+@pytest.fixture(scope="session")
+def opensearch_node() -> Iterator[OpenSearchNode]:
+    """A real OpenSearch 2.19.1 node with the k-NN plugin (Lucene engine) on free ports; ``.url`` is its
+    HTTP endpoint. Needs Java 17 and Maven (a missing one fails the test, it is never skipped)."""
+    from tests import opensearch_node
+
+    try:
+        node = opensearch_node.start()
+    except opensearch_node.NodeError as error:
+        pytest.fail(str(error), pytrace=False)
+    yield node
+    node.stop()
 
 
 @pytest.fixture

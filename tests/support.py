@@ -8,9 +8,21 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from agentmem.deletion.runners import LocalRunner
 from agentmem.local.events import LocalContext, rest_event
 
 EVENTS_DIR = Path(__file__).resolve().parent.parent / "events"
+
+
+def inline_deletion_runner() -> LocalRunner:
+    """The local runner in the calling thread, without the ASL's waits, on the installed container: each
+    erasure has finished when the DELETE returns."""
+    from agentmem.container import get_container
+    from agentmem.deletion import steps
+
+    return LocalRunner(
+        lambda event: steps.run_step(get_container().deletion, event), background=False, sleep=lambda _: None
+    )
 
 
 def scope_path(app: str, user: str) -> str:

@@ -518,12 +518,10 @@ def test_invalidate_with_valid_to_before_valid_from_is_422_and_changes_nothing(a
 
 
 def test_erasure_removes_the_graph_and_counts_only_facts(api: ApiClient, container: Any) -> None:
-    from agentmem.deletion import steps
-    from agentmem.deletion.runners import LocalRunner
+    from agentmem.container import Container, set_container
+    from tests.support import inline_deletion_runner
 
-    container.__dict__["deletion_runner"] = LocalRunner(
-        lambda event: steps.run_step(container.deletion, event), background=False, sleep=lambda _: None
-    )
+    set_container(Container(container.settings, table=container.table, deletion_runner=inline_deletion_runner()))
     # Given a graph in the global scope and a project: 3 entities, 3 observations, 1 relation, 2 episodes
     _create(api, {"name": "Alice", "entity_type": "person", "observations": ["likes tea", "in Paris"]})
     _create(api, {"name": "Zed", "observations": ["project fact"]}, project="p1")

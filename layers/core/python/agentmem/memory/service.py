@@ -285,14 +285,12 @@ class MemoryService:
         scopes = scope.visible_scopes()
         model_id = self.embedder.model_id
         hits = self.vector_index.search(scopes, embed_query(self.embedder, query), depth, model_id)
-        other_models = getattr(self.vector_index, "other_models", None)
-        if callable(other_models):
-            foreign = other_models(scopes, model_id)
-            if foreign:
-                warnings.append(
-                    f"entries embedded by another model ({', '.join(foreign)}) are left out of semantic ranking; "
-                    "run `agentmem reindex --re-embed` to embed them with the current model"
-                )
+        foreign = self.vector_index.other_models(scopes, model_id)
+        if foreign:
+            warnings.append(
+                f"entries embedded by another model ({', '.join(foreign)}) are left out of semantic ranking; "
+                "run `agentmem reindex --re-embed` to embed them with the current model"
+            )
         return hits
 
     def hydrate(self, ranked: Sequence[tuple[str, str, float]], top_k: int) -> list[StoredEntry]:

@@ -70,8 +70,8 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
     if flow.opensearch:
         assert opensearch_url is not None
         index_name = deployment.functions["api"].variables.get("MEMORY_OPENSEARCH_INDEX", "agent-memory-vectors")
-        operator_index = OpenSearchVectorIndex(opensearch_url, index=index_name)
-        operator_index.create_index(1024, engine="lucene")
+        operator_index = OpenSearchVectorIndex(opensearch_url, index=index_name, engine="lucene")
+        operator_index.create_index(1024)
 
     def call(name: str, method: str, path: str, body: Any = None, **kw: Any) -> Any:
         reply = gateway.request(method, path, body, **kw)

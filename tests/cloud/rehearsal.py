@@ -491,6 +491,8 @@ class Deployment:
         streams = boto3.client(
             "dynamodbstreams",
             region_name=REGION,
+            # botocore now resolves account-based endpoints (<account>.streams-ddb...); moto matches the regional one
+            endpoint_url=f"https://streams.dynamodb.{REGION}.amazonaws.com",
             aws_access_key_id=fn.access_key,
             aws_secret_access_key="lambda-role-secret",
             aws_session_token=f"session-of-{fn.role}",
@@ -512,7 +514,12 @@ class Deployment:
             for start in range(0, len(records), 100):  # the mapping's batch size
                 batch = records[start : start + 100]
                 event = {"Records": [{**_wire(r), "eventSourceARN": self.stream_arn} for r in batch]}
-                responses.append(self.invoke("indexer", event))
+                response = self.invoke("indexer", event)
+                failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+                processor = import_module("functions.indexer.handler").processor
+                errors = [repr(e[1]) for e in processor.exceptions if e] if failed else []
+                names = [r["eventName"] + " " + str(r["dynamodb"]["Keys"]) for r in batch if r["dynamodb"]["SequenceNumber"] in failed]
+                responses.append({**response, "failed_records": names, "errors": errors})
                 self._stream_positions[shard_id] = batch[-1]["dynamodb"]["SequenceNumber"]
         return responses
 
@@ -606,8 +613,17 @@ def _swapped_environment(values: Mapping[str, str], clear: Sequence[str] = ()) -
 
 
 def _wire(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A GetRecords record as the event source mapping delivers it (JSON types, no datetimes)."""
-    return json.loads(json.dumps(record, default=lambda v: v.timestamp() if hasattr(v, "timestamp") else str(v)))
+    """A GetRecords record as the event source mapping delivers it: JSON, Binary as base64, times as epochs."""
+    import base64
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, bytes):
+            return base64.b64encode(value).decode()
+        if hasattr(value, "timestamp"):
+            return int(value.timestamp())
+        raise TypeError(type(value).__name__)
+
+    return json.loads(json.dumps(record, default=plain))  # type: ignore[no-any-return]
 
 
 class BedrockSwitch:

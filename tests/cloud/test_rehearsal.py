@@ -60,7 +60,8 @@ def test_the_templates_state_machine_erases_the_user(flow: Flow) -> None:
 @pytest.mark.parametrize("flow", [PROD_OPENSEARCH], indirect=True)
 def test_the_indexer_embeds_an_entry_stored_while_the_embedder_was_down(flow: Flow) -> None:
     assert flow.indexer_batches
-    assert all(batch["batchItemFailures"] == [] for batch in flow.indexer_batches)
+    failed = [(b["failed_records"], b["errors"]) for b in flow.indexer_batches if b["batchItemFailures"]]
+    assert failed == []
     miso = flow.replies["semantic_search_embedded_later"].body["entries"][0]
     assert miso["content"]["parts"][0]["text"] == "My cat is Miso"
     writes = [c for c in flow.deployment.recorder.calls if c.principal.startswith("ComputeIndexerRole")]  # type: ignore[union-attr]

@@ -4,8 +4,8 @@
   and the deletion state machine (the template's definition asset with its DefinitionSubstitutions)
   are created in moto; every intrinsic of the template resolves to them (tests/cloud/template.py).
 - Functions: each one's environment is its ``Environment.Variables`` resolved, plus what the Lambda
-  runtime adds (region, function name, the role's credentials); only ``MEMORY_OPENSEARCH_ENDPOINT``
-  (the test node) and ``MEMORY_OPENSEARCH_ENGINE`` (lucene: the node cannot run faiss) are overridden.
+  runtime adds (region, function name, the role's credentials); only ``MEMORY_OPENSEARCH_ENDPOINT`` is
+  overridden (the test node, whose index the operator creates with the lucene engine).
   Its real handler (functions/<name>/handler.py) is called with that environment and its own container,
   one invocation at a time (each function is its own process in Lambda).
 - Calls: a botocore ``before-call`` hook records every AWS call with the principal whose credentials
@@ -34,7 +34,10 @@ from tests.synthesis import Synthesized
 
 OPERATOR = "operator"
 STATE_MACHINE_KEY = "ak"  # the access key moto's Step Functions interpreter signs its Lambda invokes with
-OVERRIDDEN = ("MEMORY_OPENSEARCH_ENDPOINT", "MEMORY_OPENSEARCH_ENGINE")
+OVERRIDDEN = ("MEMORY_OPENSEARCH_ENDPOINT",)
+"""The one value the rehearsal changes: the collection endpoint becomes the test node. The engine is not a
+function's setting (no function creates the index; the stack sets none): the operator's create-index
+makes the node's index with lucene, as the node needs, where AWS gets faiss."""
 _IAM_PREFIX = {
     "bedrock-runtime": "bedrock",
     "dynamodb-streams": "dynamodb",
@@ -416,7 +419,6 @@ class Deployment:
         env = dict(fn.variables)
         if self.opensearch_url is not None and "MEMORY_OPENSEARCH_ENDPOINT" in env:
             env["MEMORY_OPENSEARCH_ENDPOINT"] = self.opensearch_url
-            env["MEMORY_OPENSEARCH_ENGINE"] = "lucene"
         env.update(
             AWS_REGION=REGION,
             AWS_DEFAULT_REGION=REGION,
@@ -518,7 +520,11 @@ class Deployment:
                 failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
                 processor = import_module("functions.indexer.handler").processor
                 errors = [repr(e[1]) for e in processor.exceptions if e] if failed else []
-                names = [r["eventName"] + " " + str(r["dynamodb"]["Keys"]) for r in batch if r["dynamodb"]["SequenceNumber"] in failed]
+                names = [
+                    r["eventName"] + " " + str(r["dynamodb"]["Keys"])
+                    for r in batch
+                    if r["dynamodb"]["SequenceNumber"] in failed
+                ]
                 responses.append({**response, "failed_records": names, "errors": errors})
                 self._stream_positions[shard_id] = batch[-1]["dynamodb"]["SequenceNumber"]
         return responses

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentmem.settings import Settings
+from agentmem.settings import Env, Settings
 from tests.cloud.conftest import Flow
 from tests.cloud.rehearsal import OVERRIDDEN
 from tests.synthesis import PROD_OPENSEARCH
@@ -88,6 +88,7 @@ def test_each_function_runs_with_the_environment_its_template_gives_it(flow: Flo
             assert settings.opensearch_endpoint
             assert settings.opensearch_endpoint.endswith(".aoss.amazonaws.com")
             assert settings.opensearch_service == "aoss", f"{fn.name} would sign OpenSearch Serverless requests as es"
+            assert fn.variables.get(Env.OPENSEARCH_SERVICE) == "aoss", "the stack says the signing service itself"
         else:
             assert (settings.vector_index, settings.opensearch_endpoint) == ("exact", None), fn.name
     assert Settings.from_env(d.functions["api"].variables).deletion_state_machine_arn == d.state_machine_arn

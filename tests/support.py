@@ -41,6 +41,9 @@ class Reply:
     status: int
     body: Any
     headers: dict[str, str]
+    wire_bytes: int = 0
+    """The size of the handler's answer as Lambda returns it (its JSON, ASCII-escaped)."""
+    raw: str = ""
 
     @property
     def error_code(self) -> str | None:
@@ -67,7 +70,7 @@ class ApiClient:
         headers = dict(result.get("headers") or {})
         for name, values in (result.get("multiValueHeaders") or {}).items():
             headers[name] = ", ".join(values)
-        return Reply(result["statusCode"], body, headers)
+        return Reply(result["statusCode"], body, headers, len(json.dumps(result)), raw)
 
     def request(
         self,

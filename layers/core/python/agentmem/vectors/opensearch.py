@@ -7,8 +7,10 @@ HNSW), so the filter is applied while the graph is searched and one tenant's que
 another tenant's vectors. Document ids are a hash of (partition, entry id): stable, so an upsert
 replaces, and short enough for any partition.
 
-Works with OpenSearch Service (SigV4 service ``es``) and OpenSearch Serverless (``aoss``); index
-creation is explicit (``agentmem create-index``), never at import or per request.
+Works with OpenSearch Service (SigV4 service ``es``), OpenSearch Serverless (``aoss``, faiss only) and
+the local node of ``make opensearch`` (lucene only); index creation is explicit (``agentmem
+create-index``, engine from MEMORY_OPENSEARCH_ENGINE), never at import or per request. Tested on a real
+OpenSearch 2.19.1 node with the k-NN plugin (tests/integration/test_opensearch_index.py).
 """
 
 from __future__ import annotations
@@ -89,10 +91,10 @@ def user_filter(user: UserRef) -> dict[str, Any]:
 
 
 KNN_CANDIDATES = 100
-"""The graph search collects at least this many candidates (``k``) and the response keeps the best
-``top_k`` (``size``): with k = 10, recall@10 against exact search was 0.93 on the bench's 10,000 random
-vectors filtered to one user; with 100 it is 1.000 (`make bench`, bench/bench_ann.py). ``k`` is the one knob both lucene
-and faiss (and Serverless) accept in the query; lucene uses it as its ef_search."""
+"""The graph search collects at least this many candidates (``k``); the response keeps the best ``top_k``
+(``size``). On the bench's 10,000 random vectors filtered to one user, recall@10 against exact search
+is 0.93 with k = 10 and 1.000 with k = 100 (`make bench ONLY=ann`). ``k`` is the one knob lucene, faiss
+and Serverless all accept in the query; lucene searches its graph with a queue of k (its ef_search)."""
 
 
 def knn_query_body(scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str) -> dict[str, Any]:
@@ -147,7 +149,8 @@ class OpenSearchVectorIndex:
         self._region = region_name
         self._client = client
         self._timeout = timeout
-        # Read-your-writes: the request path waits for the refresh (es). Serverless has no refresh parameter.
+        # Read-your-writes: writes wait for the refresh that makes them searchable (OpenSearch Service, the
+        # local node). Serverless rejects the refresh parameter and refreshes on its own (~60 s): no wait.
         self._refresh: bool | str = (False if service == "aoss" else "wait_for") if refresh is None else refresh
 
     @property

@@ -24,7 +24,7 @@ from agentmem.settings import Env
 from agentmem.tenancy.keys import lookup_partition
 from infra import packaging
 from infra.components.search import INDEXER, SEARCHER, VectorSearch
-from infra.components.storage import Storage
+from infra.components.storage import DELETION_ACTIONS, Storage
 
 EMBEDDING_MODEL_ID = "amazon.titan-embed-text-v2:0"
 SERVICE_NAME = "agent-memory"
@@ -117,9 +117,11 @@ class Compute(Construct):
         storage.grant_read_write(self.api.role)  # type: ignore[arg-type]
         # Two GetItems per request (the key's lookup item, the tenant record); nothing else of the table.
         storage.grant_get_items(self.authorizer.role, AUTHORIZER_PARTITIONS)  # type: ignore[arg-type]
-        storage.grant_read_write(self.deletion.role)  # type: ignore[arg-type]
-        self.receipt_key.grant_read(self.api)
-        self.receipt_key.grant_read(self.deletion)
+        storage.grant_actions(self.deletion.role, DELETION_ACTIONS)  # type: ignore[arg-type]
+        for fn in (self.api, self.deletion):  # GetSecretValue only (grant_read adds DescribeSecret, never called)
+            fn.add_to_role_policy(
+                iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[self.receipt_key.secret_arn])
+            )
         self._allow_embeddings(self.api)
 
         self.indexer: lambda_.Function | None = None

@@ -16,6 +16,16 @@ TABLE_READ_ACTIONS = [
     "dynamodb:DescribeTable",
 ]
 TABLE_WRITE_ACTIONS = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"]
+DELETION_ACTIONS = [
+    "dynamodb:GetItem",
+    "dynamodb:Query",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+]
+"""What the erasure steps do (agentmem.deletion): read the user's items, delete them in batches, write the
+mark, the status and the receipt."""
 KEY_ACTIONS = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
 KEY_READ_ACTIONS = ["kms:Decrypt", "kms:DescribeKey"]
 

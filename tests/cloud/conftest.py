@@ -116,6 +116,8 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
     _until(lambda: found("semantic_search", "my dog is called Pixel", "My dog is called Pixel"), "semantic search")
     if flow.opensearch:
         _until(lambda: found("semantic_search_embedded_later", "my cat is Miso", "My cat is Miso"), "the indexer")
+    note = call("store_note", "POST", f"{SCOPE}/memories", {"entry": _entry("A note to forget")}, api_key=key)
+    call("forget_note", "DELETE", f"{SCOPE}/memories/{note.body['id']}", api_key=key)
     call("keyword_search", "POST", f"{SCOPE}/memories/search", {"query": "dark mode", "mode": "keyword"}, api_key=key)
     call("project_list", "GET", f"{SCOPE}/memories", query={"project_id": "trip"}, api_key=key)
     call(

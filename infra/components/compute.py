@@ -23,7 +23,7 @@ from agentmem.keys import tenant_partition
 from agentmem.settings import Env
 from agentmem.tenancy.keys import lookup_partition
 from infra import packaging
-from infra.components.search import INDEXER, SEARCHER, VectorSearch
+from infra.components.search import ERASER, INDEXER, SEARCHER, VectorSearch
 from infra.components.storage import DELETION_ACTIONS, Storage
 
 EMBEDDING_MODEL_ID = "amazon.titan-embed-text-v2:0"
@@ -158,7 +158,7 @@ class Compute(Construct):
             search.allow(
                 {
                     self.api.role: SEARCHER,  # type: ignore[dict-item]
-                    self.deletion.role: SEARCHER,  # type: ignore[dict-item]
+                    self.deletion.role: ERASER,  # type: ignore[dict-item]
                     self.indexer.role: INDEXER,  # type: ignore[dict-item]
                 },
                 admins=_context_list(self.node.try_get_context("opensearch_admins")),

@@ -26,7 +26,9 @@ from constructs import Construct
 from agentmem.settings import OPENSEARCH_SERVERLESS_SERVICE
 
 SEARCHER = ["aoss:DescribeIndex", "aoss:ReadDocument", "aoss:WriteDocument"]
-"""The API (health checks the index, searches, writes vectors in the request) and the deletion steps."""
+"""The API: its health check describes the index, it searches and writes vectors in the request."""
+ERASER = ["aoss:ReadDocument", "aoss:WriteDocument"]
+"""The deletion steps: list, count and delete a user's vectors."""
 INDEXER = ["aoss:WriteDocument"]
 """The stream indexer only writes (bulk index and delete)."""
 ADMIN = ["aoss:CreateIndex", "aoss:DescribeIndex", "aoss:UpdateIndex", "aoss:ReadDocument", "aoss:WriteDocument"]

@@ -78,6 +78,22 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
         flow.replies[name] = reply
         return reply
 
+    def export_all(name: str) -> None:
+        """GET export, following next_cursor to the end; the pages' sections joined under ``name``."""
+        pages = [call(name, "GET", f"{SCOPE}/export", api_key=key)]
+        while pages[-1].status == 200 and pages[-1].body.get("next_cursor"):
+            pages.append(
+                call(name, "GET", f"{SCOPE}/export", query={"cursor": pages[-1].body["next_cursor"]}, api_key=key)
+            )
+        assert all(page.status == 200 for page in pages), [page.body for page in pages]
+        joined = {"entries": [], "episodes": [], "graph": {"entities": [], "relations": [], "observations": []}}
+        for page in pages:
+            joined["entries"] += page.body["entries"]
+            joined["episodes"] += page.body["episodes"]
+            for kind in joined["graph"]:
+                joined["graph"][kind] += page.body["graph"][kind]
+        flow.replies[name] = type(pages[0])(200, joined, {})
+
     def pump() -> None:
         if flow.opensearch:
             flow.indexer_batches += deployment.pump_stream()
@@ -118,6 +134,8 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
         _until(lambda: found("semantic_search_embedded_later", "my cat is Miso", "My cat is Miso"), "the indexer")
     note = call("store_note", "POST", f"{SCOPE}/memories", {"entry": _entry("A note to forget")}, api_key=key)
     call("forget_note", "DELETE", f"{SCOPE}/memories/{note.body['id']}", api_key=key)
+    call("store_chat_2", "PUT", f"{SCOPE}/sessions/chat-2/memories", {"entries": [_entry("Forget me")]}, api_key=key)
+    call("forget_session", "DELETE", f"{SCOPE}/sessions/chat-2", api_key=key)
     call("keyword_search", "POST", f"{SCOPE}/memories/search", {"query": "dark mode", "mode": "keyword"}, api_key=key)
     call("project_list", "GET", f"{SCOPE}/memories", query={"project_id": "trip"}, api_key=key)
     call(
@@ -136,7 +154,7 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
     )
     call("profile_card", "GET", f"{SCOPE}/graph/profile-card", api_key=key)
     call("graph_search", "GET", f"{SCOPE}/graph/search", query={"q": "Pixel"}, api_key=key)
-    call("export", "GET", f"{SCOPE}/export", api_key=key)
+    export_all("export")
     erase = call("erase", "DELETE", SCOPE, api_key=key)
     assert erase.status == 202, erase.body
     deletion = f"{SCOPE}/deletions/{erase.body['deletion_id']}"
@@ -146,11 +164,14 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
         return reply.status == 200 and reply.body["status"] != "RUNNING"
 
     _until(finished, "the erasure workflow", timeout=120)
-    call("export_after_erasure", "GET", f"{SCOPE}/export", api_key=key)
+    export_all("export_after_erasure")
     pump()
     if operator_index is not None:
         from agentmem.keys import UserRef
 
+        # The end state, once the index has refreshed (the indexer's last batch replays the stream's older
+        # changes before its REMOVEs: a vector may come back for a moment and go again).
+        operator_index.client.indices.refresh(index=operator_index.index)
         flow.vectors_after_erasure = operator_index.count_user(UserRef(APP, USER))
     return flow
 

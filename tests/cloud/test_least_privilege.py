@@ -83,7 +83,7 @@ def test_the_opensearch_data_policy_gives_each_role_only_what_it_uses(flow: Flow
         return {p for p in permissions if data_policy_allows(d.data_policies, arn, f"aoss:{p}", index)}
 
     assert granted("api") == {"DescribeIndex", "ReadDocument", "WriteDocument"}
-    assert granted("deletion") == {"DescribeIndex", "ReadDocument", "WriteDocument"}
+    assert granted("deletion") == {"ReadDocument", "WriteDocument"}
     assert granted("indexer") == {"WriteDocument"}
     assert granted("authorizer") == set()
     # And what they used is inside that (the rehearsal's OpenSearch requests, mapped to permissions)

@@ -29,6 +29,8 @@ def test_the_readme_flow_answers_through_the_authorizer_and_the_api(flow: Flow) 
     assert r["store_while_embedder_down"].status == 201, r["store_while_embedder_down"].body
     assert r["store_note"].status == 201
     assert r["forget_note"].status == 204, r["forget_note"].body
+    assert r["store_chat_2"].status == 200
+    assert (r["forget_session"].status, r["forget_session"].body) == (200, {"deleted": 1})
     assert r["semantic_search"].body["entries"][0]["content"]["parts"][0]["text"] == "My dog is called Pixel"
     assert "degraded" not in r["semantic_search"].body
     keyword = [e["content"]["parts"][0]["text"] for e in r["keyword_search"].body["entries"]]

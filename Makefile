@@ -23,6 +23,12 @@ $(VENV)/.dev: $(BIN)/python requirements-dev.txt layers/core/pyproject.toml
 	$(PIP) -r requirements-dev.txt
 	touch $@
 
+# The MCP reference memory server, pinned (package-lock.json): the differential test and make bench run it.
+MCP_REFERENCE := peers/mcp-server-memory
+$(MCP_REFERENCE)/node_modules/.installed: $(MCP_REFERENCE)/package.json $(MCP_REFERENCE)/package-lock.json
+	npm ci --prefix $(MCP_REFERENCE) --no-audit --no-fund --loglevel=error
+	touch $@
+
 serve: $(VENV)/.dev ## start the API on 127.0.0.1 with the embedded stores
 	$(BIN)/agentmem serve --host 127.0.0.1 --port $(PORT) --db $(DB)
 
@@ -44,15 +50,15 @@ $(NODE_BUILT): $(NODE_DIR)/pom.xml $(NODE_DIR)/src/main/java/OpenSearchNode.java
 opensearch-node: $(NODE_BUILT) ## build the OpenSearch node launcher (Maven) if it is missing or older than its sources
 
 opensearch: $(NODE_BUILT) ## run one OpenSearch k-NN node in the foreground on 127.0.0.1:$(OPENSEARCH_PORT) (data in $(OPENSEARCH_HOME))
-	mkdir -p $(OPENSEARCH_HOME)
-	OPENSEARCH_PORT=$(OPENSEARCH_PORT) OPENSEARCH_HOME=$(abspath $(OPENSEARCH_HOME)) \
+	@mkdir -p $(OPENSEARCH_HOME)
+	@OPENSEARCH_PORT=$(OPENSEARCH_PORT) OPENSEARCH_HOME=$(abspath $(OPENSEARCH_HOME)) \
 		exec java -Xms512m -Xmx1g -cp '$(NODE_CLASSPATH)' OpenSearchNode
 
 $(VENV)/.infra: $(BIN)/python requirements-infra.txt
 	$(PIP) -r requirements-infra.txt
 	touch $@
 
-test: $(VENV)/.dev $(VENV)/.infra $(NODE_BUILT) ## run every test tier (the OpenSearch tests need Java 17 and Maven)
+test: $(VENV)/.dev $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) ## run every test tier (the OpenSearch tests need Java 17 and Maven)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
@@ -60,7 +66,7 @@ lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: $(VENV)/.dev $(NODE_BUILT) ## print latency and quality figures
+bench: $(VENV)/.dev $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) ## print latency and quality figures
 	$(BIN)/python bench/run.py $(ONLY)
 
 synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too)

@@ -1,4 +1,5 @@
-"""API Gateway REQUEST authorizer: resolve ``x-api-key`` to the tenant (app) it is bound to.
+"""API Gateway REQUEST authorizer: resolve ``x-api-key`` (or ``Authorization: Bearer``, as MCP clients
+send it) to the tenant (app) it is bound to.
 
 API Gateway caches the answer per key (identity source ``method.request.header.x-api-key``), so the
 policy allows every method of the stage; the API handler then checks that the path's app is the
@@ -13,6 +14,7 @@ from typing import Any
 from agentmem.container import get_container
 from agentmem.errors import Unauthorized
 from agentmem.observability import logger
+from agentmem.tenancy.keys import presented_key
 
 
 def _stage_wildcard(method_arn: str) -> str:
@@ -23,9 +25,8 @@ def _stage_wildcard(method_arn: str) -> str:
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     try:
-        key = get_container().tenants.resolve(headers.get("x-api-key"))
+        key = get_container().tenants.resolve(presented_key(event.get("headers")))
     except Unauthorized as exc:
         logger.info("api key rejected")
         raise Exception("Unauthorized") from exc  # API Gateway's documented way to answer 401

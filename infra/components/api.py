@@ -3,6 +3,9 @@
 - Tenant routes go through the Lambda REQUEST authorizer (identity source ``x-api-key``, result
   cached per key) and require the tenant's usage-plan key, which the authorizer returns as
   ``usageIdentifierKey`` (API key source AUTHORIZER): the usage plan enforces per-tenant quotas.
+- ``{scope}/mcp`` (MCP clients send ``Authorization: Bearer <key>`` or ``x-api-key``) goes through the
+  same authorizer function without a result cache, so neither header is required by the gateway: the
+  function reads whichever is present (a cached authorizer would need one fixed identity header).
 - Health, capabilities and the OpenAPI document are public.
 - Stage: access logs (JSON), execution logs at ERROR, X-Ray, throttling. Request size: API Gateway
   refuses bodies over 10 MB (REQUEST_TOO_LARGE, answered 413 in the API's error shape) and the handler
@@ -22,7 +25,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from agentmem.models.responses import error_body
-from infra.components.routes import PUBLIC_ROUTES, TENANT_ROUTES
+from infra.components.routes import MCP_ROUTES, PUBLIC_ROUTES, TENANT_ROUTES
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,13 @@ class Api(Construct):
             identity_sources=[apigw.IdentitySource.header("x-api-key")],
             results_cache_ttl=Duration.seconds(60),
         )
+        self.mcp_authorizer = apigw.RequestAuthorizer(
+            self,
+            "McpAuthorizer",
+            handler=authorizer_function,
+            identity_sources=[],
+            results_cache_ttl=Duration.seconds(0),
+        )
         self.validator = self.rest_api.add_request_validator(
             "RequestValidator", validate_request_parameters=True, validate_request_body=True
         )
@@ -120,6 +130,15 @@ class Api(Construct):
                 method,
                 integration,
                 authorizer=self.authorizer,
+                authorization_type=apigw.AuthorizationType.CUSTOM,
+                api_key_required=True,
+                request_validator=self.validator,
+            )
+        for method, path in MCP_ROUTES:
+            self.methods[(method, path)] = self.rest_api.root.resource_for_path(path).add_method(
+                method,
+                integration,
+                authorizer=self.mcp_authorizer,
                 authorization_type=apigw.AuthorizationType.CUSTOM,
                 api_key_required=True,
                 request_validator=self.validator,

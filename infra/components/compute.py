@@ -35,6 +35,8 @@ Map's MaxConcurrency 4 beside the vector branch), so two erasures run in full an
 ASL's Lambda.TooManyRequestsException retries instead of being starved by a tenant's burst."""
 AUTHORIZER_PARTITIONS = [lookup_partition("") + "*", tenant_partition("") + "*"]
 """The only partitions the authorizer reads: key lookups (``K#<hash>``) and tenant records (``T#<app>``)."""
+API_TIMEOUT_SECONDS = 29
+"""The API function's timeout (API Gateway's integration limit): no write request runs longer."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ class Compute(Construct):
             Env.EMBEDDER: "bedrock",
             Env.VECTOR_INDEX: "opensearch" if search is not None else "exact",
             Env.AUTH: "required",
+            # An erasure waits this long after marking the user: no API request can still be writing then.
+            Env.DELETION_DRAIN_SECONDS: str(API_TIMEOUT_SECONDS + 1),
         }
         if search is not None:
             environment[Env.OPENSEARCH_ENDPOINT] = search.endpoint
@@ -102,7 +106,9 @@ class Compute(Construct):
         environment[Env.RECEIPT_KEY_SECRET_ARN] = self.receipt_key.secret_arn
         self.environment = environment
 
-        self.api = self._function("Api", "api", memory=1024, timeout=29, description="REST API (API.md)")
+        self.api = self._function(
+            "Api", "api", memory=1024, timeout=API_TIMEOUT_SECONDS, description="REST API (API.md)"
+        )
         self.authorizer = self._function(
             "Authorizer", "authorizer", memory=512, timeout=5, description="x-api-key -> tenant (app)"
         )

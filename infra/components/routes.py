@@ -49,4 +49,10 @@ TENANT_ROUTES: list[tuple[str, str]] = [
     ("GET", "/v1/apps/{app}/usage"),
 ]
 
-ALL_ROUTES = PUBLIC_ROUTES + TENANT_ROUTES
+MCP_ROUTES: list[tuple[str, str]] = [
+    ("POST", SCOPE + "/mcp"),
+    ("GET", SCOPE + "/mcp"),
+]
+"""MCP over Streamable HTTP: tenant routes whose key may also come as ``Authorization: Bearer``."""
+
+ALL_ROUTES = PUBLIC_ROUTES + TENANT_ROUTES + MCP_ROUTES

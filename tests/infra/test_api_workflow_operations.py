@@ -11,7 +11,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
-from infra.components.routes import ALL_ROUTES, PUBLIC_ROUTES, TENANT_ROUTES
+from infra.components.routes import ALL_ROUTES, MCP_ROUTES, PUBLIC_ROUTES, TENANT_ROUTES
 from tests.infra.conftest import DEV_TABLE, PROD_OPENSEARCH, Synthesized, resources
 
 
@@ -41,7 +41,7 @@ def test_every_route_of_the_api_contract_is_a_gateway_method(synthesized: Synthe
     # Given the synthesized REST API / Then it has exactly the routes of API.md, no proxy catch-all
     routes = _gateway_routes(synthesized, PROD_OPENSEARCH)
     assert set(routes) == set(ALL_ROUTES)
-    assert len(ALL_ROUTES) == 34
+    assert len(ALL_ROUTES) == 36
 
 
 def test_the_resolver_serves_no_route_the_gateway_lacks() -> None:
@@ -64,6 +64,27 @@ def test_tenant_routes_use_the_request_authorizer_and_a_usage_plan_key(synthesiz
         assert method["Integration"]["Type"] == "AWS_PROXY", route
     for route in PUBLIC_ROUTES:
         assert routes[route]["AuthorizationType"] == "NONE", route
+
+
+def test_mcp_routes_use_an_uncached_authorizer_that_requires_no_fixed_header(synthesized: Synthesized) -> None:
+    # Given the MCP endpoint (clients send x-api-key or Authorization: Bearer)
+    template = synthesized.templates[PROD_OPENSEARCH]
+    authorizers = resources(template, "AWS::ApiGateway::Authorizer")
+    routes = _gateway_routes(synthesized, PROD_OPENSEARCH)
+    # Then both methods go through a REQUEST authorizer without identity source and without cache,
+    for route in MCP_ROUTES:
+        method = routes[route]
+        assert method["AuthorizationType"] == "CUSTOM", route
+        assert method["ApiKeyRequired"] is True, route
+        assert method["Integration"]["Type"] == "AWS_PROXY", route
+        authorizer = authorizers[method["AuthorizerId"]["Ref"]]["Properties"]
+        assert authorizer["Type"] == "REQUEST"
+        assert authorizer["AuthorizerResultTtlInSeconds"] == 0
+        assert not authorizer.get("IdentitySource")
+    # And it is the tenant routes' authorizer function (one key check for both)
+    tenant = authorizers[routes[TENANT_ROUTES[0]]["AuthorizerId"]["Ref"]]["Properties"]
+    mcp = authorizers[routes[MCP_ROUTES[0]]["AuthorizerId"]["Ref"]]["Properties"]
+    assert mcp["AuthorizerUri"] == tenant["AuthorizerUri"]
 
 
 def test_authorizer_resolves_x_api_key_and_caches_the_result(prod: Any) -> None:
@@ -236,3 +257,14 @@ def test_cfn_lint_passes_on_both_templates(synthesized: Synthesized) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_an_erasure_drains_at_least_as_long_as_an_api_request_can_run(synthesized: Synthesized) -> None:
+    # Given each synthesized template
+    for template in synthesized.templates.values():
+        functions = resources(template, "AWS::Lambda::Function")
+        by_description = {f["Properties"].get("Description", ""): f["Properties"] for f in functions.values()}
+        api = next(p for d, p in by_description.items() if d.endswith("REST API (API.md)"))
+        steps = next(p for d, p in by_description.items() if d.endswith("user erasure steps"))
+        # Then the deletion steps wait longer after the mark than the API function's timeout
+        assert int(steps["Environment"]["Variables"]["MEMORY_DELETION_DRAIN_SECONDS"]) > int(api["Timeout"])

@@ -44,6 +44,21 @@ def test_authorizer_rejects_missing_and_unknown_keys(tenants: TenantService, pre
         authorize(presented)
 
 
+def test_authorizer_takes_a_bearer_token_as_mcp_clients_send_it(tenants: TenantService) -> None:
+    # Given a key of app A sent as Authorization: Bearer (the MCP route's authorizer has no fixed header)
+    from functions.authorizer.handler import handler
+
+    secret = tenants.create_key("A").secret
+    answer = handler(
+        {"type": "REQUEST", "methodArn": METHOD_ARN, "headers": {"authorization": f"Bearer {secret}"}}, None
+    )
+    # Then it resolves like x-api-key; another scheme or a bare key there is refused
+    assert answer["context"]["app"] == "A"
+    for value in (f"Basic {secret}", secret, "Bearer "):
+        with pytest.raises(Exception, match=r"^Unauthorized$"):
+            handler({"type": "REQUEST", "methodArn": METHOD_ARN, "headers": {"Authorization": value}}, None)
+
+
 def test_authorizer_answers_the_sample_event(tenants: TenantService) -> None:
     # Given events/authorizer_request.json (the shape `sam local invoke` and API Gateway send) with a real key
     from functions.authorizer.handler import handler

@@ -50,6 +50,7 @@ def test_every_name_is_read_by_settings() -> None:
         Env.DELETION_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:1:stateMachine:x",
         Env.DELETION_BATCH_SIZE: "3",
         Env.DELETION_WORKFLOW_PATH: "/tmp/w.json",
+        Env.DELETION_DRAIN_SECONDS: "2",
         Env.RECEIPT_KEY: "k",
         Env.RECEIPT_KEY_SECRET_ARN: "arn:aws:secretsmanager:us-east-1:1:secret:x",
     }

@@ -18,9 +18,11 @@ from agentmem.idempotency import StoredResponse
 
 IDEMPOTENCY_HEADER = "idempotency-key"
 _WRITE_METHODS = {"POST", "PUT", "DELETE", "PATCH"}
-_USER_ERASURE = re.compile(r"^/v1/apps/[^/]+/users/[^/]+/?$")
+_USER_ERASURE = re.compile(r"^/v1/apps/[^/]+/users/[^/]+/*$")
+_MCP = re.compile(r"^/v1/apps/[^/]+/users/[^/]+/mcp/*$")
 """``DELETE {scope}`` keeps no Idempotency-Key record: it would be written into the very partition
-being erased, after the erasure; the route answers a retry with the running deletion by itself."""
+being erased, after the erasure; the route answers a retry with the running deletion by itself.
+Trailing slashes as the REST resolver matches them (any number: ``^{rule}/*$``)."""
 
 
 def _fingerprint(app: APIGatewayRestResolver) -> str:
@@ -70,6 +72,8 @@ def project_in_body(app: APIGatewayRestResolver, next_middleware: NextMiddleware
     """Refuse ``?project_id=`` on a POST or PUT: those routes read the project from the JSON body, and
     ignoring the query parameter would silently widen the write to the user's global scope."""
     event = app.current_event
+    if _MCP.match(event.path):
+        return next_middleware(app)  # MCP takes its scope from the URL (API.md): the body is JSON-RPC
     if event.http_method in ("POST", "PUT") and "project_id" in (event.query_string_parameters or {}):
         raise InvalidInput(
             "on POST and PUT, send project_id in the JSON body, not in the query string",

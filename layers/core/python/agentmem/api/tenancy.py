@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from agentmem.api.http import error_result, path_id
@@ -28,7 +29,7 @@ from agentmem.container import get_container
 from agentmem.errors import Forbidden, MemoryServiceError, RateLimited
 from agentmem.keys import validate_id
 from agentmem.observability import logger
-from agentmem.tenancy.keys import ApiKey
+from agentmem.tenancy.keys import ApiKey, presented_key
 from agentmem.tenancy.metering import record_usage
 
 API_KEY_HEADER = "x-api-key"
@@ -36,6 +37,13 @@ _APP_PATH = re.compile(r"^/v1/apps/([^/]+)(?:/|$)")
 _STORING_METHODS = {"POST", "PUT"}
 
 Resolve = Callable[[dict[str, Any]], dict[str, Any]]
+_reported_stored: ContextVar[int | None] = ContextVar("reported_items_stored", default=None)
+
+
+def report_items_stored(count: int) -> None:
+    """A route that knows how many items its request stored says so (MCP: the tool call's count),
+    instead of the count being read back from its response body."""
+    _reported_stored.set(count)
 
 
 def app_of_path(path: str) -> str | None:
@@ -71,7 +79,7 @@ def caller_of(event: Mapping[str, Any]) -> ApiKey | None:
     container = get_container()
     if container.settings.auth != "required":
         return None
-    return container.tenants.resolve(_header(event, API_KEY_HEADER))
+    return container.tenants.resolve(presented_key(event.get("headers")))
 
 
 def items_stored(method: str, status: int, body: str | None) -> int:
@@ -118,14 +126,22 @@ def guard(event: dict[str, Any], resolve: Resolve, request_id: str = "") -> dict
         if error.http_status >= 500:
             logger.warning("tenant check failed", error_code=error.code)
         return error_result(error.http_status, error.code, error.message, request_id)
-    result = resolve(event)
+    token = _reported_stored.set(None)
+    try:
+        result = resolve(event)
+        reported = _reported_stored.get()
+    finally:
+        _reported_stored.reset(token)
     headers = [*(result.get("headers") or {}), *(result.get("multiValueHeaders") or {})]
     replayed = any(name.lower() == "idempotent-replayed" for name in headers)
-    stored = (
-        0
-        if replayed
-        else items_stored(str(event.get("httpMethod") or ""), int(result.get("statusCode") or 0), result.get("body"))
-    )
+    if replayed:
+        stored = 0
+    elif reported is not None:
+        stored = reported
+    else:
+        stored = items_stored(
+            str(event.get("httpMethod") or ""), int(result.get("statusCode") or 0), result.get("body")
+        )
     if stored:
         try:
             record_usage(get_container().table, path_app, items_stored=stored)

@@ -1,7 +1,9 @@
-"""The embedded Table: one SQLite file in WAL mode, safe for concurrent requests from threads.
+"""The embedded Table: one SQLite file in WAL mode, shared safely by threads and processes.
 
 Each thread gets its own connection; every write runs in a ``BEGIN IMMEDIATE`` transaction, so
-conditional writes and counters are serialised by SQLite's write lock.
+conditional writes and counters are serialised by SQLite's write lock, across the local server's
+worker processes too (a writer waits up to 30 s for the lock). Commits are fsynced before they
+return (``synchronous=FULL``): an acknowledged write survives a power loss.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from agentmem.errors import ConditionFailed, InvalidInput, Unavailable
 from agentmem.stores.table import (
     MAX_TRANSACTION_ITEMS,
     TTL_ATTRIBUTE,
-    Check,
+    Add,
     Condition,
     Delete,
     Item,
@@ -29,6 +31,7 @@ from agentmem.stores.table import (
     Put,
     WriteOp,
     is_expired,
+    op_key,
     prefix_upper_bound,
 )
 
@@ -85,6 +88,13 @@ def _holds(condition: Condition | None, current: Item | None) -> bool:
     return all(not (current is None or current.get(name) != expected) for name, expected in condition.equals.items())
 
 
+def _added(current: Item | None, pk: str, sk: str, deltas: Mapping[str, int]) -> Item:
+    item: Item = dict(current) if current is not None else {"pk": pk, "sk": sk}
+    for name, delta in deltas.items():
+        item[name] = int(item.get(name, 0)) + delta
+    return item
+
+
 class SqliteTable:
     def __init__(self, path: str | Path) -> None:
         self._path = str(path)
@@ -104,10 +114,12 @@ class SqliteTable:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             try:
+                # timeout: how long a writer waits for another thread's or process's write lock.
                 conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=30)
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("PRAGMA busy_timeout=30000")
+                # FULL: a commit is on disk (the WAL fsynced) before the write is acknowledged; NORMAL could
+                # lose the last commits on power loss.
+                conn.execute("PRAGMA synchronous=FULL")
             except sqlite3.Error as exc:
                 raise Unavailable(f"cannot open the SQLite store: {exc}") from exc
             self._local.conn = conn
@@ -229,26 +241,28 @@ class SqliteTable:
     def transact_write(self, ops: Sequence[WriteOp]) -> None:
         if len(ops) > MAX_TRANSACTION_ITEMS:
             raise InvalidInput(f"a transaction holds at most {MAX_TRANSACTION_ITEMS} items")
-        keys = [(op.item["pk"], op.item["sk"]) if isinstance(op, Put) else (op.pk, op.sk) for op in ops]
+        keys = [op_key(op) for op in ops]
         if len(set(keys)) != len(keys):
             raise InvalidInput("a transaction cannot hold two operations on one item")
         with self._write() as conn:
-            for op, key in zip(ops, keys, strict=True):
-                if op.condition is not None and not _holds(op.condition, self._get(conn, *key)):
+            current = [self._get(conn, *key) for key in keys]
+            for op, item in zip(ops, current, strict=True):
+                if op.condition is not None and not _holds(op.condition, item):
                     raise ConditionFailed("a transaction condition did not hold; nothing was written")
-            for op in ops:
+            for op, item in zip(ops, current, strict=True):
                 if isinstance(op, Put):
                     self._upsert(conn, op.item)
                 elif isinstance(op, Delete):
                     conn.execute("DELETE FROM items WHERE pk = ? AND sk = ?", (op.pk, op.sk))
-                else:
-                    assert isinstance(op, Check)
+                elif isinstance(op, Add):
+                    self._upsert(conn, _added(item, op.pk, op.sk, op.deltas))
 
-    def increment(self, pk: str, sk: str, deltas: Mapping[str, int]) -> Item:
+    def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
         with self._write() as conn:
-            item = self._get(conn, pk, sk) or {"pk": pk, "sk": sk}
-            for name, delta in deltas.items():
-                item[name] = int(item.get(name, 0)) + delta
+            current = self._get(conn, pk, sk)
+            if condition is not None and not _holds(condition, current):
+                raise ConditionFailed("the item is not in the state the update required")
+            item = _added(current, pk, sk, deltas)
             self._upsert(conn, item)
             return item
 

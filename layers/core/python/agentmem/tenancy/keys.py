@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from agentmem.clock import format_timestamp, utc_now
 from agentmem.errors import NotFound, Unauthorized
@@ -17,6 +20,19 @@ KEY_SK_PREFIX = "KEY#"
 LOOKUP_SK = "K"
 ACTIVE = "active"
 REVOKED = "revoked"
+
+
+_BEARER = re.compile(r"^Bearer\s+(\S+)\s*$", re.IGNORECASE)
+
+
+def presented_key(headers: Mapping[str, Any] | None) -> str | None:
+    """The key a request carries: ``x-api-key``, or else ``Authorization: Bearer <key>`` (as MCP clients send it)."""
+    lowered = {str(k).lower(): v for k, v in (headers or {}).items()}
+    key = lowered.get("x-api-key")
+    if key:
+        return str(key)
+    match = _BEARER.match(str(lowered.get("authorization") or ""))
+    return match.group(1) if match else None
 
 
 def hash_key(api_key: str) -> str:

@@ -130,6 +130,11 @@ public final class OpenSearchNode extends Node {
                 .addAttribute("target", "SYSTEM_ERR")
                 .add(builder.newLayout("PatternLayout").addAttribute("pattern", "[%p %c{1}] %m%n")));
         builder.add(builder.newRootLogger(Level.WARN).add(builder.newAppenderRef("stderr")));
+        // Two warnings every single node prints (dangling-index import off, one allocator per shard): not actionable.
+        for (String chatty : List.of("org.opensearch.gateway.DanglingIndicesState",
+                "org.opensearch.cluster.routing.allocation.AllocationService")) {
+            builder.add(builder.newLogger(chatty, Level.ERROR));
+        }
         Configurator.initialize(builder.build());
     }
 

@@ -1,0 +1,782 @@
+"""The MCP tools: the reference memory server's nine (same names, input schemas and result shapes) and
+this service's own, mapped onto the graph and memory services; every result bounded to 1 MiB of text.
+
+Each tool validates its arguments with a pydantic model (a failure is an ``isError`` result the model
+can correct), runs one service call and returns ``(structuredContent, text, items_stored)``. Where our
+semantics differ from the reference on purpose, the tool's description says so (docs/mcp.md lists all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+
+from agentmem.graph import tools as graph_tools
+from agentmem.mcp.results import ToolResult, fit_list, graph_result, json_result, reference_entity, reference_relation
+from agentmem.models.content import Content, Part
+from agentmem.models.graph import MAX_FACTS_PER_REQUEST, EntityName, EntityType, Fact
+from agentmem.models.memory import MAX_ENTRIES_PER_REQUEST, MAX_TEXT_BYTES, MemoryEntry, SearchMode, SessionId
+
+if TYPE_CHECKING:
+    from agentmem.graph.service import GraphMemoryService
+    from agentmem.keys import Scope
+    from agentmem.memory.service import MemoryService
+
+DEFAULT_SEARCH_LIMIT = 20
+MAX_SEARCH_LIMIT = 100
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+
+class Services(Protocol):
+    """What the tools run on: the container in the API and in ``agentmem mcp``."""
+
+    @property
+    def graph(self) -> GraphMemoryService: ...
+
+    @property
+    def memory(self) -> MemoryService: ...
+
+
+class ToolArgumentsError(Exception):
+    """The arguments do not match the tool's input schema (an ``isError`` result, not a protocol error)."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    annotations: dict[str, bool]
+    run: Callable[[Services, Scope, dict[str, Any]], ToolResult]
+
+    def definition(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "outputSchema": self.output_schema,
+            "annotations": dict(self.annotations),
+        }
+
+
+# -- schemas -----------------------------------------------------------------------------------------
+
+
+def _object(properties: dict[str, Any], required: Sequence[str] = (), *, closed: bool = False) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+def _top(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"$schema": DRAFT_07, **schema}
+
+
+def _entity_schema(*, closed: bool) -> dict[str, Any]:
+    return _object(
+        {
+            "name": {"type": "string", "description": "The name of the entity"},
+            "entityType": {"type": "string", "description": "The type of the entity"},
+            "observations": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "An array of observation contents associated with the entity",
+            },
+        },
+        ["name", "entityType", "observations"],
+        closed=closed,
+    )
+
+
+def _relation_schema(*, closed: bool) -> dict[str, Any]:
+    return _object(
+        {
+            "from": {"type": "string", "description": "The name of the entity where the relation starts"},
+            "to": {"type": "string", "description": "The name of the entity where the relation ends"},
+            "relationType": {"type": "string", "description": "The type of the relation"},
+        },
+        ["from", "to", "relationType"],
+        closed=closed,
+    )
+
+
+_CUT = {
+    "truncated": {"type": "boolean", "description": "present and true when the result was cut to fit"},
+    "message": {"type": "string", "description": "what was cut and how to see the rest"},
+}
+_SUCCESS_OUT = _top(_object({"success": {"type": "boolean"}, "message": {"type": "string"}}, ["success", "message"]))
+_SUCCESS_OUT["additionalProperties"] = False
+_GRAPH_OUT = _top(
+    _object(
+        {
+            "entities": {"type": "array", "items": _entity_schema(closed=True)},
+            "relations": {"type": "array", "items": _relation_schema(closed=True)},
+            **_CUT,
+        },
+        ["entities", "relations"],
+        closed=True,
+    )
+)
+_LIMIT = {
+    "type": "integer",
+    "minimum": 1,
+    "description": "at most this many entities (an addition of this server; the result says when it was cut)",
+}
+
+WRITE = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
+DELETE = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
+READ = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+
+
+# -- argument models (the reference's field names; our limits) -------------------------------------
+
+
+class _Args(BaseModel):
+    """Unknown keys are ignored, as the reference server does."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class _EntityArg(_Args):
+    name: EntityName
+    entityType: EntityType
+    observations: list[Fact] = Field(max_length=MAX_FACTS_PER_REQUEST)
+
+
+class _CreateEntities(_Args):
+    entities: list[_EntityArg] = Field(max_length=MAX_ENTRIES_PER_REQUEST)
+
+
+class _RelationArg(_Args):
+    from_: EntityName = Field(alias="from")
+    to: EntityName
+    relationType: EntityType
+
+
+class _Relations(_Args):
+    relations: list[_RelationArg] = Field(max_length=MAX_ENTRIES_PER_REQUEST)
+
+
+class _ObservationArg(_Args):
+    entityName: EntityName
+    contents: list[Fact] = Field(max_length=MAX_FACTS_PER_REQUEST)
+
+
+class _AddObservations(_Args):
+    observations: list[_ObservationArg] = Field(max_length=MAX_ENTRIES_PER_REQUEST)
+
+
+class _DeleteEntities(_Args):
+    entityNames: list[EntityName] = Field(max_length=MAX_ENTRIES_PER_REQUEST)
+
+
+class _DeletionArg(_Args):
+    entityName: EntityName
+    observations: list[StrictStr] = Field(max_length=MAX_FACTS_PER_REQUEST)
+
+
+class _DeleteObservations(_Args):
+    deletions: list[_DeletionArg] = Field(max_length=MAX_ENTRIES_PER_REQUEST)
+
+
+class _ReadGraph(_Args):
+    limit: int | None = Field(default=None, ge=1)
+
+
+class _SearchNodes(_Args):
+    query: StrictStr = Field(max_length=MAX_TEXT_BYTES)
+    limit: int = Field(default=DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT)
+
+
+class _OpenNodes(_Args):
+    names: list[EntityName] = Field(max_length=MAX_ENTRIES_PER_REQUEST)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _SearchMemory(_Strict):
+    query: StrictStr = Field(min_length=1, max_length=MAX_TEXT_BYTES)
+    top_k: int = Field(default=10, ge=1, le=100)
+    mode: SearchMode | None = None
+    min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class _AddMemory(_Strict):
+    text: StrictStr = Field(min_length=1, max_length=MAX_TEXT_BYTES)
+    session_id: SessionId | None = None
+
+
+class _ProfileCard(_Strict):
+    max_entities: int = Field(default=12, ge=1, le=100)
+    max_observations: int = Field(default=5, ge=1, le=50)
+
+
+class _Remember(_Strict):
+    entity: EntityName
+    entity_type: EntityType | None = None
+    facts: list[Fact] = Field(min_length=1, max_length=MAX_FACTS_PER_REQUEST)
+
+
+class _Relate(_Strict):
+    source: EntityName
+    relation: EntityType
+    target: EntityName
+
+
+class _EntityHistory(_Strict):
+    name: EntityName
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse(model: type[M], tool: str, arguments: dict[str, Any]) -> M:
+    try:
+        return model.model_validate(arguments)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in error.errors()[:10]
+        )
+        raise ToolArgumentsError(f"Invalid arguments for tool {tool}: {problems}") from None
+
+
+def _success(message: str) -> ToolResult:
+    return ToolResult({"success": True, "message": message}, message)
+
+
+# -- the reference tools ---------------------------------------------------------------------------
+
+
+def _create_entities(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    args = parse(_CreateEntities, "create_entities", arguments)
+    if not args.entities:
+        return json_result({"entities": []})
+    specs = [{"name": e.name, "entity_type": e.entityType, "observations": e.observations} for e in args.entities]
+    stored = services.graph.create_entities(scope, specs)
+    payload = fit_list({"entities": [reference_entity(e) for e in stored]}, "entities")
+    return json_result(payload, items_stored=len(stored))
+
+
+def _create_relations(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    args = parse(_Relations, "create_relations", arguments)
+    if not args.relations:
+        return json_result({"relations": []})
+    specs = [{"source": r.from_, "relation_type": r.relationType, "target": r.to} for r in args.relations]
+    stored = services.graph.create_relations(scope, specs)
+    payload = fit_list({"relations": [reference_relation(r) for r in stored]}, "relations")
+    return json_result(payload, items_stored=len(stored))
+
+
+def _add_observations(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    args = parse(_AddObservations, "add_observations", arguments)
+    names = [o.entityName for o in args.observations]
+    known = {e["name"] for e in services.graph.open_nodes(scope, names)["entities"]} if names else set()
+    missing = [n for n in dict.fromkeys(names) if n not in known]
+    if missing:  # checked before anything is written, so a bad call changes nothing
+        raise ToolArgumentsError(f"Entity with name {missing[0]} not found")
+    results = []
+    for item in args.observations:
+        added = services.graph.add_observations(scope, item.entityName, item.contents) if item.contents else []
+        results.append({"entityName": item.entityName, "addedObservations": [o["content"] for o in added]})
+    payload = fit_list({"results": results}, "results")
+    return json_result(payload, items_stored=sum(len(r["addedObservations"]) for r in results))
+
+
+def _delete_entities(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    args = parse(_DeleteEntities, "delete_entities", arguments)
+    if args.entityNames:
+        services.graph.delete_entities(scope, args.entityNames)
+    return _success("Entities deleted successfully")
+
+
+def _delete_observations(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    """Invalidates the matching current facts: they leave the graph and stay in ``entity_history``."""
+    args = parse(_DeleteObservations, "delete_observations", arguments)
+    graph = services.graph
+    for deletion in args.deletions:
+        contents = set(deletion.observations)
+        if not contents:
+            continue
+        opened = graph.open_nodes(scope, [deletion.entityName])["entities"]
+        for entity in opened:
+            for observation in entity["observations"]:
+                if observation["content"] in contents:
+                    graph.invalidate_observation(scope, observation["id"])
+    return _success("Observations deleted successfully")
+
+
+def _delete_relations(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    """Invalidates the matching current relations: they leave the graph and stay in ``entity_history``."""
+    args = parse(_Relations, "delete_relations", arguments)
+    graph = services.graph
+    wanted = {(r.from_, r.relationType, r.to) for r in args.relations}
+    sources = list(dict.fromkeys(r.from_ for r in args.relations))
+    if sources:
+        for relation in graph.open_nodes(scope, sources)["relations"]:
+            if (relation["source"], relation["relation_type"], relation["target"]) in wanted:
+                graph.invalidate_relation(scope, relation["id"])
+    return _success("Relations deleted successfully")
+
+
+def _read_graph(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    args = parse(_ReadGraph, "read_graph", arguments)
+    graph = services.graph.read_graph(scope)
+    entities = graph["entities"]
+    if args.limit is not None and len(entities) > args.limit:
+        return graph_result(entities[: args.limit], graph["relations"], cut_from=len(entities))
+    return graph_result(entities, graph["relations"])
+
+
+def _search_nodes(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    args = parse(_SearchNodes, "search_nodes", arguments)
+    page: Any = services.graph.search_nodes(scope, args.query, args.limit + 1)
+    # A list of hits, or (where the service fills a byte budget) a page holding them under "results".
+    found: list[dict[str, Any]] = page["results"] if isinstance(page, dict) else page
+    cut = len(found) > args.limit
+    found = found[: args.limit]
+    relations = {r["id"]: r for hit in found for r in hit["relations"]}
+    ordered = sorted(relations.values(), key=lambda r: (r["recorded_at"], r["id"]))
+    entities = [hit["entity"] for hit in found]
+    result = graph_result(entities, ordered, cut_from=len(entities) + 1 if cut else None)
+    if cut and "truncated" in result.structured:
+        result.structured["message"] = (
+            f"showing the best {len(result.structured['entities'])} matches; more entities match: "
+            "pass a larger limit (at most 100) or a more specific query"
+        )
+        return json_result(result.structured)
+    return result
+
+
+def _open_nodes(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    args = parse(_OpenNodes, "open_nodes", arguments)
+    if not args.names:
+        return graph_result([], [])
+    opened = services.graph.open_nodes(scope, args.names)
+    return graph_result(opened["entities"], opened["relations"])
+
+
+# -- this service's own tools ----------------------------------------------------------------------
+
+
+def _search_memory(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    args = parse(_SearchMemory, "search_memory", arguments)
+    result = services.memory.search(scope, args.query, top_k=args.top_k, min_score=args.min_score, mode=args.mode)
+    payload: dict[str, Any] = {"entries": [e.to_json() for e in result.entries], "mode": result.mode}
+    if result.degraded:
+        payload["degraded"] = True
+        payload["warnings"] = result.warnings
+    return json_result(fit_list(payload, "entries"))
+
+
+def _add_memory(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    args = parse(_AddMemory, "add_memory", arguments)
+    entry = MemoryEntry(content=Content(role="user", parts=[Part({"text": args.text})]), author="user")
+    stored = services.memory.add_entry(scope, entry, session_id=args.session_id)
+    return json_result(stored.to_json(), items_stored=1)
+
+
+def _profile_card(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    args = parse(_ProfileCard, "profile_card", arguments)
+    card = services.graph.profile_card(scope, args.max_entities, args.max_observations)
+    return json_result(fit_list(card, "entities"))
+
+
+def _remember(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    args = parse(_Remember, "remember", arguments)
+    stored = graph_tools.remember(services.graph, scope, args.entity, args.facts, args.entity_type)
+    return json_result(stored, items_stored=int(stored["facts_added"]))
+
+
+def _relate(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    args = parse(_Relate, "relate", arguments)
+    return json_result(graph_tools.relate(services.graph, scope, args.source, args.relation, args.target), 1)
+
+
+def _entity_history(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+    args = parse(_EntityHistory, "entity_history", arguments)
+    history = services.graph.history(scope, args.name)
+    history["observations"] = history["observations"][::-1]  # newest first, so a cut keeps the newest
+    history["relations"] = history["relations"][::-1]
+    return json_result(fit_list(history, "observations", "relations"))
+
+
+_TIMES = {"type": ["string", "null"]}
+_OBSERVATION_OUT = _object(
+    {"id": {"type": "string"}, "content": {"type": "string"}, "valid_from": {"type": "string"}, "valid_to": _TIMES,
+     "recorded_at": {"type": "string"}, "expired_at": _TIMES},
+    ["id", "content"],
+)  # fmt: skip
+_ENTITY_OUT = _object(
+    {
+        "name": {"type": "string"},
+        "entity_type": {"type": "string"},
+        "updated_at": {"type": "string"},
+        "observations": {"type": "array", "items": _OBSERVATION_OUT},
+    },
+    ["name", "entity_type", "observations"],
+)
+_RELATION_OUT = _object(
+    {"id": {"type": "string"}, "source": {"type": "string"}, "relation_type": {"type": "string"},
+     "target": {"type": "string"}, "valid_from": {"type": "string"}, "valid_to": _TIMES,
+     "recorded_at": {"type": "string"}, "expired_at": _TIMES},
+    ["id", "source", "relation_type", "target"],
+)  # fmt: skip
+
+
+def _strip(schema: dict[str, Any]) -> dict[str, Any]:
+    """A REST tool schema as an MCP input schema (the scope comes from the endpoint, never the model)."""
+    return _top({k: v for k, v in schema.items() if k != "title"})
+
+
+_UPSERT_NOTE = (
+    " Unlike the reference memory server, an entity that already exists is updated (upsert): the given "
+    "entityType replaces its type and new observations are added; the result lists every entity given, as stored."
+)
+_HISTORY_NOTE = " The removed facts leave the graph but are kept in entity_history (the graph is bitemporal)."
+
+REFERENCE_TOOLS: list[Tool] = [
+    Tool(
+        "create_entities",
+        "Create Entities",
+        "Create multiple new entities in the knowledge graph." + _UPSERT_NOTE,
+        _top(_object({"entities": {"type": "array", "items": _entity_schema(closed=False)}}, ["entities"])),
+        _top(
+            _object(
+                {"entities": {"type": "array", "items": _entity_schema(closed=True)}, **_CUT}, ["entities"], closed=True
+            )
+        ),
+        WRITE,
+        _create_entities,
+    ),
+    Tool(
+        "create_relations",
+        "Create Relations",
+        "Create multiple new relations between entities in the knowledge graph. Relations should be in active "
+        "voice. An endpoint that does not exist yet is created (type 'general'); an identical current relation "
+        "is returned, not stored twice.",
+        _top(_object({"relations": {"type": "array", "items": _relation_schema(closed=False)}}, ["relations"])),
+        _top(
+            _object(
+                {"relations": {"type": "array", "items": _relation_schema(closed=True)}, **_CUT},
+                ["relations"],
+                closed=True,
+            )
+        ),
+        WRITE,
+        _create_relations,
+    ),
+    Tool(
+        "add_observations",
+        "Add Observations",
+        "Add new observations to existing entities in the knowledge graph",
+        _top(
+            _object(
+                {
+                    "observations": {
+                        "type": "array",
+                        "items": _object(
+                            {
+                                "entityName": {
+                                    "type": "string",
+                                    "description": "The name of the entity to add the observations to",
+                                },
+                                "contents": {
+                                    "type": "array",
+                                    "items": {"type": "string"},
+                                    "description": "An array of observation contents to add",
+                                },
+                            },
+                            ["entityName", "contents"],
+                        ),
+                    }
+                },
+                ["observations"],
+            )
+        ),
+        _top(
+            _object(
+                {
+                    "results": {
+                        "type": "array",
+                        "items": _object(
+                            {
+                                "entityName": {"type": "string"},
+                                "addedObservations": {"type": "array", "items": {"type": "string"}},
+                            },
+                            ["entityName", "addedObservations"],
+                            closed=True,
+                        ),
+                    },
+                    **_CUT,
+                },
+                ["results"],
+                closed=True,
+            )
+        ),
+        WRITE,
+        _add_observations,
+    ),
+    Tool(
+        "delete_entities",
+        "Delete Entities",
+        "Delete multiple entities and their associated relations from the knowledge graph",
+        _top(
+            _object(
+                {
+                    "entityNames": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "An array of entity names to delete",
+                    }
+                },
+                ["entityNames"],
+            )
+        ),
+        _SUCCESS_OUT,
+        DELETE,
+        _delete_entities,
+    ),
+    Tool(
+        "delete_observations",
+        "Delete Observations",
+        "Delete specific observations from entities in the knowledge graph." + _HISTORY_NOTE,
+        _top(
+            _object(
+                {
+                    "deletions": {
+                        "type": "array",
+                        "items": _object(
+                            {
+                                "entityName": {
+                                    "type": "string",
+                                    "description": "The name of the entity containing the observations",
+                                },
+                                "observations": {
+                                    "type": "array",
+                                    "items": {"type": "string"},
+                                    "description": "An array of observations to delete",
+                                },
+                            },
+                            ["entityName", "observations"],
+                        ),
+                    }
+                },
+                ["deletions"],
+            )
+        ),
+        _SUCCESS_OUT,
+        DELETE,
+        _delete_observations,
+    ),
+    Tool(
+        "delete_relations",
+        "Delete Relations",
+        "Delete multiple relations from the knowledge graph." + _HISTORY_NOTE,
+        _top(
+            _object(
+                {
+                    "relations": {
+                        "type": "array",
+                        "items": _relation_schema(closed=False),
+                        "description": "An array of relations to delete",
+                    }
+                },
+                ["relations"],
+            )
+        ),
+        _SUCCESS_OUT,
+        DELETE,
+        _delete_relations,
+    ),
+    Tool(
+        "read_graph",
+        "Read Graph",
+        "Read the entire knowledge graph (entities by name; at most 1 MiB, or `limit` entities: the result "
+        "says when it was cut)",
+        _top(_object({"limit": _LIMIT})),
+        _GRAPH_OUT,
+        READ,
+        _read_graph,
+    ),
+    Tool(
+        "search_nodes",
+        "Search Nodes",
+        "Search for nodes in the knowledge graph based on a query. Matches whole words (3+ characters) of names, "
+        "types and observations, best match first; at most `limit` entities (default 20), and the result says "
+        "when more matched.",
+        _top(
+            _object(
+                {
+                    "query": {
+                        "type": "string",
+                        "description": "The search query to match against entity names, types, and observation content",
+                    },
+                    "limit": {**_LIMIT, "maximum": MAX_SEARCH_LIMIT, "default": DEFAULT_SEARCH_LIMIT},
+                },
+                ["query"],
+            )
+        ),
+        _GRAPH_OUT,
+        READ,
+        _search_nodes,
+    ),
+    Tool(
+        "open_nodes",
+        "Open Nodes",
+        "Open specific nodes in the knowledge graph by their names",
+        _top(
+            _object(
+                {
+                    "names": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "An array of entity names to retrieve",
+                    }
+                },
+                ["names"],
+            )
+        ),
+        _GRAPH_OUT,
+        READ,
+        _open_nodes,
+    ),
+]
+
+_ENTRY_OUT = _object(
+    {"id": {"type": "string"}, "session_id": {"type": ["string", "null"]}, "project_id": {"type": ["string", "null"]},
+     "content": {"type": "object"}, "author": {"type": ["string", "null"]}, "timestamp": {"type": "string"},
+     "score": {"type": "number"}},
+    ["id", "content", "timestamp"],
+)  # fmt: skip
+
+OWN_TOOLS: list[Tool] = [
+    Tool(
+        "search_memory",
+        "Search Memory",
+        "Search the user's long-term memories (conversation turns and notes), best first.",
+        _top(
+            _object(
+                {
+                    "query": {"type": "string", "minLength": 1, "description": "what to look for"},
+                    "top_k": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
+                    "mode": {"type": "string", "enum": ["keyword", "semantic", "hybrid"]},
+                    "min_score": {"type": "number", "minimum": 0, "maximum": 1},
+                },
+                ["query"],
+                closed=True,
+            )
+        ),
+        _top(
+            _object(
+                {
+                    "entries": {"type": "array", "items": _ENTRY_OUT},
+                    "mode": {"type": "string"},
+                    "degraded": {"type": "boolean"},
+                    "warnings": {"type": "array", "items": {"type": "string"}},
+                    **_CUT,
+                },
+                ["entries"],
+            )
+        ),
+        READ,
+        _search_memory,
+    ),
+    Tool(
+        "add_memory",
+        "Add Memory",
+        "Store one memory (a note or a turn worth keeping) in the user's long-term memory.",
+        _top(
+            _object(
+                {
+                    "text": {"type": "string", "minLength": 1, "description": "the memory, in plain words"},
+                    "session_id": {"type": "string", "minLength": 1, "description": "the conversation it came from"},
+                },
+                ["text"],
+                closed=True,
+            )
+        ),
+        _top(_ENTRY_OUT),
+        WRITE,
+        _add_memory,
+    ),
+    Tool(
+        "profile_card",
+        "Profile Card",
+        "A compact summary of the newest facts known about the user, for a system prompt.",
+        _top(
+            _object(
+                {
+                    "max_entities": {"type": "integer", "minimum": 1, "maximum": 100, "default": 12},
+                    "max_observations": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5},
+                },
+                closed=True,
+            )
+        ),
+        _top(
+            _object({"text": {"type": "string"}, "entities": {"type": "array", "items": _ENTITY_OUT}, **_CUT}, ["text"])
+        ),
+        READ,
+        _profile_card,
+    ),
+    Tool(
+        "remember",
+        "Remember",
+        graph_tools.REMEMBER_SCHEMA["description"],
+        _strip(graph_tools.REMEMBER_SCHEMA["parameters"]),
+        _top(
+            _object(
+                {"stored": {"type": "boolean"}, "entity": {"type": "string"}, "facts_added": {"type": "integer"}},
+                ["stored", "entity", "facts_added"],
+            )
+        ),
+        {**WRITE, "idempotentHint": True},
+        _remember,
+    ),
+    Tool(
+        "relate",
+        "Relate",
+        graph_tools.RELATE_SCHEMA["description"],
+        _strip(graph_tools.RELATE_SCHEMA["parameters"]),
+        _top(
+            _object(
+                {
+                    "related": {"type": "boolean"},
+                    "source": {"type": "string"},
+                    "relation": {"type": "string"},
+                    "target": {"type": "string"},
+                },
+                ["related", "source", "relation", "target"],
+            )
+        ),
+        {**WRITE, "idempotentHint": True},
+        _relate,
+    ),
+    Tool(
+        "entity_history",
+        "Entity History",
+        "Everything ever known about one entity: every observation and relation, current and past, with "
+        "when it was true (valid_from/valid_to) and when it was recorded and retired (recorded_at/expired_at).",
+        _top(_object({"name": {"type": "string", "minLength": 1, "description": "the entity"}}, ["name"], closed=True)),
+        _top(
+            _object(
+                {**_ENTITY_OUT["properties"], "relations": {"type": "array", "items": _RELATION_OUT}, **_CUT},
+                ["name", "entity_type", "observations"],
+            )
+        ),
+        READ,
+        _entity_history,
+    ),
+]
+
+TOOLS: dict[str, Tool] = {tool.name: tool for tool in REFERENCE_TOOLS + OWN_TOOLS}

@@ -163,7 +163,7 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
         reply = call("deletion_status", "GET", deletion, api_key=key)
         return reply.status == 200 and reply.body["status"] != "RUNNING"
 
-    _until(finished, "the erasure workflow", timeout=120)
+    _until(finished, "the erasure workflow", timeout=300)  # the template's drain Wait alone is 30 s
     export_all("export_after_erasure")
     pump()
     if operator_index is not None:

@@ -15,13 +15,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agentmem import __version__
 from agentmem.api import middlewares, tenancy
-from agentmem.api.http import JSON, MAX_BODY_BYTES, error_response, json_response
+from agentmem.api.http import JSON, MAX_BODY_BYTES, error_response, json_response, parse_body
 from agentmem.api.routes import graph, memories, service, users
 from agentmem.api.routes import tenancy as tenancy_routes
 from agentmem.errors import MemoryServiceError
 from agentmem.observability import logger, metrics, trace_handler
 
-app = APIGatewayRestResolver(enable_validation=True)
+app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=parse_body)
 app.use(middlewares=[middlewares.project_in_body, middlewares.idempotency])
 app.include_router(memories.router)
 app.include_router(service.router)
@@ -90,8 +90,8 @@ def openapi() -> Response[Any]:
 
 def _oversized(event: dict[str, Any]) -> dict[str, Any] | None:
     body = event.get("body") or ""
-    if len(body) <= MAX_BODY_BYTES:
-        return None
+    if len(body) * 4 <= MAX_BODY_BYTES or len(body.encode("utf-8", "surrogatepass")) <= MAX_BODY_BYTES:
+        return None  # (bytes, not characters: 6 MB of CJK text is 2 M characters)
     request_id = str((event.get("requestContext") or {}).get("requestId", ""))
     response = error_response(413, "payload_too_large", f"the request body exceeds {MAX_BODY_BYTES} bytes", request_id)
     return {"statusCode": 413, "headers": {"Content-Type": "application/json"}, "body": response.body}

@@ -24,6 +24,7 @@ from agentmem.stores.table import (
     Page,
     Put,
     WriteOp,
+    check_items,
     is_expired,
 )
 
@@ -241,12 +242,14 @@ class DynamoTable:
     # -- writes ------------------------------------------------------------------------------------
 
     def put(self, item: Item, condition: Condition | None = None) -> None:
+        check_items([item])
         self._call("put_item", TableName=self.table_name, Item=self._to_wire(item), **self._conditional_args(condition))
 
     def delete(self, pk: str, sk: str, condition: Condition | None = None) -> None:
         self._call("delete_item", TableName=self.table_name, Key=self._key(pk, sk), **self._conditional_args(condition))
 
     def batch_write(self, puts: Sequence[Item] = (), deletes: Sequence[Key] = ()) -> None:
+        check_items(puts)
         requests: dict[Key, dict[str, Any]] = {}
         for item in puts:
             requests[(item["pk"], item["sk"])] = {"PutRequest": {"Item": self._to_wire(item)}}
@@ -267,6 +270,7 @@ class DynamoTable:
     def transact_write(self, ops: Sequence[WriteOp]) -> None:
         if len(ops) > MAX_TRANSACTION_ITEMS:
             raise InvalidInput(f"a transaction holds at most {MAX_TRANSACTION_ITEMS} items")
+        check_items(op.item for op in ops if isinstance(op, Put))
         items: list[dict[str, Any]] = []
         for op in ops:
             if isinstance(op, Put):

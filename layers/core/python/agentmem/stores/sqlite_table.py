@@ -28,6 +28,7 @@ from agentmem.stores.table import (
     Page,
     Put,
     WriteOp,
+    check_items,
     is_expired,
     prefix_upper_bound,
 )
@@ -207,6 +208,7 @@ class SqliteTable:
         )
 
     def put(self, item: Item, condition: Condition | None = None) -> None:
+        check_items([item])
         with self._write() as conn:
             if condition is not None and not _holds(condition, self._get(conn, item["pk"], item["sk"])):
                 raise ConditionFailed("the item is not in the state the write required")
@@ -221,6 +223,7 @@ class SqliteTable:
     def batch_write(self, puts: Sequence[Item] = (), deletes: Sequence[Key] = ()) -> None:
         if not puts and not deletes:
             return
+        check_items(puts)
         with self._write() as conn:
             for item in puts:
                 self._upsert(conn, item)
@@ -232,6 +235,7 @@ class SqliteTable:
         keys = [(op.item["pk"], op.item["sk"]) if isinstance(op, Put) else (op.pk, op.sk) for op in ops]
         if len(set(keys)) != len(keys):
             raise InvalidInput("a transaction cannot hold two operations on one item")
+        check_items(op.item for op in ops if isinstance(op, Put))
         with self._write() as conn:
             for op, key in zip(ops, keys, strict=True):
                 if op.condition is not None and not _holds(op.condition, self._get(conn, *key)):

@@ -53,16 +53,13 @@ def _fold(word: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
+_CJK_RUN = re.compile("([" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES) + "]+)")
+
+
 def _split_cjk(run: str) -> list[tuple[bool, str]]:
     """Split an alphanumeric run into (is_cjk, segment) pieces."""
-    pieces: list[tuple[bool, str]] = []
-    for ch in run:
-        flag = is_cjk(ch)
-        if pieces and pieces[-1][0] == flag:
-            pieces[-1] = (flag, pieces[-1][1] + ch)
-        else:
-            pieces.append((flag, ch))
-    return pieces
+    # re.split with a group alternates: non-CJK, CJK, non-CJK, ... (empty pieces at the ends)
+    return [(i % 2 == 1, piece) for i, piece in enumerate(_CJK_RUN.split(run)) if piece]
 
 
 def _bounded(token: str) -> str:

@@ -288,3 +288,22 @@ def test_graph_valid_times_that_overflow_in_utc_are_422_and_change_nothing(
     _assert_error(reply, 422)
     _assert_error(api.post(f"{GRAPH}/observations/{obs_id}/invalidate", {"valid_to": moment}), 422)
     assert stored_keys(container.table) == before
+
+
+def test_a_write_whose_answer_is_too_big_to_keep_for_idempotency_still_succeeds(
+    api: ApiClient, container: Container
+) -> None:
+    # Given an entity and ten 60 KiB facts sent with an Idempotency-Key: a 600 KB answer, over one item
+    assert api.post(f"{GRAPH}/entities", {"entities": [{"name": "A"}]}).status == 200
+    facts = [f"fact {i} " + "x " * 30_000 for i in range(10)]
+    body = {"observations": facts}
+    headers = {"Idempotency-Key": "k1"}
+    # Then the write answers 200 (not a 4xx after writing), on both tables
+    first = api.post(f"{GRAPH}/entities/A/observations", body, headers=headers)
+    assert first.status == 200, first.body
+    assert len(first.body["observations"]) == 10
+    # And a retry runs again without storing any fact twice
+    again = api.post(f"{GRAPH}/entities/A/observations", body, headers=headers)
+    assert again.status == 200, again.body
+    history = api.get(f"{GRAPH}/entities/A/history").body
+    assert sorted(o["content"] for o in history["observations"]) == sorted(facts)

@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 
 from agentmem.api.http import user_of_path
 from agentmem.container import get_container
-from agentmem.errors import InvalidInput
+from agentmem.errors import InvalidInput, PayloadTooLarge
 from agentmem.idempotency import StoredResponse
 
 IDEMPOTENCY_HEADER = "idempotency-key"
@@ -58,7 +58,10 @@ def idempotency(app: APIGatewayRestResolver, next_middleware: NextMiddleware) ->
         raise
     if 200 <= response.status_code < 300:
         body = response.body if isinstance(response.body, str) else ""
-        store.complete(user, key, fingerprint, StoredResponse(response.status_code, body, "application/json"))
+        try:
+            store.complete(user, key, fingerprint, StoredResponse(response.status_code, body, "application/json"))
+        except PayloadTooLarge:  # an answer too big for one table item: the write stands, a retry runs again
+            store.release(user, key)
     else:
         store.release(user, key)
     return response

@@ -25,10 +25,11 @@ PROJECTS = ("alpha", "beta", "gamma")
 
 
 class InMemoryVectorIndex:
-    """TEST DOUBLE of the VectorIndex port (the search engineer's adapters replace it at merge): enough
-    to prove the workflow's parallel branch empties the index for one user and nobody else."""
+    """TEST DOUBLE of the VectorIndex port, an external index (``derived``) as OpenSearch is: enough to
+    prove the workflow's parallel branch empties the index for one user and nobody else."""
 
     name = "in-memory-test-double"
+    derived = True
 
     def __init__(self) -> None:
         self._records: dict[tuple[Scope, str], VectorRecord] = {}
@@ -46,6 +47,10 @@ class InMemoryVectorIndex:
 
     def search(self, scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str) -> list[VectorHit]:
         return []
+
+    def other_models(self, scopes: Sequence[Scope], model_id: str) -> list[str]:
+        with self._lock:
+            return sorted({r.model_id for (scope, _), r in self._records.items() if scope in scopes} - {model_id})
 
     def delete_user(self, user: UserRef) -> int:
         with self._lock:

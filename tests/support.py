@@ -8,9 +8,21 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from agentmem.deletion.runners import LocalRunner
 from agentmem.local.events import LocalContext, rest_event
 
 EVENTS_DIR = Path(__file__).resolve().parent.parent / "events"
+
+
+def inline_deletion_runner() -> LocalRunner:
+    """The local runner in the calling thread, without the ASL's waits, on the installed container: each
+    erasure has finished when the DELETE returns."""
+    from agentmem.container import get_container
+    from agentmem.deletion import steps
+
+    return LocalRunner(
+        lambda event: steps.run_step(get_container().deletion, event), background=False, sleep=lambda _: None
+    )
 
 
 def scope_path(app: str, user: str) -> str:
@@ -29,6 +41,9 @@ class Reply:
     status: int
     body: Any
     headers: dict[str, str]
+    wire_bytes: int = 0
+    """The size of the handler's answer as Lambda returns it (its JSON, ASCII-escaped)."""
+    raw: str = ""
 
     @property
     def error_code(self) -> str | None:
@@ -55,7 +70,7 @@ class ApiClient:
         headers = dict(result.get("headers") or {})
         for name, values in (result.get("multiValueHeaders") or {}).items():
             headers[name] = ", ".join(values)
-        return Reply(result["statusCode"], body, headers)
+        return Reply(result["statusCode"], body, headers, len(json.dumps(result)), raw)
 
     def request(
         self,

@@ -21,6 +21,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from agentmem.models.responses import error_body
 from infra.components.routes import PUBLIC_ROUTES, TENANT_ROUTES
 
 
@@ -37,8 +38,8 @@ class ApiSettings:
 
 
 def _error_template(code: str, message: str) -> dict[str, str]:
-    error = {"code": code, "message": message, "request_id": "$context.requestId"}
-    return {"application/json": json.dumps({"error": error})}
+    """API Gateway's own answers carry the API's error envelope (built by the library, as every other)."""
+    return {"application/json": json.dumps(error_body(code, message, "$context.requestId"))}
 
 
 GATEWAY_ERRORS = [

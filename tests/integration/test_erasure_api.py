@@ -8,21 +8,25 @@ from collections import Counter
 import pytest
 
 from agentmem import users
-from agentmem.container import Container
-from agentmem.deletion import steps
-from agentmem.deletion.runners import LocalRunner
+from agentmem.container import Container, set_container
 from agentmem.keys import UserRef
 from agentmem.stores.table import Table
 from tests.erasure_support import InMemoryVectorIndex, export_all, seed_user
-from tests.support import ApiClient, scope_path, text_entry
+from tests.support import ApiClient, inline_deletion_runner, scope_path, text_entry
 
 
 @pytest.fixture
 def inline(container: Container) -> Container:
-    container.__dict__["deletion_runner"] = LocalRunner(
-        lambda event: steps.run_step(container.deletion, event), background=False, sleep=lambda _: None
+    """The test's container, erasing inline (the ``container`` fixture uninstalls it afterwards)."""
+    built = Container(container.settings, table=container.table, deletion_runner=inline_deletion_runner())
+    set_container(built)
+    return built
+
+
+def install_vector_index(inline: Container, index: InMemoryVectorIndex) -> None:
+    set_container(
+        Container(inline.settings, table=inline.table, vector_index=index, deletion_runner=inline_deletion_runner())
     )
-    return container
 
 
 def test_local_runner_erases_the_user_and_reports_counts(api: ApiClient, table: Table, inline: Container) -> None:
@@ -162,7 +166,7 @@ def test_verify_loops_back_until_the_index_is_empty(api: ApiClient, table: Table
             return super().delete_user(user) if self.calls > 1 else 0
 
     index = LaggingIndex()
-    inline.__dict__["vectors"] = index
+    install_vector_index(inline, index)
     target = seed_user(api, table, UserRef("demo", "ana"), index)
 
     # When the user is deleted
@@ -183,7 +187,7 @@ def test_data_that_never_goes_away_fails_the_deletion_visibly(api: ApiClient, ta
             return 0
 
     index = StuckIndex()
-    inline.__dict__["vectors"] = index
+    install_vector_index(inline, index)
     target = seed_user(api, table, UserRef("demo", "ana"), index)
 
     # When the user is deleted

@@ -58,14 +58,17 @@ def cloud() -> Iterator[Cloud]:
             deletion_batch_size=200,
             receipt_key="test-receipt-key",
         )
-        container = Container(settings, table=table)
         vectors = InMemoryVectorIndex()
-        container.__dict__["vectors"] = vectors
-        set_container(container)
+        set_container(Container(settings, table=table, vector_index=vectors))
         try:
             yield Cloud(ApiClient(), table, vectors, arn, router)
         finally:
             set_container(None)
+
+
+def reinstall(cloud: Cloud, **parts: Any) -> None:
+    """Install a container of the same settings, table and vector index with some parts replaced."""
+    set_container(Container(get_container().settings, table=cloud.table, vector_index=cloud.vectors, **parts))
 
 
 def test_user_in_three_projects_is_erased_and_nobody_else_is_touched(cloud: Cloud) -> None:
@@ -236,13 +239,12 @@ def test_local_runner_runs_the_same_steps_as_step_functions(cloud: Cloud) -> Non
     assert execution(cloud.arn, started.body["deletion_id"])["status"] == "SUCCEEDED"
     cloud_calls = list(cloud.router.calls)
     local_calls: list[tuple[str, str | None]] = []
-    container = get_container()
 
     def recorded(event: dict[str, Any]) -> Any:
         local_calls.append((event["step"], event.get("project_id")))
-        return steps.run_step(container.deletion, event)
+        return steps.run_step(get_container().deletion, event)
 
-    container.__dict__["deletion_runner"] = LocalRunner(recorded, background=False)
+    reinstall(cloud, deletion_runner=LocalRunner(recorded, background=False))
     local = cloud.api.delete(second.path)
 
     # Then both ran the same steps, the same number of times, in the same order (the Map's items and
@@ -256,8 +258,7 @@ def test_local_runner_runs_the_same_steps_as_step_functions(cloud: Cloud) -> Non
 def test_a_workflow_that_cannot_start_is_a_503_and_lifts_the_mark(cloud: Cloud) -> None:
     # Given an API pointed at a state machine that does not exist
     target = seed_user(cloud.api, cloud.table, UserRef("shop", "ana"))
-    container = get_container()
-    container.__dict__["deletion_runner"] = StepFunctionsRunner(cloud.arn + "-missing", region_name="us-east-1")
+    reinstall(cloud, deletion_runner=StepFunctionsRunner(cloud.arn + "-missing", region_name="us-east-1"))
 
     # When the user is deleted
     reply = cloud.api.delete(target.path)
@@ -293,9 +294,9 @@ def test_a_throttled_step_is_retried_and_the_execution_succeeds(cloud: Cloud) ->
 
 def test_a_user_with_more_projects_than_one_map_run_is_erased_page_by_page(cloud: Cloud) -> None:
     # Given a user with seven projects and a workflow that lists scopes three at a time
-    container = get_container()
-    container.__dict__["deletion"] = DeletionService(
-        cloud.table, receipt_key=b"test-receipt-key", vectors=cloud.vectors, scope_page=3
+    reinstall(
+        cloud,
+        deletion=DeletionService(cloud.table, receipt_key=b"test-receipt-key", vectors=cloud.vectors, scope_page=3),
     )
     user = UserRef("shop", "busy")
     projects = [None, *(f"p{i}" for i in range(7))]

@@ -10,6 +10,7 @@ import pytest
 from tests.support import ApiClient, Reply, scope_path, text_entry
 
 GRAPH = scope_path("demo", "alice") + "/graph"
+EMPTY_GRAPH = {"entities": [], "relations": [], "truncated": False, "next_cursor": None}
 
 
 def _graph(app: str = "demo", user: str = "alice") -> str:
@@ -81,7 +82,7 @@ def test_add_observations_to_unknown_entity_is_404_and_stores_nothing(api: ApiCl
     reply = api.post(GRAPH + "/entities/Nobody/observations", {"observations": ["x y z"]})
     assert reply.status == 404
     assert reply.error_code == "entity_not_found"
-    assert _whole(api) == {"entities": [], "relations": []}
+    assert _whole(api) == EMPTY_GRAPH
 
 
 def test_entity_names_with_slashes_hashes_and_unicode(api: ApiClient) -> None:
@@ -260,7 +261,7 @@ def test_open_nodes_returns_named_entities_and_their_relations(api: ApiClient) -
 
 
 def test_profile_card_lists_recent_entities_with_newest_facts(api: ApiClient) -> None:
-    assert _ok(api.get(GRAPH + "/profile-card")) == {"text": "", "entities": []}
+    assert _ok(api.get(GRAPH + "/profile-card")) == {"text": "", "entities": [], "truncated": False}
     _create(api, {"name": "Acme", "entity_type": "company", "observations": ["makes anvils"]})
     time.sleep(0.005)
     _create(api, {"name": "Alice", "entity_type": "person", "observations": ["a", "likes tea", "in Paris", "has cat"]})
@@ -399,7 +400,7 @@ def test_other_users_and_apps_cannot_see_or_touch_facts(api: ApiClient) -> None:
     )["relations"]
     for other in (_graph("demo", "mallory"), _graph("other-app", "alice")):
         # Then another user or another app sees nothing
-        assert _whole(api, other) == {"entities": [], "relations": []}
+        assert _whole(api, other) == EMPTY_GRAPH
         assert _ok(api.get(other + "/search", query={"q": "secret"}))["results"] == []
         assert _ok(api.get(other + "/profile-card"))["text"] == ""
         assert api.get(other + "/entities/Alice/history").status == 404
@@ -518,12 +519,10 @@ def test_invalidate_with_valid_to_before_valid_from_is_422_and_changes_nothing(a
 
 
 def test_erasure_removes_the_graph_and_counts_only_facts(api: ApiClient, container: Any) -> None:
-    from agentmem.deletion import steps
-    from agentmem.deletion.runners import LocalRunner
+    from agentmem.container import Container, set_container
+    from tests.support import inline_deletion_runner
 
-    container.__dict__["deletion_runner"] = LocalRunner(
-        lambda event: steps.run_step(container.deletion, event), background=False, sleep=lambda _: None
-    )
+    set_container(Container(container.settings, table=container.table, deletion_runner=inline_deletion_runner()))
     # Given a graph in the global scope and a project: 3 entities, 3 observations, 1 relation, 2 episodes
     _create(api, {"name": "Alice", "entity_type": "person", "observations": ["likes tea", "in Paris"]})
     _create(api, {"name": "Zed", "observations": ["project fact"]}, project="p1")
@@ -540,5 +539,5 @@ def test_erasure_removes_the_graph_and_counts_only_facts(api: ApiClient, contain
     assert status["deleted"]["graph_items"] == 7
     assert status["deleted"]["episodes"] == 2
     # And nothing of the graph is left in any scope
-    assert _whole(api) == {"entities": [], "relations": []}
-    assert _whole(api, project_id="p1") == {"entities": [], "relations": []}
+    assert _whole(api) == EMPTY_GRAPH
+    assert _whole(api, project_id="p1") == EMPTY_GRAPH

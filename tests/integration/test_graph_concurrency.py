@@ -103,7 +103,7 @@ def test_concurrent_creates_of_one_entity_keep_every_observation_and_one_entity(
     assert [e["name"] for e in entities] == ["Alice", "Warmup"]
     assert _current_facts(graph) == sorted(f"fact {i}{s}" for i in range(THREADS) for s in "ab")
     # And search counts each of them once
-    [hit] = graph.search_nodes(SCOPE, "fact")
+    [hit] = graph.search_nodes(SCOPE, "fact")["results"]
     assert hit["score"] == 2 * THREADS
 
 
@@ -115,7 +115,7 @@ def test_concurrent_identical_observations_are_stored_once(table: Table) -> None
     assert racy.conflicts > 0
     assert sum(len(a) for a in added) == 1
     assert _current_facts(graph) == ["likes tea"]
-    assert graph.search_nodes(SCOPE, "tea")[0]["score"] == 1
+    assert graph.search_nodes(SCOPE, "tea")["results"][0]["score"] == 1
 
 
 def test_concurrent_remember_and_type_change_lose_nothing(table: Table) -> None:
@@ -130,8 +130,8 @@ def test_concurrent_remember_and_type_change_lose_nothing(table: Table) -> None:
     assert racy.conflicts > 0
     assert alice["entity_type"] == "friend"
     assert sorted(o["content"] for o in alice["observations"]) == sorted(f"note {i}" for i in range(THREADS - 1))
-    assert graph.search_nodes(SCOPE, "friend")[0]["score"] == 2
-    assert graph.search_nodes(SCOPE, "person") == []
+    assert graph.search_nodes(SCOPE, "friend")["results"][0]["score"] == 2
+    assert graph.search_nodes(SCOPE, "person")["results"] == []
     # And the profile card lists Alice once
     assert graph.profile_card(SCOPE)["text"].count("• Alice") == 1
 

@@ -38,8 +38,7 @@ def embedder() -> SwitchableEmbedder:
 
 @pytest.fixture
 def semantic(table: Table, embedder: SwitchableEmbedder) -> Iterator[Container]:
-    built = Container(Settings(embedder="hashing"), table=table)
-    built.__dict__["embedder"] = embedder
+    built = Container(Settings(embedder="hashing"), table=table, embedder=embedder)
     set_container(built)
     yield built
     set_container(None)

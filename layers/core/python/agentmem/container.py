@@ -23,10 +23,29 @@ if TYPE_CHECKING:
 
 
 class Container:
-    def __init__(self, settings: Settings, *, table: Table | None = None) -> None:
+    """Each part is built from the settings on first use, unless given here (the local server's table,
+    tests' adapters and doubles: anything that implements the part's port)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        table: Table | None = None,
+        embedder: Embedder | None = None,
+        vector_index: VectorIndex | None = None,
+        deletion: DeletionService | None = None,
+        deletion_runner: DeletionRunner | None = None,
+    ) -> None:
         self.settings = settings
-        if table is not None:
-            self.__dict__["table"] = table
+        given = {
+            "table": table,
+            "embedder": embedder,
+            "vector_index": vector_index,
+            "deletion": deletion,
+            "deletion_runner": deletion_runner,
+        }
+        # A cached_property reads its value from the instance dict: a given part is never built.
+        self.__dict__.update({name: part for name, part in given.items() if part is not None})
 
     @cached_property
     def table(self) -> Table:
@@ -82,11 +101,12 @@ class Container:
 
         return ExactVectorIndex(self.table)
 
-    @cached_property
-    def vectors(self) -> VectorIndex | None:
-        """The external vector index erasure must empty (OpenSearch); None when vectors live only on entries."""
+    @property
+    def external_vector_index(self) -> VectorIndex | None:
+        """The index that holds copies of the vectors outside the table (OpenSearch), which erasure must
+        empty on its own; None when the vectors live only on the entry items and go with them."""
         index = self.vector_index
-        return index if getattr(index, "derived", False) else None
+        return index if index is not None and index.derived else None
 
     @cached_property
     def memory(self) -> MemoryService:
@@ -110,12 +130,12 @@ class Container:
     def deletion(self) -> DeletionService:
         from agentmem.deletion.service import DeletionService
 
-        # Vectors kept only on the entry items (None) go with the entries; an external index (when the
-        # container has one under ``vectors``) is emptied by the workflow's parallel branch.
+        # Vectors kept only on the entry items go with the entries; an external index is emptied by the
+        # workflow's parallel branch.
         return DeletionService(
             self.table,
             receipt_key=self.settings.resolved_receipt_key(),
-            vectors=getattr(self, "vectors", None),
+            vectors=self.external_vector_index,
             batch_size=self.settings.deletion_batch_size,
         )
 

@@ -20,6 +20,10 @@ USER_TAG = "U"
 TENANT_TAG = "T"
 
 
+ID_JSON_SCHEMA = {"minLength": 1, "maxLength": MAX_ID_BYTES, "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"}
+"""What :func:`validate_id` accepts, as JSON Schema (lengths in characters; the limit is in bytes)."""
+
+
 def validate_id(value: object, field: str) -> str:
     """Return ``value`` if it is a valid id: a string of 1..256 bytes of UTF-8, no control characters."""
     if not isinstance(value, str):

@@ -15,13 +15,15 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agentmem import __version__
 from agentmem.api import middlewares, tenancy
-from agentmem.api.http import JSON, MAX_BODY_BYTES, error_response, json_response
+from agentmem.api.http import JSON, MAX_BODY_BYTES, documented, error_response, error_result, json_response
 from agentmem.api.routes import graph, memories, service, users
 from agentmem.api.routes import tenancy as tenancy_routes
+from agentmem.budget import dumps
 from agentmem.errors import MemoryServiceError
 from agentmem.observability import logger, metrics, trace_handler
 
-app = APIGatewayRestResolver(enable_validation=True)
+# Each answer is checked against its route's response model (a mismatch is our bug: 500, logged).
+app = APIGatewayRestResolver(enable_validation=True, serializer=dumps, response_validation_error_http_code=500)
 app.use(middlewares=[middlewares.project_in_body, middlewares.idempotency])
 app.include_router(memories.router)
 app.include_router(service.router)
@@ -82,10 +84,28 @@ def _unexpected(exc: Exception) -> Response[Any]:
     )
 
 
-@app.get("/v1/openapi.json", summary="The OpenAPI document of this API")
-def openapi() -> Response[Any]:
-    schema = app.get_openapi_json_schema(title="Agent memory API", version=__version__)
-    return json_response(200, json.loads(schema))
+@app.get("/v1/openapi.json", summary="The OpenAPI document of this API", responses=documented(200, "the document"))
+def openapi() -> Response[dict[str, Any]]:
+    return json_response(200, openapi_document())
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI document, with the bodies the error handlers above really send: Powertools lists its
+    own shapes for a failed request or response validation, which :func:`_validation_error` and
+    :func:`_unexpected` turn into the error envelope."""
+    document: dict[str, Any] = json.loads(app.get_openapi_json_schema(title="Agent memory API", version=__version__))
+    envelope = documented(200, "", 500)[500]
+    error = {"description": envelope["description"], "content": {JSON: {"schema": {"$ref": _ERROR_REF}}}}
+    for methods in document["paths"].values():
+        for operation in methods.values():
+            operation["responses"]["500"] = error
+    schemas = document["components"]["schemas"]
+    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        schemas.pop(unused, None)
+    return document
+
+
+_ERROR_REF = "#/components/schemas/ErrorBody"
 
 
 def _oversized(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -93,8 +113,7 @@ def _oversized(event: dict[str, Any]) -> dict[str, Any] | None:
     if len(body) <= MAX_BODY_BYTES:
         return None
     request_id = str((event.get("requestContext") or {}).get("requestId", ""))
-    response = error_response(413, "payload_too_large", f"the request body exceeds {MAX_BODY_BYTES} bytes", request_id)
-    return {"statusCode": 413, "headers": {"Content-Type": "application/json"}, "body": response.body}
+    return error_result(413, "payload_too_large", f"the request body exceeds {MAX_BODY_BYTES} bytes", request_id)
 
 
 def _read_body_as_json(event: dict[str, Any]) -> dict[str, Any]:

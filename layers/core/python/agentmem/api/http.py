@@ -1,35 +1,83 @@
-"""Small HTTP helpers shared by the routes: JSON responses, the error body, path decoding."""
+"""Small HTTP helpers shared by the routes: JSON responses, the error body, the documented statuses,
+path ids and their decoding."""
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any
+from typing import Annotated, Any, TypeVar
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-from agentmem.keys import Scope, UserRef, validate_project
+from agentmem.budget import dumps
+from agentmem.keys import ID_JSON_SCHEMA, Scope, UserRef, validate_project
+from agentmem.models.responses import ErrorBody, error_body
 
 JSON = "application/json"
 MAX_BODY_BYTES = 6 * 1024 * 1024
 SCOPE_PATH = "/v1/apps/<app>/users/<user>"
 _SCOPE_RE = re.compile(r"^/v1/apps/([^/]+)/users/([^/]+)")
+T = TypeVar("T")
+
+PathId = Annotated[
+    str,
+    Path(
+        description="1..256 bytes of UTF-8, no control characters; percent-encoded in the path",
+        json_schema_extra=ID_JSON_SCHEMA,
+    ),
+]
+"""A path segment that names an id; checked (after decoding) by :func:`agentmem.keys.validate_id`."""
+
+_REASONS = {
+    400: "malformed request (JSON, encoding, cursor)",
+    401: "missing or unknown API key",
+    403: "the API key belongs to another app",
+    404: "unknown entity, or an id outside the caller's scope",
+    409: "user erasure in progress, or a conflicting concurrent write",
+    413: "request body over 6 MB",
+    422: "invalid input",
+    429: "throttled or over the daily quota",
+    500: "internal error",
+    503: "a dependency is down",
+}
+ALWAYS = (413, 422, 500)
+"""Any request can be too large, invalid or meet a bug."""
+TENANT = (400, 401, 403, 429, 503)
+"""Every route under ``/v1/apps/{app}``: decoded path ids, the tenant check and quota, the table."""
+WRITE = (*TENANT, 409)
+
+
+def documented(status: int, description: str, *errors: int) -> dict[int, OpenAPIResponse]:
+    """The OpenAPI responses of a route: its success (body from the return annotation) and its errors."""
+    out: dict[int, OpenAPIResponse] = {status: {"description": description}}
+    if status == 204:
+        out[status]["content"] = {}
+    for code in sorted({*ALWAYS, *errors}):
+        out[code] = {"description": _REASONS[code], "content": {JSON: {"model": ErrorBody}}}
+    return out
 
 
 def json_response(status_code: int, body: Any) -> Response[Any]:
-    return Response(status_code=status_code, content_type=JSON, body=json.dumps(body, ensure_ascii=False))
+    """A JSON answer; the resolver checks ``body`` against the route's response model and writes it."""
+    return Response(status_code=status_code, content_type=JSON, body=body)
 
 
 def no_content() -> Response[Any]:
+    """A 204 (its route returns ``Response[Any]``: a ``None`` model would have the body written as ``null``)."""
     return Response(status_code=204, content_type=JSON, body="")
 
 
 def error_response(status_code: int, code: str, message: str, request_id: str, details: Any = None) -> Response[Any]:
-    error: dict[str, Any] = {"code": code, "message": message, "request_id": request_id}
-    if details is not None:
-        error["details"] = details
-    return json_response(status_code, {"error": error})
+    return Response(status_code, JSON, dumps(error_body(code, message, request_id, details)))
+
+
+def error_result(status_code: int, code: str, message: str, request_id: str) -> dict[str, Any]:
+    """An error as an API Gateway proxy result, for answers given before the resolver runs (the tenant
+    guard, the body size check) or outside it (the local server)."""
+    body = dumps(error_body(code, message, request_id))
+    return {"statusCode": status_code, "headers": {"Content-Type": JSON}, "body": body}
 
 
 def path_id(raw: str) -> str:

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.api_gateway import APIGatewayRestResolv
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 
 from agentmem.api.http import user_of_path
+from agentmem.budget import dumps
 from agentmem.container import get_container
 from agentmem.errors import InvalidInput
 from agentmem.idempotency import StoredResponse
@@ -57,7 +58,8 @@ def idempotency(app: APIGatewayRestResolver, next_middleware: NextMiddleware) ->
         store.release(user, key)
         raise
     if 200 <= response.status_code < 300:
-        body = response.body if isinstance(response.body, str) else ""
+        # The route's answer, as the resolver will write it (already checked against its model).
+        body = response.body if isinstance(response.body, str) else dumps(response.body)
         store.complete(user, key, fingerprint, StoredResponse(response.status_code, body, "application/json"))
     else:
         store.release(user, key)

@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agentmem.api.http import JSON, path_id
+from agentmem.api.http import error_result, path_id
 from agentmem.container import get_container
 from agentmem.errors import Forbidden, MemoryServiceError, RateLimited
 from agentmem.keys import validate_id
@@ -100,11 +100,6 @@ def items_stored(method: str, status: int, body: str | None) -> int:
     return 0
 
 
-def _refusal(error: MemoryServiceError, request_id: str) -> dict[str, Any]:
-    body = {"error": {"code": error.code, "message": error.message, "request_id": request_id}}
-    return {"statusCode": error.http_status, "headers": {"Content-Type": JSON}, "body": json.dumps(body)}
-
-
 def guard(event: dict[str, Any], resolve: Resolve, request_id: str = "") -> dict[str, Any]:
     """Authenticate, authorise and meter one API Gateway event around ``resolve``."""
     path_app = app_of_path(str(event.get("path") or ""))
@@ -122,7 +117,7 @@ def guard(event: dict[str, Any], resolve: Resolve, request_id: str = "") -> dict
     except MemoryServiceError as error:
         if error.http_status >= 500:
             logger.warning("tenant check failed", error_code=error.code)
-        return _refusal(error, request_id)
+        return error_result(error.http_status, error.code, error.message, request_id)
     result = resolve(event)
     headers = [*(result.get("headers") or {}), *(result.get("multiValueHeaders") or {})]
     replayed = any(name.lower() == "idempotent-replayed" for name in headers)

@@ -19,15 +19,19 @@ after, so a search never misses a fact; scores of returned entities are recomput
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from agentmem import users
+from agentmem.budget import CARD_BUDGET_BYTES, Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
-from agentmem.errors import ConditionFailed, Conflict, InvalidInput, NotFound
+from agentmem.errors import ConditionFailed, Conflict, InvalidInput, MalformedRequest, NotFound
 from agentmem.graph import records
 from agentmem.keys import Scope, validate_id
 from agentmem.models.memory import MemoryEntry
@@ -117,6 +121,84 @@ def _entity_out(entity: dict[str, Any], observations: list[Item]) -> dict[str, A
         "updated_at": entity["updated_at"],
         "observations": [records.observation_out(o) for o in ordered],
     }
+
+
+Position = tuple[str, str, str, str]
+"""Where a graph read stands: ``("e", name, recorded_at, id)`` (``""`` for the entity itself) or
+``("r", recorded_at, id, "")``; entities by name, each with its observations, then relations."""
+
+
+class _Pager:
+    """Fills a graph answer within a byte budget, one observation or relation at a time.
+
+    An entity cut in the middle of its observations comes back on the next page with the rest (so
+    a client merges pages by entity name); ``last`` is the position of the last item taken.
+    """
+
+    def __init__(self, budget: Budget, after: Position | None = None) -> None:
+        self.budget = budget
+        self.after = after
+        self.last: Position | None = None
+
+    def _new(self, position: Position) -> bool:
+        return self.after is None or position > self.after
+
+    def entity(self, entity: dict[str, Any]) -> dict[str, Any] | None:
+        """The entity with those of its observations (not on earlier pages) that fit; None if none do."""
+        name = entity["name"]
+        pending = [o for o in entity["observations"] if self._new(("e", name, o["recorded_at"], o["id"]))]
+        head = {**entity, "observations": []}
+        if self._new(("e", name, "", "")):
+            if not self.budget.take(head):
+                return None
+            self.last = ("e", name, "", "")
+        elif pending:
+            self.budget.charge(head)  # repeated on this page for the observations that follow
+        else:
+            return None
+        for observation in pending:
+            if not self.budget.take(observation):
+                break
+            head["observations"].append(observation)
+            self.last = ("e", name, observation["recorded_at"], observation["id"])
+        return head if head["observations"] or self.last == ("e", name, "", "") else None
+
+    def entities(self, entities: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for entity in entities:
+            fitted = None if self.budget.truncated else self.entity(entity)
+            if fitted is not None:
+                out.append(fitted)
+            if self.budget.truncated:
+                break
+        return out
+
+    def relations(self, relations: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for relation in relations:
+            position = ("r", relation["recorded_at"], relation["id"], "")
+            if not self._new(position):
+                continue
+            if not self.budget.take(relation):
+                break
+            out.append(relation)
+            self.last = position
+        return out
+
+
+def _encode_position(position: Position) -> str:
+    raw = json.dumps(position, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _decode_position(cursor: str) -> Position:
+    try:
+        value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8"))
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        value = None
+    if not (isinstance(value, list) and len(value) == 4 and all(isinstance(v, str) for v in value)):
+        raise MalformedRequest("cursor is not one this API returned", code="invalid_cursor")
+    return (value[0], value[1], value[2], value[3])
 
 
 def _merge_entities(items: Sequence[Item]) -> dict[str, Any]:
@@ -601,14 +683,15 @@ class GraphMemoryService:
     def _visible_observations(self, scope: Scope, name: str) -> list[Item]:
         return [o for s in scope.visible_scopes() for o in self._observations(s.partition, name)]
 
-    def search_nodes(self, scope: Scope, query: str, limit: int = 10) -> list[dict[str, Any]]:
-        """Entities with a score > 0, best first (ties by name), each with its current relations.
+    def search_nodes(self, scope: Scope, query: str, limit: int = 10) -> dict[str, Any]:
+        """``results``: entities with a score > 0, best first (ties by name), each with its current
+        relations, within the response byte budget (``truncated`` when cut).
 
         Reads one posting range per query token and scope, then the returned entities only.
         """
         tokens = index_tokens(query)
         if not tokens:
-            return []
+            return {"results": [], "truncated": False}
         partitions = [s.partition for s in scope.visible_scopes()]
         scores: dict[str, int] = {}
         type_bonus: dict[str, int] = {}
@@ -648,7 +731,18 @@ class GraphMemoryService:
                 }
             )
         results.sort(key=lambda r: (-r["score"], r["entity"]["name"]))
-        return results
+        pager = _Pager(Budget())
+        fitted: list[dict[str, Any]] = []
+        for result in results:
+            entity = pager.entity(result["entity"])
+            if entity is None:
+                break
+            fitted.append(
+                {"entity": entity, "relations": pager.relations(result["relations"]), "score": result["score"]}
+            )
+            if pager.budget.truncated:
+                break
+        return {"results": fitted, "truncated": pager.budget.truncated}
 
     def _add_type_bonus(
         self, scope: Scope, partitions: Sequence[str], scores: dict[str, int], bonus: dict[str, int], limit: int
@@ -682,8 +776,9 @@ class GraphMemoryService:
                     start = page.next_start
         return boosted
 
-    def open_nodes(self, scope: Scope, names: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-        """The named entities (unknown names are skipped) and the current relations touching them."""
+    def open_nodes(self, scope: Scope, names: Sequence[str]) -> dict[str, Any]:
+        """The named entities (unknown names are skipped) and the current relations touching them,
+        within the response byte budget (``truncated`` when cut)."""
         for name in names:
             validate_id(name, "name")
         entities = self._entities(scope, names)
@@ -694,15 +789,25 @@ class GraphMemoryService:
                 out.append(_entity_out(entities[name], current))
         partitions = [s.partition for s in scope.visible_scopes()]
         relations = [r for r in self._relations_of(partitions, entities) if _is_current(r)]
-        return {"entities": out, "relations": [records.relation_out(r) for r in relations]}
+        pager = _Pager(Budget())
+        fitted = pager.entities(out)
+        related = [] if pager.budget.truncated else pager.relations(records.relation_out(r) for r in relations)
+        return {"entities": fitted, "relations": related, "truncated": pager.budget.truncated}
 
     def read_graph(
-        self, scope: Scope, *, as_of: datetime | None = None, recorded_as_of: datetime | None = None
-    ) -> dict[str, list[dict[str, Any]]]:
+        self,
+        scope: Scope,
+        *,
+        as_of: datetime | None = None,
+        recorded_as_of: datetime | None = None,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
         """The whole visible graph: current facts, or the facts of a time slice (see :class:`TimeSlice`).
 
         An entity is shown when it was recorded by the slice's moments or one of its shown facts is.
+        One page holds what fits the response byte budget; ``next_cursor`` (with ``truncated``) resumes.
         """
+        after = _decode_position(cursor) if cursor else None
         view = TimeSlice(
             format_timestamp(as_of) if as_of is not None else None,
             format_timestamp(recorded_as_of) if recorded_as_of is not None else None,
@@ -725,7 +830,16 @@ class GraphMemoryService:
             if entity["created_at"] <= horizon or name in observations or name in endpoints:
                 entities.append(_entity_out(entity, observations.get(name, [])))
         relations.sort(key=lambda r: (r["recorded_at"], r["id"]))
-        return {"entities": entities, "relations": [records.relation_out(r) for r in relations]}
+        pager = _Pager(Budget(), after)
+        page = pager.entities(entities)
+        related = [] if pager.budget.truncated else pager.relations(records.relation_out(r) for r in relations)
+        cut = pager.budget.truncated and pager.last is not None
+        return {
+            "entities": page,
+            "relations": related,
+            "truncated": cut,
+            "next_cursor": _encode_position(pager.last) if cut and pager.last is not None else None,
+        }
 
     def history(self, scope: Scope, name: str) -> dict[str, Any]:
         """The entity with every observation and relation it ever had (current and past), with timestamps."""
@@ -733,9 +847,13 @@ class GraphMemoryService:
         entity = self._entities(scope, [name]).get(name)
         if entity is None:
             raise NotFound(f"no entity {name!r} in this scope", code="entity_not_found")
-        out = _entity_out(entity, self._visible_observations(scope, name))
+        pager = _Pager(Budget())
+        out = pager.entity(_entity_out(entity, self._visible_observations(scope, name)))
+        assert out is not None  # the first item always fits
         partitions = [s.partition for s in scope.visible_scopes()]
-        out["relations"] = [records.relation_out(r) for r in self._relations_of(partitions, [name])]
+        relations = (records.relation_out(r) for r in self._relations_of(partitions, [name]))
+        out["relations"] = [] if pager.budget.truncated else pager.relations(relations)
+        out["truncated"] = pager.budget.truncated
         return out
 
     def profile_card(self, scope: Scope, max_entities: int = 12, max_observations: int = 5) -> dict[str, Any]:
@@ -766,11 +884,17 @@ class GraphMemoryService:
         merged = self._entities(scope, list(dict.fromkeys(names)))
         chosen = sorted(merged.values(), key=lambda e: (e["updated_at"], e["name"]), reverse=True)[:max_entities]
         card = []
+        # The text repeats the entities' facts: they take half the card budget, the text the other half.
+        pager = _Pager(Budget(CARD_BUDGET_BYTES // 2))
         for entity in chosen:
             current = [o for o in self._visible_observations(scope, entity["name"]) if _is_current(o)]
             newest = sorted(current, key=lambda o: (o["recorded_at"], o["id"]), reverse=True)[:max_observations]
-            card.append(_entity_out(entity, newest))
-        return {"text": format_profile_card(card), "entities": card}
+            fitted = pager.entity(_entity_out(entity, newest))
+            if fitted is not None:
+                card.append(fitted)
+            if pager.budget.truncated:
+                break
+        return {"text": format_profile_card(card), "entities": card, "truncated": pager.budget.truncated}
 
     # -- episodes ----------------------------------------------------------------------------------
 
@@ -831,8 +955,21 @@ class GraphMemoryService:
 
     def list_episodes(
         self, scope: Scope, *, session_id: str | None = None, query: str | None = None, limit: int = 20
+    ) -> dict[str, Any]:
+        """``episodes`` newest first; with ``query``, by token overlap (BM25, best first, with a score);
+        within the response byte budget (``truncated`` when cut)."""
+        episodes = self._episodes_of(scope, session_id=session_id, query=query, limit=limit)
+        budget = Budget()
+        fitted = []
+        for episode in episodes:
+            if not budget.take(episode):
+                break
+            fitted.append(episode)
+        return {"episodes": fitted, "truncated": budget.truncated}
+
+    def _episodes_of(
+        self, scope: Scope, *, session_id: str | None, query: str | None, limit: int
     ) -> list[dict[str, Any]]:
-        """Episodes newest first; with ``query``, by token overlap (BM25, best first, with a score)."""
         if session_id is not None:
             validate_id(session_id, "session_id")
         partitions = [s.partition for s in scope.visible_scopes()]

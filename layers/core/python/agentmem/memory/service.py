@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from agentmem import users
+from agentmem.budget import Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, encode_vector
 from agentmem.embeddings.port import Embedder, embed_query, embedder_health
@@ -62,12 +63,16 @@ class SearchResult:
     mode: SearchMode
     degraded: bool = False
     warnings: list[str] = field(default_factory=list)
+    truncated: bool = False
+    """The best hits were cut at the response byte budget (see :mod:`agentmem.budget`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class EntryPage:
     entries: list[StoredEntry]
     next_cursor: str | None
+    truncated: bool = False
+    """The page holds fewer than ``limit`` entries to stay within the byte budget; more follow."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +278,11 @@ class MemoryService:
                 scored = fuse(self._keyword(scope, query)[: max(CANDIDATES, top_k)], semantic)
         if min_score is not None:
             scored = [h for h in scored if h[2] >= min_score]
-        return SearchResult(entries=self.hydrate(scored, top_k), mode=mode, degraded=bool(warnings), warnings=warnings)
+        budget = Budget()
+        entries = _within(budget, self.hydrate(scored, top_k))
+        return SearchResult(
+            entries=entries, mode=mode, degraded=bool(warnings), warnings=warnings, truncated=budget.truncated
+        )
 
     def _keyword(self, scope: Scope, query: str) -> list[tuple[str, str, float]]:
         hits = self._index.search([s.partition for s in scope.visible_scopes()], tokenize(query))
@@ -285,14 +294,12 @@ class MemoryService:
         scopes = scope.visible_scopes()
         model_id = self.embedder.model_id
         hits = self.vector_index.search(scopes, embed_query(self.embedder, query), depth, model_id)
-        other_models = getattr(self.vector_index, "other_models", None)
-        if callable(other_models):
-            foreign = other_models(scopes, model_id)
-            if foreign:
-                warnings.append(
-                    f"entries embedded by another model ({', '.join(foreign)}) are left out of semantic ranking; "
-                    "run `agentmem reindex --re-embed` to embed them with the current model"
-                )
+        foreign = self.vector_index.other_models(scopes, model_id)
+        if foreign:
+            warnings.append(
+                f"entries embedded by another model ({', '.join(foreign)}) are left out of semantic ranking; "
+                "run `agentmem reindex --re-embed` to embed them with the current model"
+            )
         return hits
 
     def hydrate(self, ranked: Sequence[tuple[str, str, float]], top_k: int) -> list[StoredEntry]:
@@ -320,11 +327,13 @@ class MemoryService:
                 self._table.query(s.partition, records.ENTRY, limit=limit + 1, descending=True, start_after=start).items
             )
         merged.sort(key=lambda item: item["sk"], reverse=True)
-        page = merged[:limit]
-        more = len(merged) > limit
+        budget = Budget()
+        page = _within(budget, [records.entry_from_item(item) for item in merged[:limit]])
+        more = len(merged) > limit or budget.truncated
         return EntryPage(
-            entries=[records.entry_from_item(item) for item in page],
-            next_cursor=_encode_cursor(page[-1]["id"]) if more and page else None,
+            entries=page,
+            next_cursor=_encode_cursor(page[-1].id) if more and page else None,
+            truncated=budget.truncated,
         )
 
     def get_entry(self, user: UserRef, entry_id: str) -> StoredEntry:
@@ -469,6 +478,16 @@ def _decoded(data: bytes) -> list[float]:
     from agentmem.embeddings.codec import decode_vector
 
     return decode_vector(data)
+
+
+def _within(budget: Budget, entries: Sequence[StoredEntry]) -> list[StoredEntry]:
+    """The leading entries that fit the response budget."""
+    kept: list[StoredEntry] = []
+    for entry in entries:
+        if not budget.take(entry.to_json()):
+            break
+        kept.append(entry)
+    return kept
 
 
 def _encode_cursor(entry_id: str) -> str:

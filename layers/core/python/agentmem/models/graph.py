@@ -5,10 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, WithJsonSchema, field_validator
 
 from agentmem.keys import validate_id
-from agentmem.models.memory import MAX_ENTRIES_PER_REQUEST, MAX_TEXT_BYTES, MemoryEntry, ProjectId, SessionId
+from agentmem.models.memory import (
+    ID_SCHEMA,
+    MAX_ENTRIES_PER_REQUEST,
+    MAX_TEXT_BYTES,
+    MemoryEntry,
+    ProjectId,
+    SessionId,
+)
 
 MAX_FACTS_PER_REQUEST = 100
 MAX_TYPE_BYTES = 256
@@ -30,9 +37,13 @@ def _check_fact(value: str) -> str:
     return value
 
 
-EntityName = Annotated[StrictStr, AfterValidator(_check_name)]
-EntityType = Annotated[StrictStr, AfterValidator(_check_type)]
-Fact = Annotated[StrictStr, AfterValidator(_check_fact)]
+EntityName = Annotated[StrictStr, AfterValidator(_check_name), ID_SCHEMA]
+EntityType = Annotated[StrictStr, AfterValidator(_check_type), ID_SCHEMA]
+Fact = Annotated[
+    StrictStr,
+    AfterValidator(_check_fact),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": MAX_TEXT_BYTES, "description": "at most 64 KiB"}),
+]
 
 
 class _Strict(BaseModel):

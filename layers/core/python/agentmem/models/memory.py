@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from agentmem.errors import InvalidInput
-from agentmem.keys import validate_id
+from agentmem.keys import ID_JSON_SCHEMA, validate_id
 from agentmem.models.content import Content
 
 MAX_ENTRIES_PER_REQUEST = 500
@@ -27,8 +27,10 @@ def _id(field: str) -> AfterValidator:
     return AfterValidator(check)
 
 
-ProjectId = Annotated[str, _id("project_id")]
-SessionId = Annotated[str, _id("session_id")]
+ID_SCHEMA = WithJsonSchema({"type": "string", **ID_JSON_SCHEMA})
+"""An id as the OpenAPI document states it (the byte limit is checked by :func:`validate_id`)."""
+ProjectId = Annotated[str, _id("project_id"), ID_SCHEMA]
+SessionId = Annotated[str, _id("session_id"), ID_SCHEMA]
 
 
 class MemoryEntry(BaseModel):

@@ -135,7 +135,7 @@ def reindex(
     report = ReindexReport()
     scopes: Iterable[Scope]
     if user is not None:
-        if getattr(index, "derived", True):  # never strip the table's own vectors (exact backend)
+        if index.derived:  # never strip the table's own vectors (exact backend)
             report.removed = index.delete_user(user)
         scopes = registered_scopes(table, user)
     else:

@@ -235,6 +235,17 @@ class OpenSearchVectorIndex:
             hits.append(VectorHit(scope, str(source["entry_id"]), cosine_from_score(float(hit.get("_score", 0.0)))))
         return hits
 
+    def other_models(self, scopes: Sequence[Scope], model_id: str) -> list[str]:
+        """Model ids other than ``model_id`` among the scopes' vectors: a terms aggregation, no documents."""
+        if not scopes:
+            return []
+        query = scope_filter(scopes)
+        query["bool"]["must_not"] = [{"term": {"model": model_id}}]
+        body = {"size": 0, "query": query, "aggs": {"models": {"terms": {"field": "model", "size": 20}}}}
+        response = self._call("search", self.client.search, index=self.index, body=body)
+        buckets = response.get("aggregations", {}).get("models", {}).get("buckets", [])
+        return sorted(str(bucket["key"]) for bucket in buckets)
+
     # -- per user ------------------------------------------------------------------------------------
 
     def _ids_matching(self, query: dict[str, Any]) -> list[str]:

@@ -34,6 +34,10 @@ class VectorHit:
 @runtime_checkable
 class VectorIndex(Protocol):
     name: str
+    derived: bool
+    """True when the index holds copies of the table's vectors (OpenSearch): erasure must empty it on its
+    own, and a rebuild may drop and rewrite it. False when the vectors are the entry items' own (exact):
+    they go with the entries, and a rebuild must never strip them."""
 
     def upsert(self, records: Sequence[VectorRecord]) -> None: ...
 
@@ -42,6 +46,10 @@ class VectorIndex(Protocol):
     def search(
         self, scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str
     ) -> list[VectorHit]: ...
+
+    def other_models(self, scopes: Sequence[Scope], model_id: str) -> list[str]:
+        """Model ids other than ``model_id`` whose vectors the scopes hold (searches leave them out)."""
+        ...
 
     def delete_user(self, user: UserRef) -> int:
         """Remove every vector of the user in every project; return how many were removed."""

@@ -8,10 +8,22 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from agentmem.api.http import SCOPE_PATH, json_response, no_content, path_id, scope_from_path, user_from_path
+from agentmem.api.http import (
+    SCOPE_PATH,
+    TENANT,
+    WRITE,
+    PathId,
+    documented,
+    json_response,
+    no_content,
+    path_id,
+    scope_from_path,
+    user_from_path,
+)
 from agentmem.container import get_container
 from agentmem.keys import validate_id
 from agentmem.models.memory import AddEntryRequest, DeleteByQueryRequest, PutSessionRequest, SearchRequest
+from agentmem.models.responses import Deleted, Entry, EntryPage, SearchResults, SessionStored
 from agentmem.observability import MetricUnit, metrics
 
 router = Router()
@@ -19,8 +31,12 @@ router = Router()
 ProjectQuery = Annotated[str | None, Query(description="project scope; absent means global")]
 
 
-@router.put(SCOPE_PATH + "/sessions/<session>/memories", summary="Ingest a finished session (replaces it)")
-def put_session(app: str, user: str, session: str, body: PutSessionRequest) -> Response[Any]:
+@router.put(
+    SCOPE_PATH + "/sessions/<session>/memories",
+    summary="Ingest a finished session (replaces it)",
+    responses=documented(200, "the session's entries, stored", *WRITE),
+)
+def put_session(app: PathId, user: PathId, session: PathId, body: PutSessionRequest) -> Response[SessionStored]:
     scope = scope_from_path(app, user, body.project_id)
     result = get_container().memory.add_session(scope, validate_id(path_id(session), "session_id"), body.entries)
     metrics.add_metric(name="MemoriesStored", unit=MetricUnit.Count, value=result.stored)
@@ -30,22 +46,28 @@ def put_session(app: str, user: str, session: str, body: PutSessionRequest) -> R
     return json_response(200, payload)
 
 
-@router.post(SCOPE_PATH + "/memories", summary="Store one memory entry")
-def add_entry(app: str, user: str, body: AddEntryRequest) -> Response[Any]:
+@router.post(SCOPE_PATH + "/memories", summary="Store one memory entry", responses=documented(201, "stored", *WRITE))
+def add_entry(app: PathId, user: PathId, body: AddEntryRequest) -> Response[Entry]:
     scope = scope_from_path(app, user, body.project_id)
     stored = get_container().memory.add_entry(scope, body.entry, session_id=body.session_id)
     metrics.add_metric(name="MemoriesStored", unit=MetricUnit.Count, value=1)
     return json_response(201, stored.to_json())
 
 
-@router.post(SCOPE_PATH + "/memories/search", summary="Search memories, best first")
-def search(app: str, user: str, body: SearchRequest) -> Response[Any]:
+@router.post(
+    SCOPE_PATH + "/memories/search", summary="Search memories, best first", responses=documented(200, "hits", *TENANT)
+)
+def search(app: PathId, user: PathId, body: SearchRequest) -> Response[SearchResults]:
     scope = scope_from_path(app, user, body.project_id)
     result = get_container().memory.search(
         scope, body.query, top_k=body.top_k, min_score=body.min_score, mode=body.mode
     )
     metrics.add_metric(name="Searches", unit=MetricUnit.Count, value=1)
-    payload: dict[str, Any] = {"entries": [e.to_json() for e in result.entries], "mode": result.mode}
+    payload: dict[str, Any] = {
+        "entries": [e.to_json() for e in result.entries],
+        "mode": result.mode,
+        "truncated": result.truncated,
+    }
     if result.degraded:
         metrics.add_metric(name="SearchesDegraded", unit=MetricUnit.Count, value=1)
         payload["degraded"] = True
@@ -53,45 +75,68 @@ def search(app: str, user: str, body: SearchRequest) -> Response[Any]:
     return json_response(200, payload)
 
 
-@router.get(SCOPE_PATH + "/memories", summary="List memories, newest first")
+@router.get(
+    SCOPE_PATH + "/memories", summary="List memories, newest first", responses=documented(200, "a page", *TENANT)
+)
 def list_recent(
-    app: str,
-    user: str,
+    app: PathId,
+    user: PathId,
     project_id: ProjectQuery = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=128)] = None,
-) -> Response[Any]:
+) -> Response[EntryPage]:
     scope = scope_from_path(app, user, project_id)
     page = get_container().memory.list_recent(scope, limit=limit, cursor=cursor)
-    return json_response(200, {"entries": [e.to_json() for e in page.entries], "next_cursor": page.next_cursor})
+    entries = [e.to_json() for e in page.entries]
+    return json_response(200, {"entries": entries, "next_cursor": page.next_cursor, "truncated": page.truncated})
 
 
-@router.get(SCOPE_PATH + "/memories/<entry_id>", summary="Read one memory entry")
-def get_entry(app: str, user: str, entry_id: str) -> Response[Any]:
+@router.get(
+    SCOPE_PATH + "/memories/<entry_id>",
+    summary="Read one memory entry",
+    responses=documented(200, "the entry", *TENANT, 404),
+)
+def get_entry(app: PathId, user: PathId, entry_id: PathId) -> Response[Entry]:
     stored = get_container().memory.get_entry(user_from_path(app, user), path_id(entry_id))
     return json_response(200, stored.to_json())
 
 
-@router.delete(SCOPE_PATH + "/memories/<entry_id>", summary="Delete one memory entry")
-def delete_entry(app: str, user: str, entry_id: str) -> Response[Any]:
+@router.delete(
+    SCOPE_PATH + "/memories/<entry_id>",
+    summary="Delete one memory entry",
+    responses=documented(204, "deleted", *WRITE, 404),
+)
+def delete_entry(app: PathId, user: PathId, entry_id: PathId) -> Response[Any]:
     get_container().memory.delete_entry(user_from_path(app, user), path_id(entry_id))
     return no_content()
 
 
-@router.post(SCOPE_PATH + "/memories/delete", summary="Delete the entries holding every query word")
-def delete_entries(app: str, user: str, body: DeleteByQueryRequest) -> Response[Any]:
+@router.post(
+    SCOPE_PATH + "/memories/delete",
+    summary="Delete the entries holding every query word",
+    responses=documented(200, "how many were deleted", *WRITE),
+)
+def delete_entries(app: PathId, user: PathId, body: DeleteByQueryRequest) -> Response[Deleted]:
     scope = scope_from_path(app, user, body.project_id)
     return json_response(200, {"deleted": get_container().memory.delete_entries(scope, body.query)})
 
 
-@router.delete(SCOPE_PATH + "/sessions/<session>", summary="Delete a session's entries in one scope")
-def delete_session(app: str, user: str, session: str, project_id: ProjectQuery = None) -> Response[Any]:
+@router.delete(
+    SCOPE_PATH + "/sessions/<session>",
+    summary="Delete a session's entries in one scope",
+    responses=documented(200, "how many were deleted", *WRITE),
+)
+def delete_session(app: PathId, user: PathId, session: PathId, project_id: ProjectQuery = None) -> Response[Deleted]:
     scope = scope_from_path(app, user, project_id)
     deleted = get_container().memory.delete_session(scope, validate_id(path_id(session), "session_id"))
     return json_response(200, {"deleted": deleted})
 
 
-@router.delete(SCOPE_PATH + "/projects/<project>", summary="Delete a project and everything in it")
-def delete_project(app: str, user: str, project: str) -> Response[Any]:
+@router.delete(
+    SCOPE_PATH + "/projects/<project>",
+    summary="Delete a project and everything in it",
+    responses=documented(200, "how many entries were deleted", *WRITE),
+)
+def delete_project(app: PathId, user: PathId, project: PathId) -> Response[Deleted]:
     deleted = get_container().memory.delete_project(user_from_path(app, user), path_id(project))
     return json_response(200, {"deleted": deleted})

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-from agentmem.api.http import json_response
+from agentmem.api.http import JSON, documented, json_response
 from agentmem.container import get_container
+from agentmem.models.responses import Capabilities, Health
 
 router = Router()
+_HEALTH: dict[int, OpenAPIResponse] = {
+    **documented(200, "every dependency is ok or degraded"),
+    503: {"description": "the table is unreachable", "content": {JSON: {"model": Health}}},
+}
 
 
-@router.get("/v1/health", summary="The stores this service depends on, each ok or failing")
-def health() -> Response[Any]:
+@router.get("/v1/health", summary="The stores this service depends on, each ok or failing", responses=_HEALTH)
+def health() -> Response[Health]:
     checks = get_container().memory.health()
     if checks.get("table") != "ok":
         return json_response(503, {"status": "failing", "checks": checks})
@@ -22,8 +26,12 @@ def health() -> Response[Any]:
     return json_response(200, {"status": status, "checks": checks})
 
 
-@router.get("/v1/capabilities", summary="What this deployment supports")
-def capabilities() -> Response[Any]:
+@router.get(
+    "/v1/capabilities",
+    summary="What this deployment supports",
+    responses=documented(200, "what this deployment supports"),
+)
+def capabilities() -> Response[Capabilities]:
     container = get_container()
     memory = container.memory
     return json_response(

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from agentmem.api.http import json_response, path_id
+from agentmem.api.http import TENANT, PathId, documented, json_response, path_id
 from agentmem.container import get_container
 from agentmem.keys import validate_id
+from agentmem.models.responses import Usage
 from agentmem.tenancy.metering import read_usage
 
 router = Router()
 
 
-@router.get("/v1/apps/<app>/usage", summary="Requests, items stored and embeddings of this app per UTC day")
-def usage(app: str, days: Annotated[int, Query(ge=1, le=366)] = 31) -> Response[Any]:
+@router.get(
+    "/v1/apps/<app>/usage",
+    summary="Requests, items stored and embeddings of this app per UTC day",
+    responses=documented(200, "usage per day, oldest first", *TENANT),
+)
+def usage(app: PathId, days: Annotated[int, Query(ge=1, le=366)] = 31) -> Response[Usage]:
     tenant = validate_id(path_id(app), "app")
     history = read_usage(get_container().table, tenant, days=days)
     return json_response(200, {"app": tenant, "days": [day.to_json() for day in history]})

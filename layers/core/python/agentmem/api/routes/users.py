@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from agentmem.api.http import SCOPE_PATH, json_response, path_id, user_from_path
+from agentmem.api.http import SCOPE_PATH, TENANT, WRITE, PathId, documented, json_response, path_id, user_from_path
 from agentmem.container import get_container
 from agentmem.errors import Unavailable
 from agentmem.keys import validate_id
+from agentmem.models.responses import DeletionStarted, DeletionStatus, ExportPage
 from agentmem.observability import logger
 
 router = Router()
 
 
-@router.delete(SCOPE_PATH, summary="Erase everything held for the user (GDPR); runs in the background")
-def delete_user(app: str, user: str) -> Response[Any]:
+@router.delete(
+    SCOPE_PATH,
+    summary="Erase everything held for the user (GDPR); runs in the background",
+    responses=documented(202, "the erasure, started or already running", *WRITE),
+)
+def delete_user(app: PathId, user: PathId) -> Response[DeletionStarted]:
     ref = user_from_path(app, user)
     container = get_container()
     runner = container.deletion_runner
@@ -33,18 +38,26 @@ def delete_user(app: str, user: str) -> Response[Any]:
     return json_response(202, {"deletion_id": started.deletion_id, "status": started.status})
 
 
-@router.get(SCOPE_PATH + "/deletions/<deletion_id>", summary="Status and counts of a user erasure")
-def deletion_status(app: str, user: str, deletion_id: str) -> Response[Any]:
+@router.get(
+    SCOPE_PATH + "/deletions/<deletion_id>",
+    summary="Status and counts of a user erasure",
+    responses=documented(200, "the erasure's status and counts", *TENANT, 404),
+)
+def deletion_status(app: PathId, user: PathId, deletion_id: PathId) -> Response[DeletionStatus]:
     ref = user_from_path(app, user)
     body = get_container().deletion.status(ref, validate_id(path_id(deletion_id), "deletion_id"))
     return json_response(200, body)
 
 
-@router.get(SCOPE_PATH + "/export", summary="Everything held for the user in every project, page by page")
+@router.get(
+    SCOPE_PATH + "/export",
+    summary="Everything held for the user in every project, page by page",
+    responses=documented(200, "a page of everything held for the user", *TENANT),
+)
 def export(
-    app: str,
-    user: str,
+    app: PathId,
+    user: PathId,
     cursor: Annotated[str | None, Query(max_length=4096, description="next_cursor of the previous page")] = None,
-) -> Response[Any]:
+) -> Response[ExportPage]:
     page = get_container().deletion.export(user_from_path(app, user), cursor)
     return json_response(200, page)

@@ -1,0 +1,265 @@
+"""What the API answers: one model per response body, so ``/v1/openapi.json`` describes every route's
+success and error bodies, and Powertools checks each answer against its model before it leaves.
+
+Every model allows extra fields (a field added to a service's answer is passed on, never dropped);
+a field marked "omitted when null" is left out of the JSON rather than sent as null.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentmem.models.memory import SearchMode, StoredEntry
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+def _null(value: object) -> bool:
+    return value is None
+
+
+def _optional(description: str) -> Any:
+    """A field that is left out of the JSON when it is null."""
+    return Field(default=None, exclude_if=_null, description=description + " (omitted when null)")
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+
+class ErrorDetail(_Out):
+    code: str = Field(description="stable snake_case code, e.g. invalid_input, entity_not_found")
+    message: str = Field(description="human text")
+    request_id: str = Field(description="quote it when reporting a problem")
+    details: Any = _optional("per-field problems of an invalid request")
+
+
+class ErrorBody(_Out):
+    """The body of every 4xx and 5xx answer."""
+
+    error: ErrorDetail
+
+
+def error_body(code: str, message: str, request_id: str, details: Any = None) -> dict[str, Any]:
+    """The API's error envelope, as JSON: the one builder every error answer uses."""
+    detail = ErrorDetail(code=code, message=message, request_id=request_id, details=details)
+    return ErrorBody(error=detail).model_dump(mode="json")
+
+
+# -- memory entries --------------------------------------------------------------------------------
+
+
+class Entry(StoredEntry, _Out):
+    """A stored entry as the API returns it."""
+
+    score: float | None = _optional("0..1, on search hits")
+    indexing: str | None = _optional("pending: stored, not yet embedded for semantic search; on write answers")
+
+
+class SessionStored(_Out):
+    session_id: str
+    stored: int
+    skipped: int
+    indexing: str | None = _optional("pending: stored, not yet embedded for semantic search")
+
+
+class SearchResults(_Out):
+    entries: list[Entry] = Field(description="best first")
+    mode: SearchMode
+    truncated: bool = Field(default=False, description="fewer than top_k to stay within the response byte budget")
+    degraded: bool | None = _optional("true when semantic search fell back to keywords")
+    warnings: list[str] | None = _optional("why the search was degraded")
+
+
+class EntryPage(_Out):
+    entries: list[Entry] = Field(description="newest first")
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
+    truncated: bool = Field(default=False, description="fewer than limit to stay within the response byte budget")
+
+
+class Deleted(_Out):
+    deleted: int
+
+
+# -- erasure and export ----------------------------------------------------------------------------
+
+
+class DeletionStarted(_Out):
+    deletion_id: str
+    status: Literal["RUNNING", "SUCCEEDED", "FAILED"]
+
+
+class DeletionCounts(_Out):
+    entries: int
+    vectors: int
+    graph_items: int
+    episodes: int
+
+
+class DeletionStatus(_Out):
+    deletion_id: str
+    status: Literal["RUNNING", "SUCCEEDED", "FAILED"]
+    started_at: str
+    finished_at: str | None = _optional("when the erasure ended")
+    deleted: DeletionCounts
+    error: dict[str, str] | None = _optional("code and message of a FAILED erasure")
+
+
+class ExportGraph(_Out):
+    entities: list[dict[str, Any]]
+    relations: list[dict[str, Any]]
+    observations: list[dict[str, Any]]
+
+
+class ExportPage(_Out):
+    entries: list[Entry]
+    graph: ExportGraph
+    episodes: list[dict[str, Any]]
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
+
+
+# -- knowledge graph -------------------------------------------------------------------------------
+
+
+class Observation(_Out):
+    id: str
+    content: str
+    valid_from: str
+    valid_to: str | None
+    recorded_at: str
+    expired_at: str | None
+
+
+class Relation(_Out):
+    id: str
+    source: str
+    relation_type: str
+    target: str
+    valid_from: str
+    valid_to: str | None
+    recorded_at: str
+    expired_at: str | None
+
+
+class Entity(_Out):
+    name: str
+    entity_type: str
+    updated_at: str
+    observations: list[Observation]
+
+
+class Entities(_Out):
+    entities: list[Entity]
+
+
+class Observations(_Out):
+    observations: list[Observation]
+
+
+class Relations(_Out):
+    relations: list[Relation]
+
+
+class EntityHistory(Entity):
+    relations: list[Relation]
+    truncated: bool = Field(default=False, description="facts left out to stay within the response byte budget")
+
+
+class Superseded(_Out):
+    invalidated: Observation
+    created: Observation
+
+
+class NodeHit(_Out):
+    entity: Entity
+    relations: list[Relation]
+    score: int
+
+
+class NodeHits(_Out):
+    results: list[NodeHit] = Field(description="best first")
+    truncated: bool = False
+
+
+class Subgraph(_Out):
+    entities: list[Entity]
+    relations: list[Relation]
+    truncated: bool = Field(default=False, description="facts left out to stay within the response byte budget")
+
+
+class GraphPage(Subgraph):
+    next_cursor: str | None = Field(
+        default=None,
+        description="set when truncated: pass as ?cursor= for the rest; an entity cut among its observations "
+        "comes again on the next page with the others",
+    )
+
+
+class ProfileCard(_Out):
+    text: str
+    entities: list[Entity]
+    truncated: bool = Field(default=False, description="facts left out to keep within the card's byte budget")
+
+
+class Stored(_Out):
+    stored: int
+
+
+class Episode(_Out):
+    id: str
+    session_id: str | None
+    project_id: str | None
+    author: str | None
+    text: str
+    timestamp: str
+    score: float | None = _optional("with ?q= only")
+
+
+class Episodes(_Out):
+    episodes: list[Episode]
+    truncated: bool = False
+
+
+class Remembered(_Out):
+    stored: bool
+    entity: str
+    facts_added: int
+
+
+class Related(_Out):
+    related: bool
+    source: str
+    relation: str
+    target: str
+
+
+# -- service ---------------------------------------------------------------------------------------
+
+
+class Health(_Out):
+    status: Literal["ok", "degraded", "failing"]
+    checks: dict[str, str]
+
+
+class Capabilities(_Out):
+    project_scoping: bool
+    search_modes: list[SearchMode]
+    default_search_mode: SearchMode
+    graph: bool
+    vector_backend: str | None
+    embedder: str | None
+
+
+class UsageDay(_Out):
+    date: str
+    requests: int
+    items_stored: int
+    embeddings: int
+
+
+class Usage(_Out):
+    app: str
+    days: list[UsageDay]

@@ -7,9 +7,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -46,22 +47,32 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(db_path: Path, env: Mapping[str, str] | None = None, timeout: float = 60.0) -> LiveServer:
+def start_server(
+    db_path: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+    *,
+    args: Sequence[str] = ("--workers", "2"),
+    output: Path | None = None,
+) -> LiveServer:
     """Start ``agentmem serve`` on a free port with the embedded store at ``db_path``; wait for health.
 
-    The caller's MEMORY_* variables are not inherited: each server is configured only by ``env``.
+    The caller's MEMORY_* variables are not inherited: each server is configured only by ``env`` and
+    ``args`` (two worker processes unless told otherwise). ``output`` receives the server's stdout
+    (the banner, and the access log with ``--access-log``).
     """
     port = free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
     environment.update({"PYTHONUNBUFFERED": "1", **(env or {})})
     command = [sys.executable, "-m", "agentmem.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    process = subprocess.Popen(
-        [*command, "--db", str(db_path)],
-        cwd=REPO_ROOT,
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    with open(output or os.devnull, "wb") as stdout:
+        process = subprocess.Popen(
+            [*command, "--db", str(db_path), *args],
+            cwd=REPO_ROOT,
+            env=environment,
+            stdout=stdout,
+            stderr=subprocess.DEVNULL,
+        )
     server = LiveServer(f"http://127.0.0.1:{port}", db_path, process)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -81,11 +92,11 @@ ServerFactory = Callable[..., LiveServer]
 
 @pytest.fixture
 def live_server_factory(tmp_path: Path) -> Iterator[ServerFactory]:
-    """Start local servers (``factory(env={...}, db_path=...)``); every one is stopped afterwards."""
+    """Start local servers (``factory(env={...}, db_path=..., args=..., output=...)``); all stopped afterwards."""
     started: list[LiveServer] = []
 
-    def factory(env: Mapping[str, str] | None = None, db_path: Path | None = None) -> LiveServer:
-        server = start_server(db_path or tmp_path / f"memory-{len(started)}.db", env)
+    def factory(env: Mapping[str, str] | None = None, db_path: Path | None = None, **options: Any) -> LiveServer:
+        server = start_server(db_path or tmp_path / f"memory-{len(started)}.db", env, **options)
         started.append(server)
         return server
 

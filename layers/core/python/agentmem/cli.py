@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sys
 import warnings
@@ -31,37 +32,68 @@ def _configure(args: argparse.Namespace) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     _configure(args)
-    # One BLAS thread per request: exact vector search is a small matrix-vector product, and BLAS threads
-    # fighting the server's request threads for 2 cores made it several times slower (docs/adr/0301).
+    # One BLAS thread per worker: exact vector search is a small matrix-vector product, and BLAS threads
+    # fighting the worker processes for 2 cores made it several times slower (docs/adr/0301).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-    from agentmem.api.app import lambda_handler
     from agentmem.container import get_container, set_container
-    from agentmem.local.server import make_server
+    from agentmem.local.server import LocalServer, default_workers
 
     set_container(None)
     container = get_container()
-    if container.settings.store == "dynamodb" and container.settings.dynamodb_endpoint_url:
+    settings = container.settings
+    if settings.auth == "none" and not _is_loopback(args.host) and not args.allow_unauthenticated_network:
+        print(
+            f"agentmem serve: refusing to serve {args.host} without authentication: anyone on the network could "
+            "read and erase every app's data. Use --auth required (with keys from `agentmem keys create`), "
+            "or pass --allow-unauthenticated-network if that is really what you want.",
+            file=sys.stderr,
+        )
+        return 2
+    # Check the store once before forking (the workers open their own connections: none crosses a fork).
+    if settings.store == "dynamodb" and settings.dynamodb_endpoint_url:
         from agentmem.stores.dynamo_table import DynamoTable
 
         table = container.table
         assert isinstance(table, DynamoTable)
         table.create()
     container.table.ping()
-    container.memory.health()  # loads the local embedding model now, not on the first request
-    server = make_server(args.host, args.port, lambda_handler)
-    where = container.settings.sqlite_path if container.settings.store == "sqlite" else container.settings.table_name
-    print(
-        f"agent memory API on http://{args.host}:{server.server_address[1]} ({container.settings.store}: {where})",
-        flush=True,
+    close = getattr(container.table, "close", None)
+    if close is not None:
+        close()
+    set_container(None)
+    where = settings.sqlite_path if settings.store == "sqlite" else settings.table_name
+    server = LocalServer(
+        args.host,
+        args.port,
+        args.workers or default_workers(),
+        _worker_handler,
+        banner=f"; {settings.store}: {where}",
+        access_log=args.access_log,
     )
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    server.run()  # gunicorn's master: returns or exits when stopped (SIGTERM, SIGINT)
     return 0
+
+
+def _worker_handler() -> Any:
+    """In each worker process: its own container, warmed like a Lambda init (the model loads now)."""
+    from agentmem.api.app import lambda_handler
+    from agentmem.container import get_container, set_container
+
+    set_container(None)
+    container = get_container()
+    container.table.ping()
+    container.memory.health()
+    return lambda_handler
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _create_table(args: argparse.Namespace) -> int:
@@ -165,6 +197,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument(
         "--auth", choices=["none", "required"], help="require an x-api-key of the path's app (MEMORY_AUTH)"
     )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="worker processes, each serving one request at a time (default: one per core)",
+    )
+    serve.add_argument(
+        "--allow-unauthenticated-network",
+        action="store_true",
+        help="serve a non-loopback --host with --auth none (every app's data open to the network)",
+    )
+    serve.add_argument("--access-log", action="store_true", help="print one line per request (worker pid first)")
     serve.set_defaults(run=_serve)
 
     table = commands.add_parser("create-table", help="create the DynamoDB table (local endpoints, tests)")

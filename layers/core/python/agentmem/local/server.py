@@ -1,71 +1,231 @@
-"""The local HTTP server: each request becomes an API Gateway REST proxy event for the real handler."""
+"""The local server: gunicorn worker processes, each feeding the Lambda handler one event at a time.
+
+Like Lambda execution environments, every worker is a process with its own container (table
+connections, caches, embedding model) that runs the handler for one API Gateway REST proxy event at
+a time (``gthread`` with one request thread; its main thread keeps idle keep-alive connections).
+Gunicorn parses HTTP and sets ``TCP_NODELAY``; this module turns a request into the event of
+:mod:`agentmem.local.events` and answers what never reaches the handler (a method API Gateway does
+not route, a body without a length or over the limit, a request gunicorn cannot parse) with the
+API's JSON error body.
+"""
 
 from __future__ import annotations
 
+import http
 import json
-import sys
-import threading
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import os
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
+
+from gunicorn.app.base import BaseApplication
+from gunicorn.http import errors as http_errors
+from gunicorn.util import write_nonblock
+from gunicorn.workers.gthread import ThreadWorker
 
 from agentmem.api.http import MAX_BODY_BYTES
 from agentmem.local.events import LocalContext, rest_event
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
-_HANDLER_LOCK = threading.Lock()
+StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+
+# The methods of API Gateway's ANY: anything else (TRACE, CONNECT, PROPFIND...) never reaches Lambda.
+METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+_HOP_BY_HOP = {"connection", "content-length", "keep-alive", "transfer-encoding", "upgrade"}
 
 
-class _RequestHandler(BaseHTTPRequestHandler):
-    server_version = "agent-memory-local"
-    protocol_version = "HTTP/1.1"
-    lambda_handler: LambdaHandler
+def error_body(code: str, message: str) -> bytes:
+    """The API.md error body, for the answers given before the handler (no Lambda request id: a fresh one)."""
+    error = {"code": code, "message": message, "request_id": str(uuid.uuid4())}
+    return json.dumps({"error": error}).encode()
 
-    def _reply(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.send_response(status)
-        for name, value in headers.items():
-            if name.lower() not in ("content-length", "connection"):
-                self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
 
-    def _error(self, status: int, code: str, message: str) -> None:
-        body = json.dumps({"error": {"code": code, "message": message, "request_id": ""}}).encode()
-        self._reply(status, {"Content-Type": "application/json"}, body)
+def _status_line(status: int) -> str:
+    try:
+        return f"{status} {http.HTTPStatus(status).phrase}"
+    except ValueError:
+        return f"{status} Unknown"
 
-    def _dispatch(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY_BYTES:
-            self.close_connection = True
-            self._error(413, "payload_too_large", f"the request body exceeds {MAX_BODY_BYTES} bytes")
-            return
-        raw = self.rfile.read(length) if length else b""
+
+def _unreadable_body(headers: Mapping[str, str]) -> tuple[int, str, str] | None:
+    """Why a request's body will not be read (status, code, message), from its headers alone."""
+    length = headers.get("CONTENT-LENGTH")
+    if length is None:
+        if "TRANSFER-ENCODING" in headers:
+            return 411, "length_required", "a request body needs a Content-Length"
+        return None
+    # gunicorn has already rejected a length that is not a non-negative decimal integer.
+    if int(length) > MAX_BODY_BYTES:
+        return 413, "payload_too_large", f"the request body exceeds {MAX_BODY_BYTES} bytes"
+    return None
+
+
+class LambdaApp:
+    """A WSGI application that hands each request to the Lambda handler as an API Gateway REST event."""
+
+    def __init__(self, lambda_handler: LambdaHandler) -> None:
+        self._handler = lambda_handler
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        method = str(environ["REQUEST_METHOD"]).upper()
+        if method not in METHODS:
+            body = error_body("method_not_allowed", f"{method} is not supported; use one of {', '.join(METHODS)}")
+            return self._reply(
+                start_response, 405, [("Content-Type", "application/json"), ("Allow", ", ".join(METHODS))], body
+            )
+        headers = _request_headers(environ)
+        refused = _unreadable_body({name.upper(): value for name, value in headers.items()})
+        if refused is not None:
+            status, code, message = refused
+            return self._reply(
+                start_response, status, [("Content-Type", "application/json")], error_body(code, message)
+            )
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        raw: bytes = environ["wsgi.input"].read(length) if length else b""
         try:
-            body = raw.decode("utf-8") if raw else None
+            text = raw.decode("utf-8") if raw else None
         except UnicodeDecodeError:
-            self._error(400, "malformed_request", "the request body is not valid UTF-8")
-            return
-        path, _, query = self.path.partition("?")
-        event = rest_event(self.command, path, query=query, headers=dict(self.headers.items()), body=body)
-        # Like one Lambda execution environment, the handler serves one event at a time: the Powertools
-        # resolver keeps the current event on the app object, which concurrent calls would share.
-        with _HANDLER_LOCK:
-            result = type(self).lambda_handler(event, LocalContext())
-        headers = {k: str(v) for k, v in (result.get("headers") or {}).items()}
+            body = error_body("malformed_request", "the request body is not valid UTF-8")
+            return self._reply(start_response, 400, [("Content-Type", "application/json")], body)
+        path, query = _raw_target(environ)
+        event = rest_event(
+            method, path, query=query, headers=headers, body=text, source_ip=str(environ.get("REMOTE_ADDR") or "")
+        )
+        result = self._handler(event, LocalContext())
+        reply: dict[str, str] = {k: str(v) for k, v in (result.get("headers") or {}).items()}
         for name, values in (result.get("multiValueHeaders") or {}).items():
-            headers[name] = ", ".join(str(v) for v in values)
-        self._reply(int(result.get("statusCode", 500)), headers, (result.get("body") or "").encode("utf-8"))
+            reply[name] = ", ".join(str(v) for v in values)
+        body = (result.get("body") or "").encode("utf-8")
+        kept = [(k, v) for k, v in reply.items() if k.lower() not in _HOP_BY_HOP]
+        sent = self._reply(start_response, int(result.get("statusCode", 500)), kept, body)
+        return [] if method == "HEAD" else sent
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _dispatch
+    @staticmethod
+    def _reply(start_response: StartResponse, status: int, headers: list[tuple[str, str]], body: bytes) -> list[bytes]:
+        start_response(_status_line(status), [*headers, ("Content-Length", str(len(body)))])
+        return [body]
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - BaseHTTPRequestHandler's name
-        sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+def _request_headers(environ: Mapping[str, Any]) -> dict[str, str]:
+    headers = {
+        key[5:].replace("_", "-").lower(): str(value) for key, value in environ.items() if key.startswith("HTTP_")
+    }
+    for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        if environ.get(key):
+            headers[key.replace("_", "-").lower()] = str(environ[key])
+    return headers
 
 
-def make_server(host: str, port: int, lambda_handler: LambdaHandler) -> ThreadingHTTPServer:
-    handler_class = type("RequestHandler", (_RequestHandler,), {"lambda_handler": staticmethod(lambda_handler)})
-    server = ThreadingHTTPServer((host, port), handler_class)
-    server.daemon_threads = True
-    return server
+def _raw_target(environ: Mapping[str, Any]) -> tuple[str, str]:
+    """The path as the client sent it (still percent-encoded, as API Gateway passes it) and the query."""
+    target = str(environ.get("RAW_URI") or environ.get("PATH_INFO") or "/")
+    if not target.startswith("/"):  # the absolute form, http://host/path
+        parts = urlsplit(target)
+        return parts.path or "/", parts.query
+    path, _, query = target.partition("?")
+    return path, query
+
+
+class LambdaWorker(ThreadWorker):  # type: ignore[misc]
+    """gunicorn's threaded worker, answering the requests it cannot parse with the API's error body."""
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        status, code, message = _parse_error(exc)
+        if status >= 500:
+            self.log.exception("error handling a request")
+        else:
+            self.log.warning("invalid request from %s: %s", (addr or ("",))[0], exc)
+        body = error_body(code, message)
+        head = f"HTTP/1.1 {_status_line(status)}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+        try:
+            write_nonblock(client, f"{head}Content-Length: {len(body)}\r\n\r\n".encode("latin-1") + body)
+        except OSError:
+            self.log.debug("could not send the error response")
+
+
+def _parse_error(exc: BaseException) -> tuple[int, str, str]:
+    if isinstance(exc, http_errors.InvalidResponseHeader | http_errors.InvalidResponseHeaderName):
+        return 500, "internal_error", "the server could not build its response"
+    if isinstance(exc, http_errors.LimitRequestLine):
+        return 414, "uri_too_long", str(exc)
+    if isinstance(exc, http_errors.LimitRequestHeaders):
+        return 431, "headers_too_large", str(exc)
+    if isinstance(exc, http_errors.ExpectationFailed):
+        return 417, "expectation_failed", str(exc)
+    if isinstance(exc, http_errors.InvalidHeader) and "CONTENT-LENGTH" in str(exc):
+        return 400, "malformed_request", "Content-Length must be one non-negative decimal integer"
+    if isinstance(exc, http_errors.ParseException) and not isinstance(exc, http_errors.ConfigurationProblem):
+        return 400, "malformed_request", f"the request could not be parsed: {exc}"
+    return 500, "internal_error", "the server failed to handle the request"
+
+
+def _close_unread_bodies(worker: Any, req: Any) -> None:
+    """A body the app will not read is not drained for keep-alive: the connection closes after the answer."""
+    if _unreadable_body(dict(req.headers)) is not None or req.method.upper() not in METHODS:
+        req.must_close = True
+
+
+def _wait_for_deletions(_server: Any, worker: Any) -> None:
+    """A stopping worker lets the erasures it runs in the background finish (within gunicorn's grace)."""
+    from agentmem.container import get_container
+
+    runner = get_container().__dict__.get("deletion_runner")  # built only if this worker started one
+    wait = getattr(runner, "wait", None)
+    if wait is not None and not wait(max(1.0, float(worker.cfg.graceful_timeout) - 5)):
+        worker.log.warning("a background deletion was still running when the worker stopped")
+
+
+class LocalServer(BaseApplication):  # type: ignore[misc]
+    """``agentmem serve``: gunicorn's master process, forking ``workers`` workers that each call ``load_app``."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        workers: int,
+        load_app: Callable[[], LambdaHandler],
+        *,
+        banner: str = "",
+        access_log: bool = False,
+    ) -> None:
+        self._options: dict[str, Any] = {
+            "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
+            "workers": workers,
+            "worker_class": "agentmem.local.server.LambdaWorker",
+            "threads": 1,
+            "keepalive": 75,
+            "timeout": 120,
+            "graceful_timeout": 30,
+            "loglevel": "warning",
+            "accesslog": "-" if access_log else None,
+            "access_log_format": '%(p)s %(h)s "%(r)s" %(s)s %(b)s %(M)sms',
+            "control_socket_disable": True,
+            "proc_name": "agentmem",
+            "pre_request": _close_unread_bodies,
+            "worker_exit": _wait_for_deletions,
+            "when_ready": self._ready,
+        }
+        self._load_app = load_app
+        self._banner = banner
+        super().__init__()
+
+    def _ready(self, arbiter: Any) -> None:
+        host, port = arbiter.LISTENERS[0].sock.getsockname()[:2]
+        workers = self._options["workers"]
+        print(f"agent memory API on http://{host}:{port} ({workers} workers{self._banner})", flush=True)
+
+    def load_config(self) -> None:
+        for name, value in self._options.items():
+            self.cfg.set(name, value)
+
+    def load(self) -> LambdaApp:
+        return LambdaApp(self._load_app())
+
+
+def default_workers() -> int:
+    """One worker per core this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1

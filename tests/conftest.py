@@ -78,7 +78,7 @@ def table(request: pytest.FixtureRequest) -> Table:
 
 @pytest.fixture
 def container(table: Table) -> Iterator[Container]:
-    built = Container(Settings(), table=table)
+    built = Container(Settings(deletion_drain_seconds=0), table=table)
     set_container(built)
     yield built
     set_container(None)

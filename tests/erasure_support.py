@@ -14,6 +14,7 @@ from unittest import mock
 
 from agentmem import users
 from agentmem.keys import Scope, UserRef
+from agentmem.stores.table import Add, Delete, Put
 from agentmem.vectors.port import VectorHit, VectorRecord
 from tests.conftest import REPO_ROOT
 from tests.support import ApiClient, scope_path, text_entry
@@ -219,3 +220,105 @@ def execution(arn: str, deletion_id: str) -> dict[str, Any]:
         if described["status"] != "RUNNING" or time.monotonic() > deadline:
             return described  # type: ignore[no-any-return]
         time.sleep(0.05)
+
+
+WriteMatcher = Callable[[list[Any]], bool]
+
+
+class HeldTable:
+    """The real adapter with one write held: the first write whose operations match ``hold_when`` waits
+    (before reaching the store) until ``release`` is set. Everything else goes straight through."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self.hold_when: WriteMatcher | None = None
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._table, name)
+
+    def _maybe_hold(self, ops: list[Any]) -> None:
+        matches = self.hold_when
+        if matches is not None and matches(ops):
+            self.hold_when = None
+            self.reached.set()
+            assert self.release.wait(60), "the held write was never released"
+
+    def put(self, item: dict[str, Any], condition: Any = None) -> None:
+        self._maybe_hold([Put(item, condition)])
+        self._table.put(item, condition)
+
+    def delete(self, pk: str, sk: str, condition: Any = None) -> None:
+        self._maybe_hold([Delete(pk, sk, condition)])
+        self._table.delete(pk, sk, condition)
+
+    def batch_write(self, puts: Sequence[dict[str, Any]] = (), deletes: Sequence[tuple[str, str]] = ()) -> None:
+        self._maybe_hold([*(Put(item) for item in puts), *(Delete(pk, sk) for pk, sk in deletes)])
+        self._table.batch_write(puts=puts, deletes=deletes)
+
+    def transact_write(self, ops: Sequence[Any]) -> None:
+        self._maybe_hold(list(ops))
+        self._table.transact_write(ops)
+
+    def increment(self, pk: str, sk: str, deltas: Any, condition: Any = None) -> dict[str, Any]:
+        self._maybe_hold([Add(pk, sk, deltas, condition)])
+        if condition is None:
+            return self._table.increment(pk, sk, deltas)  # type: ignore[no-any-return]
+        return self._table.increment(pk, sk, deltas, condition)  # type: ignore[no-any-return]
+
+
+def puts_sort_key(ops: list[Any], prefix: str) -> bool:
+    """Whether the write creates or replaces an item whose sort key starts with ``prefix``."""
+    return any(isinstance(op, Put) and str(op.item["sk"]).startswith(prefix) for op in ops)
+
+
+def keys_of_user(table: Any, user: UserRef) -> list[tuple[str, str]]:
+    """Every (pk, sk) of the whole store that belongs to the user, in any partition (orphans included)."""
+    from agentmem.keys import scope_of_partition, user_of_partition
+    from agentmem.stores.dynamo_table import DynamoTable
+    from agentmem.stores.sqlite_table import SqliteTable
+
+    raw = getattr(table, "_table", table)
+    if isinstance(raw, SqliteTable):
+        rows = [(str(pk), str(sk)) for pk, sk in raw._connection().execute("SELECT pk, sk FROM items").fetchall()]
+    elif isinstance(raw, DynamoTable):
+        rows = []
+        args: dict[str, Any] = {"TableName": raw.table_name, "ProjectionExpression": "pk, sk"}
+        while True:
+            page = raw.client.scan(**args)
+            rows += [(item["pk"]["S"], item["sk"]["S"]) for item in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                break
+            args["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    else:
+        raise TypeError(f"unknown table {type(raw).__name__}")
+    mine = []
+    for pk, sk in rows:
+        scope = scope_of_partition(pk)
+        if (scope.user_ref if scope is not None else user_of_partition(pk)) == user:
+            mine.append((pk, sk))
+    return sorted(mine)
+
+
+class Writer(threading.Thread):
+    """Runs one request in its own thread and keeps its answer (or what it raised)."""
+
+    def __init__(self, call: Callable[[], Any]) -> None:
+        super().__init__(daemon=True)
+        self._call = call
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self._call()
+        except BaseException as exc:  # the test asserts on it
+            self.error = exc
+
+    def answer(self, timeout: float = 60) -> Any:
+        self.join(timeout)
+        assert not self.is_alive(), "the writer never finished"
+        if self.error is not None:
+            raise self.error
+        return self.result

@@ -26,6 +26,8 @@ from infra.components.storage import Storage
 EMBEDDING_MODEL_ID = "amazon.titan-embed-text-v2:0"
 SERVICE_NAME = "agent-memory"
 METRICS_NAMESPACE = "AgentMemory"
+API_TIMEOUT_SECONDS = 29
+"""The API function's timeout (API Gateway's integration limit): no write request runs longer."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class Compute(Construct):
             "MEMORY_EMBEDDER": "bedrock",
             "MEMORY_VECTOR_INDEX": "opensearch" if search is not None else "exact",
             "MEMORY_AUTH": "required",
+            # An erasure waits this long after marking the user: no API request can still be writing then.
+            "MEMORY_DELETION_DRAIN_SECONDS": str(API_TIMEOUT_SECONDS + 1),
         }
         if search is not None:
             environment["MEMORY_OPENSEARCH_ENDPOINT"] = search.endpoint
@@ -92,7 +96,9 @@ class Compute(Construct):
         environment["MEMORY_RECEIPT_KEY_SECRET_ARN"] = self.receipt_key.secret_arn
         self.environment = environment
 
-        self.api = self._function("Api", "api", memory=1024, timeout=29, description="REST API (API.md)")
+        self.api = self._function(
+            "Api", "api", memory=1024, timeout=API_TIMEOUT_SECONDS, description="REST API (API.md)"
+        )
         self.authorizer = self._function(
             "Authorizer", "authorizer", memory=512, timeout=5, description="x-api-key -> tenant (app)"
         )

@@ -63,7 +63,8 @@ def start_server(
     """
     port = free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    environment.update({"PYTHONUNBUFFERED": "1", **(env or {})})
+    # Erasures do not wait for in-flight writes unless a test asks (MEMORY_DELETION_DRAIN_SECONDS).
+    environment.update({"PYTHONUNBUFFERED": "1", "MEMORY_DELETION_DRAIN_SECONDS": "0", **(env or {})})
     command = [sys.executable, "-m", "agentmem.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
     with open(output or os.devnull, "wb") as stdout:
         process = subprocess.Popen(

@@ -236,3 +236,14 @@ def test_cfn_lint_passes_on_both_templates(synthesized: Synthesized) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_an_erasure_drains_at_least_as_long_as_an_api_request_can_run(synthesized: Synthesized) -> None:
+    # Given each synthesized template
+    for template in synthesized.templates.values():
+        functions = resources(template, "AWS::Lambda::Function")
+        by_description = {f["Properties"].get("Description", ""): f["Properties"] for f in functions.values()}
+        api = next(p for d, p in by_description.items() if d.endswith("REST API (API.md)"))
+        steps = next(p for d, p in by_description.items() if d.endswith("user erasure steps"))
+        # Then the deletion steps wait longer after the mark than the API function's timeout
+        assert int(steps["Environment"]["Variables"]["MEMORY_DELETION_DRAIN_SECONDS"]) > int(api["Timeout"])

@@ -22,12 +22,16 @@ from agentmem.keys import UserRef
 from agentmem.settings import Settings
 from agentmem.stores.dynamo_table import DynamoTable
 from tests.erasure_support import (
+    HeldTable,
     InMemoryVectorIndex,
     StepRouter,
+    Writer,
     execution,
     export_all,
     graph_like_items,
+    keys_of_user,
     moto_workflow,
+    puts_sort_key,
     seed_user,
     wait_for_status,
 )
@@ -56,6 +60,7 @@ def cloud() -> Iterator[Cloud]:
             deletion_runner="stepfunctions",
             deletion_state_machine_arn=arn,
             deletion_batch_size=200,
+            deletion_drain_seconds=0,
             receipt_key="test-receipt-key",
         )
         vectors = InMemoryVectorIndex()
@@ -316,3 +321,50 @@ def test_a_user_with_more_projects_than_one_map_run_is_erased_page_by_page(cloud
     assert wait_for_status(cloud.api, path, started.body["deletion_id"])["deleted"]["episodes"] == 2 * len(projects)
     for project in projects:
         assert cloud.table.query(user.scope(project).partition).items == []
+
+
+def test_a_write_held_past_the_verification_is_refused_under_step_functions() -> None:
+    # Given the API on moto DynamoDB through a table with one write held, deletions run by Step Functions
+    with moto_workflow() as (arn, router):
+        raw = DynamoTable("agent-memory-race", region_name="us-east-1")
+        raw.create()
+        held = HeldTable(raw)
+        settings = Settings(
+            store="dynamodb",
+            table_name=raw.table_name,
+            deletion_runner="stepfunctions",
+            deletion_state_machine_arn=arn,
+            deletion_drain_seconds=0,
+            receipt_key="test-receipt-key",
+        )
+        container = Container(settings, table=held)  # type: ignore[arg-type]
+        set_container(container)
+        try:
+            api = ApiClient()
+            ana = UserRef("shop", "ana")
+            path = "/v1/apps/shop/users/ana"
+            assert api.post(f"{path}/memories", {"entry": text_entry("I live in Lisbon")}).status == 201
+            # and an add_entry that passed its early check, held at its first write
+            held.hold_when = lambda ops: puts_sort_key(ops, "ID#")
+            writer = Writer(lambda: api.post(f"{path}/memories", {"entry": text_entry("passport X123")}))
+            writer.start()
+            assert held.reached.wait(60)
+
+            # When the execution runs and the writer goes on once the user was verified empty
+            def release_after_verify(event: dict[str, object]) -> None:
+                if event["step"] == "write_receipt":
+                    held.release.set()
+                    writer.join(60)
+
+            router.before_step = release_after_verify
+            started = container.deletion.begin(ana, is_active=container.deletion_runner.is_active)
+            container.deletion_runner.start(started.deletion_id, ana.app, ana.user)
+
+            # Then the execution succeeded, the write got 409, and nothing of the user is stored
+            assert execution(arn, started.deletion_id)["status"] == "SUCCEEDED"
+            reply = writer.answer()
+            assert reply.status == 409, reply.body
+            assert keys_of_user(raw, ana) == []
+        finally:
+            held.release.set()
+            set_container(None)

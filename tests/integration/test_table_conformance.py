@@ -8,7 +8,7 @@ import time
 import pytest
 
 from agentmem.errors import ConditionFailed, InvalidInput
-from agentmem.stores.table import Check, Condition, Delete, Put, Table, query_all
+from agentmem.stores.table import Add, Check, Condition, Delete, Put, Table, query_all
 
 
 def test_put_then_get_round_trips_every_value_type(table: Table) -> None:
@@ -127,6 +127,39 @@ def test_transaction_writes_all_or_nothing(table: Table) -> None:
     )
     assert table.get("p", "a") is None
     assert table.get("p", "b") == {"pk": "p", "sk": "b", "v": 2}
+
+
+def test_transaction_checks_another_item_and_adds_to_counters(table: Table) -> None:
+    # Given a counter and a "mark" item whose absence the transactions below require
+    table.increment("p", "stats", {"docs": 2})
+    table.put({"pk": "u", "sk": "mark"})
+    absent_mark = Check("u", "mark", Condition(exists=False))
+    # When the mark is present, a transaction adding and putting is refused as a whole
+    with pytest.raises(ConditionFailed):
+        table.transact_write([absent_mark, Add("p", "stats", {"docs": 1}), Add("p", "new", {"docs": 1})])
+    assert table.get("p", "stats") == {"pk": "p", "sk": "stats", "docs": 2}
+    assert table.get("p", "new") is None
+    # Once the mark is gone, the same transaction adds to the counter and creates the missing one
+    table.delete("u", "mark")
+    table.transact_write([absent_mark, Add("p", "stats", {"docs": 1, "length": 5}), Add("p", "new", {"docs": -1})])
+    assert table.get("p", "stats") == {"pk": "p", "sk": "stats", "docs": 3, "length": 5}
+    assert table.get("p", "new") == {"pk": "p", "sk": "new", "docs": -1}
+    # and an add that must not create its item is refused on an absent one
+    with pytest.raises(ConditionFailed):
+        table.transact_write([Add("p", "absent", {"docs": -1}, Condition(exists=True))])
+    assert table.get("p", "absent") is None
+
+
+def test_conditional_increment_never_creates_an_absent_item(table: Table) -> None:
+    # Given no counter
+    # When decrementing it only if it exists
+    with pytest.raises(ConditionFailed):
+        table.increment("p", "stats", {"docs": -1}, Condition(exists=True))
+    # Then it is still absent; once it exists, the same call applies
+    assert table.get("p", "stats") is None
+    table.increment("p", "stats", {"docs": 2})
+    assert table.increment("p", "stats", {"docs": -1}, Condition(exists=True))["docs"] == 1
+    assert table.get("p", "stats") == {"pk": "p", "sk": "stats", "docs": 1}
 
 
 def test_increment_is_atomic_under_concurrent_threads(table: Table) -> None:

@@ -121,7 +121,7 @@ def test_map_parallel_and_choice_loop_run_every_step() -> None:
 @pytest.mark.parametrize(
     "state",
     [
-        {"Type": "Wait", "Seconds": 1, "End": True},
+        {"Type": "Wait", "Timestamp": "2026-01-01T00:00:00Z", "End": True},
         {"Type": "Task", "Resource": "fn", "TimeoutSeconds": 3, "End": True},
         {"Type": "Choice", "Choices": [{"Variable": "$.a", "StringEquals": "x", "Next": "S"}], "Default": "S"},
     ],
@@ -156,3 +156,23 @@ def test_the_receipt_hash_is_keyed_and_distinguishes_apps_and_users() -> None:
     assert ana != records.user_hash(b"k1", UserRef("other", "ana"))
     assert records.user_hash(b"k1", UserRef("a#b", "c")) != records.user_hash(b"k1", UserRef("a", "b#c"))
     assert "ana" not in ana
+
+
+def test_wait_sleeps_the_seconds_its_path_names() -> None:
+    # Given a Wait reading its duration from the state, then a Pass
+    machine = {
+        "StartAt": "W",
+        "States": {
+            "W": {"Type": "Wait", "SecondsPath": "$.mark.drain_seconds", "Next": "P"},
+            "P": {"Type": "Pass", "Result": "done", "ResultPath": "$.after", "End": True},
+        },
+    }
+    slept: list[float] = []
+    interpreter = asl.Interpreter(machine, lambda resource, payload: None, sleep=slept.append)
+    # When it runs
+    out = interpreter.run({"mark": {"drain_seconds": 7}})
+    # Then it slept that long and went on; a duration that is not a number of seconds fails the execution
+    assert slept == [7]
+    assert out == {"mark": {"drain_seconds": 7}, "after": "done"}
+    with pytest.raises(asl.ExecutionFailed):
+        interpreter.run({"mark": {"drain_seconds": "x"}})

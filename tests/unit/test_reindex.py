@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from agentmem.embeddings.codec import PENDING_ATTR, VECTOR_ATTR
 from agentmem.embeddings.hashing import HashingEmbedder
-from agentmem.keys import Scope, UserRef
+from agentmem.keys import Scope, UserRef, scope_of_partition
 from agentmem.memory import records
 from agentmem.memory.service import MemoryService
 from agentmem.models.memory import MemoryEntry
 from agentmem.stores.table import Table, query_all
 from agentmem.vectors.exact import ExactVectorIndex
-from agentmem.vectors.indexing import all_scopes, reindex, scope_of_partition
+from agentmem.vectors.indexing import all_scopes, reindex
 
 
 class DownEmbedder(HashingEmbedder):

@@ -137,6 +137,7 @@ class Container:
             receipt_key=self.settings.resolved_receipt_key(),
             vectors=self.external_vector_index,
             batch_size=self.settings.deletion_batch_size,
+            drain_seconds=self.settings.deletion_drain_seconds,
         )
 
     @cached_property

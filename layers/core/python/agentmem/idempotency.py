@@ -2,13 +2,19 @@
 
 Records live in the user's own partition (so erasure removes them) and expire with a TTL. A key reused
 with a different request is refused; a key whose first request is still running answers 409.
+
+A claim is refused while the user's erasure runs (the guarded table conditions it on the deletion
+mark), and the answer is recorded only over the request's own claim: a claim an erasure removed
+meanwhile stays removed, so a retry after the erasure runs anew instead of replaying an erased answer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
+from agentmem import users
 from agentmem.errors import ConditionFailed, Conflict, InvalidInput
 from agentmem.keys import UserRef, escape, validate_id
 from agentmem.stores.table import Condition, Table
@@ -26,7 +32,7 @@ class StoredResponse:
 
 class IdempotencyStore:
     def __init__(self, table: Table, *, ttl_seconds: int = 86400) -> None:
-        self._table = table
+        self._table = users.guarded(table)
         self._ttl = ttl_seconds
 
     def begin(self, user: UserRef, key: str, fingerprint: str) -> StoredResponse | None:
@@ -64,19 +70,23 @@ class IdempotencyStore:
         return None
 
     def complete(self, user: UserRef, key: str, fingerprint: str, response: StoredResponse) -> None:
+        """Record the answer over this request's claim; nothing when the claim is gone (erased meanwhile)."""
         now = int(time.time())
-        self._table.put(
-            {
-                "pk": user.partition,
-                "sk": PREFIX + escape(key),
-                "fingerprint": fingerprint,
-                "status": "done",
-                "status_code": response.status_code,
-                "body": response.body,
-                "content_type": response.content_type,
-                "ttl": now + self._ttl,
-            }
-        )
+        claim = Condition(equals={"fingerprint": fingerprint, "status": "running"})
+        with contextlib.suppress(ConditionFailed):
+            self._table.put(
+                {
+                    "pk": user.partition,
+                    "sk": PREFIX + escape(key),
+                    "fingerprint": fingerprint,
+                    "status": "done",
+                    "status_code": response.status_code,
+                    "body": response.body,
+                    "content_type": response.content_type,
+                    "ttl": now + self._ttl,
+                },
+                claim,
+            )
 
     def release(self, user: UserRef, key: str) -> None:
         """Forget a claim whose request failed, so a retry runs it again."""

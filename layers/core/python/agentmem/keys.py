@@ -106,5 +106,21 @@ def validate_project(project_id: object) -> str | None:
     return validate_id(project_id, "project_id")
 
 
+def scope_of_partition(pk: str) -> Scope | None:
+    """The scope of a partition key ``S#app#user#project`` (the inverse of ``Scope.partition``); None for others."""
+    parts = pk.split("#")
+    if len(parts) != 4 or parts[0] != SCOPE_TAG:
+        return None
+    return Scope(unescape(parts[1]), unescape(parts[2]), unescape(parts[3]) or None)
+
+
+def user_of_partition(pk: str) -> UserRef | None:
+    """The user of a partition key ``U#app#user`` (the inverse of ``UserRef.partition``); None for others."""
+    parts = pk.split("#")
+    if len(parts) != 3 or parts[0] != USER_TAG:
+        return None
+    return UserRef(unescape(parts[1]), unescape(parts[2]))
+
+
 def tenant_partition(app: str) -> str:
     return _join(TENANT_TAG, app)

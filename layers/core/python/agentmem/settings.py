@@ -18,6 +18,7 @@
 | MEMORY_DELETION_RUNNER | `local` (in-process) or `stepfunctions` | `stepfunctions` if the ARN is set |
 | MEMORY_DELETION_STATE_MACHINE_ARN | the delete_user state machine the API starts | unset |
 | MEMORY_DELETION_BATCH_SIZE | items one deletion step deletes at most | `500` |
+| MEMORY_DELETION_DRAIN_SECONDS | seconds an erasure waits after the mark, before it sweeps (the API timeout) | `30` |
 | MEMORY_DELETION_WORKFLOW_PATH | another ASL file for the local runner (trying a change) | unset: the packaged one |
 | MEMORY_RECEIPT_KEY | secret of the HMAC-SHA256 naming the user in deletion receipts | a development key: set it |
 | MEMORY_RECEIPT_KEY_SECRET_ARN | read that secret from Secrets Manager instead (what the CDK stack sets) | unset |
@@ -58,6 +59,7 @@ class Settings:
     deletion_state_machine_arn: str | None = None
     deletion_batch_size: int = 500
     deletion_workflow_path: str | None = None
+    deletion_drain_seconds: int = 30
     receipt_key: str = DEVELOPMENT_RECEIPT_KEY
     receipt_key_secret_arn: str | None = None
     auth: AuthMode = "none"
@@ -112,6 +114,7 @@ class Settings:
             deletion_state_machine_arn=state_machine,
             deletion_batch_size=int(env.get("MEMORY_DELETION_BATCH_SIZE") or _DEFAULTS.deletion_batch_size),
             deletion_workflow_path=env.get("MEMORY_DELETION_WORKFLOW_PATH") or None,
+            deletion_drain_seconds=int(env.get("MEMORY_DELETION_DRAIN_SECONDS") or _DEFAULTS.deletion_drain_seconds),
             receipt_key=env.get("MEMORY_RECEIPT_KEY") or DEVELOPMENT_RECEIPT_KEY,
             receipt_key_secret_arn=env.get("MEMORY_RECEIPT_KEY_SECRET_ARN") or None,
             auth=auth,  # type: ignore[arg-type]

@@ -1,15 +1,31 @@
 """Per-user bookkeeping shared by every capability, kept in the user's own partition ``U#app#user``:
 
 - the registry of the user's scopes (``SCOPE#<project>``), written with every write, so erasure and
-  export list a user's projects without scanning the table;
-- the deletion mark (``DELETION``): while it exists, every write for the user is refused (409).
+  export list a user's projects without scanning the table; only an erasure removes it;
+- the deletion mark (``DELETION``): while it exists, every write for the user is refused (409), in the
+  same atomic operation as the write (:class:`GuardedTable`).
 """
 
 from __future__ import annotations
 
-from agentmem.errors import UserDeletionInProgress
-from agentmem.keys import Scope, UserRef, escape, unescape
-from agentmem.stores.table import Item, Key, Table, query_all
+from collections.abc import Mapping, Sequence
+
+from agentmem.errors import ConditionFailed, UserDeletionInProgress
+from agentmem.keys import Scope, UserRef, escape, scope_of_partition, unescape, user_of_partition
+from agentmem.stores.table import (
+    MAX_TRANSACTION_ITEMS,
+    Add,
+    Check,
+    Condition,
+    Item,
+    Key,
+    Page,
+    Put,
+    Table,
+    WriteOp,
+    op_key,
+    query_all,
+)
 
 SCOPE_REGISTRY = "SCOPE#"
 DELETION_MARK = "DELETION"
@@ -38,6 +54,151 @@ def deletion_mark_key(user: UserRef) -> Key:
 
 
 def ensure_writable(table: Table, user: UserRef) -> None:
-    """Refuse writes while the user's erasure runs, so nothing is resurrected."""
+    """Refuse a write early (before any embedding or write) while the user's erasure runs.
+
+    A plain read: it only saves work. What makes erasure safe is :class:`GuardedTable`, which conditions
+    the writes themselves on the mark."""
     if table.get(*deletion_mark_key(user)) is not None:
-        raise UserDeletionInProgress("this user's data is being deleted; writes are refused until it finishes")
+        raise UserDeletionInProgress(_MARKED)
+
+
+_MARKED = "this user's data is being deleted; writes are refused until it finishes"
+_ERASED_MEANWHILE = "this user's data was erased while the request ran; nothing of it was kept"
+_TRANSACTION_BYTES = 3_000_000
+"""Items per transaction stay under DynamoDB's 4 MB aggregate limit (sizes are estimated generously)."""
+
+
+def guarded(table: Table) -> Table:
+    """``table`` behind :class:`GuardedTable` (once)."""
+    return table if isinstance(table, GuardedTable) else GuardedTable(table)
+
+
+class GuardedTable:
+    """The Table the memory, graph and idempotency services write through: no write lands for a user
+    once their erasure has begun, nor in a scope the erasure has already unregistered.
+
+    Every write that could create an item of a user (a put or an add, unless its condition requires the
+    item to exist) goes in a transaction that also checks, atomically:
+
+    - that the user's deletion mark is absent: the workflow sets the mark before its sweep, so every
+      item that will ever land is already there when the sweep and the final verification read;
+    - for an item of a scope partition, that the scope's registry item exists (unless the same
+      transaction puts it): the registry is removed only at the very end of an erasure, so a request
+      paused across a whole erasure fails its later writes instead of landing them in a partition no
+      erasure or export would visit.
+
+    A write refused this way raises UserDeletionInProgress (409) and wrote nothing. Deletes, and writes
+    that require their item to exist, cannot bring back what an erasure removed: they pass unchanged.
+    Unconditional batches become transactions of up to 100 items (the checks included).
+    """
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    # -- reads pass through ----------------------------------------------------------------------
+
+    def get(self, pk: str, sk: str) -> Item | None:
+        return self._table.get(pk, sk)
+
+    def batch_get(self, keys: Sequence[Key]) -> list[Item]:
+        return self._table.batch_get(keys)
+
+    def query(
+        self,
+        pk: str,
+        prefix: str = "",
+        *,
+        limit: int | None = None,
+        descending: bool = False,
+        start_after: str | None = None,
+    ) -> Page:
+        return self._table.query(pk, prefix, limit=limit, descending=descending, start_after=start_after)
+
+    def ping(self) -> None:
+        self._table.ping()
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def put(self, item: Item, condition: Condition | None = None) -> None:
+        op = Put(item, condition)
+        if _guards([op]):
+            self.transact_write([op])
+        else:
+            self._table.put(item, condition)
+
+    def delete(self, pk: str, sk: str, condition: Condition | None = None) -> None:
+        self._table.delete(pk, sk, condition)
+
+    def batch_write(self, puts: Sequence[Item] = (), deletes: Sequence[Key] = ()) -> None:
+        if deletes:
+            self._table.batch_write(deletes=deletes)
+        unique = list({(item["pk"], item["sk"]): item for item in puts}.values())
+        unique.sort(key=lambda item: not str(item["sk"]).startswith(SCOPE_REGISTRY))  # registries first
+        if not _guards([Put(item) for item in unique]):
+            self._table.batch_write(puts=unique)
+            return
+        chunk: list[WriteOp] = []
+        size = 0
+        owners: set[str] = set()
+        for item in unique:
+            item_size = len(repr(item).encode("utf-8", "surrogatepass"))
+            owners.add(item["pk"])
+            # At most one mark and one registry check per partition owner: keep room for them.
+            if chunk and (
+                len(chunk) + 2 * len(owners) >= MAX_TRANSACTION_ITEMS or size + item_size > _TRANSACTION_BYTES
+            ):
+                self.transact_write(chunk)
+                chunk, size, owners = [], 0, {item["pk"]}
+            chunk.append(Put(item))
+            size += item_size
+        if chunk:
+            self.transact_write(chunk)
+
+    def transact_write(self, ops: Sequence[WriteOp]) -> None:
+        checks = _guards(ops)
+        if not checks:
+            self._table.transact_write(ops)
+            return
+        try:
+            self._table.transact_write([*checks, *ops])
+        except ConditionFailed:
+            for check in checks:
+                present = self._table.get(check.pk, check.sk) is not None
+                if present != check.condition.exists:
+                    raise UserDeletionInProgress(_MARKED if present else _ERASED_MEANWHILE) from None
+            raise
+
+    def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
+        op = Add(pk, sk, deltas, condition)
+        if not _guards([op]):
+            return self._table.increment(pk, sk, deltas, condition)
+        self.transact_write([op])
+        return self._table.get(pk, sk) or {"pk": pk, "sk": sk}
+
+
+def _can_create(op: WriteOp) -> bool:
+    if not isinstance(op, Put | Add):
+        return False
+    condition = op.condition
+    return condition is None or not (condition.exists is True or condition.equals)
+
+
+def _guards(ops: Sequence[WriteOp]) -> list[Check]:
+    """The checks that make ``ops`` refuse to land for a user being (or just) erased; [] when none apply."""
+    written = {op_key(op) for op in ops}
+    marks: dict[Key, None] = {}
+    registries: dict[Key, None] = {}
+    for op in ops:
+        if not _can_create(op):
+            continue
+        pk = op_key(op)[0]
+        scope = scope_of_partition(pk)
+        if scope is not None:
+            marks[deletion_mark_key(scope.user_ref)] = None
+            registries[(scope.user_ref.partition, registry_sk(scope.project_id))] = None
+        user = user_of_partition(pk)
+        if user is not None:
+            marks[deletion_mark_key(user)] = None
+    checks = [Check(pk, sk, Condition(exists=False)) for pk, sk in marks if (pk, sk) not in written]
+    checks += [Check(pk, sk, Condition(exists=True)) for pk, sk in registries if (pk, sk) not in written]
+    return checks

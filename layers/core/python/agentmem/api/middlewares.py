@@ -18,9 +18,10 @@ from agentmem.idempotency import StoredResponse
 
 IDEMPOTENCY_HEADER = "idempotency-key"
 _WRITE_METHODS = {"POST", "PUT", "DELETE", "PATCH"}
-_USER_ERASURE = re.compile(r"^/v1/apps/[^/]+/users/[^/]+/?$")
+_USER_ERASURE = re.compile(r"^/v1/apps/[^/]+/users/[^/]+/*$")
 """``DELETE {scope}`` keeps no Idempotency-Key record: it would be written into the very partition
-being erased, after the erasure; the route answers a retry with the running deletion by itself."""
+being erased, after the erasure; the route answers a retry with the running deletion by itself.
+Trailing slashes as the REST resolver matches them (any number: ``^{rule}/*$``)."""
 
 
 def _fingerprint(app: APIGatewayRestResolver) -> str:

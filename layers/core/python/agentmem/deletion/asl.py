@@ -4,8 +4,8 @@ The local runner executes ``delete_user.asl.json`` itself with this interpreter,
 server and Step Functions run the same states in the same order and cannot drift (docs/adr/0500).
 Supported: Task (Parameters, ResultPath, Retry, Catch), Choice (BooleanEquals,
 NumericGreaterThanEquals), Map (ItemsPath, ItemSelector, ItemProcessor; items run one after
-another), Parallel (branches run one after another), Pass, Succeed, Fail (Error/Cause or
-ErrorPath/CausePath). Paths: ``$``, ``$.a.b``, ``$$.Map.Item.Value.a``, ``$$.Execution.Name``.
+another), Parallel (branches run one after another), Pass, Wait (Seconds or SecondsPath), Succeed,
+Fail (Error/Cause or ErrorPath/CausePath). Paths: ``$``, ``$.a.b``, ``$$.Map.Item.Value.a``, ``$$.Execution.Name``.
 A definition using anything else is refused when loaded, never half-interpreted.
 """
 
@@ -28,6 +28,7 @@ _STATE_FIELDS: dict[str, set[str]] = {
     | {"Next", "End", "Comment"},
     "Parallel": {"Branches", "ResultPath", "Retry", "Catch", "Next", "End", "Comment"},
     "Pass": {"Result", "ResultPath", "Next", "End", "Comment"},
+    "Wait": {"Seconds", "SecondsPath", "Next", "End", "Comment"},
     "Succeed": {"Comment"},
     "Fail": {"Error", "Cause", "ErrorPath", "CausePath", "Comment"},
 }
@@ -120,6 +121,13 @@ class Interpreter:
         kind = state["Type"]
         if kind == "Pass":
             return _put(data, state.get("ResultPath", "$"), copy.deepcopy(state.get("Result", data)))
+        if kind == "Wait":
+            seconds = _path(data, context, state["SecondsPath"]) if "SecondsPath" in state else state["Seconds"]
+            if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 0:
+                raise ExecutionFailed("States.Runtime", f"Wait needs a number of seconds >= 0, not {seconds!r}")
+            if seconds:
+                self._sleep(seconds)
+            return data
         if kind == "Task":
             payload = _render(state.get("Parameters", "$"), data, context)
             result = self._with_retry(state, lambda: self._call(state["Resource"], payload))

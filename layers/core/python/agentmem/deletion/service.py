@@ -59,6 +59,7 @@ class DeletionService:
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_sweeps: int = DEFAULT_MAX_SWEEPS,
         scope_page: int = DEFAULT_SCOPE_PAGE,
+        drain_seconds: int = 0,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self._table = table
@@ -67,6 +68,7 @@ class DeletionService:
         self._batch_size = batch_size
         self._max_sweeps = max_sweeps
         self._scope_page = scope_page
+        self._drain_seconds = drain_seconds
         self._clock = clock
 
     # -- API side ----------------------------------------------------------------------------------
@@ -117,11 +119,18 @@ class DeletionService:
 
     # -- workflow steps (each idempotent) ------------------------------------------------------------
 
-    def mark(self, user: UserRef, deletion_id: str) -> None:
+    def mark(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
+        """Mark the user; return how long the workflow waits before sweeping (``drain_seconds``).
+
+        From the mark on, every write for the user is refused in its own transaction. A request that
+        passed its early check just before the mark may still be writing: waiting for as long as a
+        request can run (the API's timeout) before sweeping means the sweep and the final verification
+        come after anything such a request could still land."""
         self._table.put(self._mark_item(user, deletion_id))
         if self._request(user.app, deletion_id) is None:
             hashed = records.user_hash(self._key, user)
             self._table.put(records.request_item(user.app, deletion_id, hashed_user=hashed, started_at=self._now()))
+        return {"drain_seconds": self._drain_seconds}
 
     def list_scopes(self, user: UserRef, after: str | None = None) -> dict[str, Any]:
         """One page of the user's scopes (global first), so the workflow's state stays small however

@@ -214,15 +214,16 @@ def _merge_entities(items: Sequence[Item]) -> dict[str, Any]:
 
 class GraphMemoryService:
     def __init__(self, table: Table, *, clock: Callable[[], datetime] = utc_now) -> None:
-        self._table = table
+        self._table = users.guarded(table)
         self._clock = clock
-        self._episodes = InvertedIndex(table, records.EPISODE_INDEX_NAMESPACE)
+        self._episodes = InvertedIndex(self._table, records.EPISODE_INDEX_NAMESPACE)
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
 
     def _begin_write(self, scope: Scope) -> None:
-        """Refuse writes while the user's erasure runs (409); call before anything else of a write."""
+        """Refuse a write early while the user's erasure runs (409); the writes themselves are conditioned
+        on the mark by the guarded table."""
         users.ensure_writable(self._table, scope.user_ref)
 
     def _register(self, scope: Scope) -> None:
@@ -951,7 +952,7 @@ class GraphMemoryService:
             keys += self._episodes.posting_keys(partition, item["id"], item.get("tokens", []))
         keys += [(partition, session_prefix + i) for i in episode_ids]
         self._table.batch_write(deletes=keys)
-        self._episodes.record(partition, docs=-len(old), length=-sum(int(i.get("length", 0)) for i in old))
+        self._episodes.forget(partition, docs=len(old), length=sum(int(i.get("length", 0)) for i in old))
 
     def list_episodes(
         self, scope: Scope, *, session_id: str | None = None, query: str | None = None, limit: int = 20

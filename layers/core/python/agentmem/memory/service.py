@@ -95,9 +95,9 @@ class MemoryService:
         embedder: Embedder | None = None,
         vector_index: VectorIndex | None = None,
     ) -> None:
-        self._table = table
+        self._table = users.guarded(table)
         self._clock = clock
-        self._index = InvertedIndex(table, records.INDEX_NAMESPACE)
+        self._index = InvertedIndex(self._table, records.INDEX_NAMESPACE)
         self.embedder = embedder
         if embedder is not None and vector_index is None:
             from agentmem.vectors.exact import ExactVectorIndex
@@ -122,6 +122,8 @@ class MemoryService:
         prepared = [p for p in (self._prepare(scope, e, session_id) for e in entries) if p.has_text]
         skipped = len(entries) - len(prepared)
         generation = new_id()
+        if not prepared:
+            self._table.put(users.registry_item(scope))  # the session head is written in a registered scope
         indexing = self._write(prepared, session_id, generation)
         if self._commit_generation(scope, session_id, generation):
             older = [i for i, g in self._session_rows(scope, session_id) if g < generation]
@@ -351,11 +353,13 @@ class MemoryService:
     # -- deletes -----------------------------------------------------------------------------------
 
     def delete_entry(self, user: UserRef, entry_id: str) -> None:
+        self.ensure_writable(user)
         item = self._find(user, entry_id)
         self._delete_items(user.scope(item.get("project_id")), [item])
 
     def delete_session(self, scope: Scope, session_id: str) -> int:
         validate_id(session_id, "session_id")
+        self.ensure_writable(scope.user_ref)
         deleted = self._delete_ids(scope, [i for i, _ in self._session_rows(scope, session_id)], session_id)
         self._table.delete(scope.partition, records.session_head_sk(session_id))
         return deleted
@@ -365,13 +369,18 @@ class MemoryService:
         tokens = tokenize(query)
         if not tokens:
             raise MalformedRequest("the query has no searchable words, so it would delete nothing", code="empty_query")
+        self.ensure_writable(scope.user_ref)
         return self._delete_ids(scope, sorted(self._index.documents_with_all(scope.partition, tokens)))
 
     def delete_project(self, user: UserRef, project_id: str) -> int:
-        """Delete everything the project holds; return the number of memory entries deleted."""
+        """Delete everything the project holds; return the number of memory entries deleted.
+
+        The project stays in the user's scope registry: a write racing this delete may still land in
+        the partition, and only a registered partition is reached by erasure and export."""
         scope = user.scope(project_id)
         if scope.project_id is None:
             raise InvalidInput("project_id is required", code="invalid_id")
+        self.ensure_writable(user)
         deleted = 0
         while True:
             page = self._table.query(scope.partition, limit=_DELETE_PAGE)
@@ -383,7 +392,6 @@ class MemoryService:
             keys += [(user.partition, records.ENTRY_POINTER + i) for i in entry_ids]
             self._table.batch_write(deletes=keys)
             self._forget_vectors(scope, entry_ids)
-        self._table.delete(user.partition, users.registry_sk(project_id))
         return deleted
 
     def _session_rows(self, scope: Scope, session_id: str) -> list[tuple[str, str]]:
@@ -417,7 +425,7 @@ class MemoryService:
             if item.get("session_id") is not None:
                 side.append((scope.partition, records.session_prefix(item["session_id"]) + item["id"]))
         self._table.batch_write(deletes=side)
-        self._index.record(scope.partition, docs=-len(items), length=-sum(int(item.get("length", 0)) for item in items))
+        self._index.forget(scope.partition, docs=len(items), length=sum(int(item.get("length", 0)) for item in items))
         self._forget_vectors(scope, [item["id"] for item in items])
         return len(items)
 

@@ -9,13 +9,15 @@ number of matches, never with the size of the partition.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from agentmem.errors import ConditionFailed
 from agentmem.keys import escape
-from agentmem.stores.table import Item, Key, Table, query_all
+from agentmem.stores.table import Condition, Item, Key, Table, query_all
 
 K1 = 1.2
 B = 0.75
@@ -53,9 +55,18 @@ class InvertedIndex:
         return [(partition, self._token_prefix(token) + doc_id) for token in set(tokens)]
 
     def record(self, partition: str, *, docs: int, length: int) -> None:
-        """Adjust the statistics of a partition after adding (positive) or removing (negative) documents."""
+        """Add to the statistics of a partition after adding documents."""
         if docs or length:
             self._table.increment(partition, self.stats_sk, {"docs": docs, "length": length, "version": 1})
+
+    def forget(self, partition: str, *, docs: int, length: int) -> None:
+        """Take from the statistics after removing documents. Never creates them: statistics that are gone
+        (an erasure swept the partition meanwhile) stay gone."""
+        if not (docs or length):
+            return
+        deltas = {"docs": -docs, "length": -length, "version": 1}
+        with contextlib.suppress(ConditionFailed):
+            self._table.increment(partition, self.stats_sk, deltas, Condition(exists=True))
 
     def version(self, partition: str) -> int:
         item = self._table.get(partition, self.stats_sk)

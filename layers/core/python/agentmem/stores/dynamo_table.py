@@ -16,6 +16,7 @@ from agentmem.errors import ConditionFailed, InvalidInput, RateLimited, Unavaila
 from agentmem.stores.table import (
     MAX_TRANSACTION_ITEMS,
     TTL_ATTRIBUTE,
+    Add,
     Check,
     Condition,
     Delete,
@@ -265,54 +266,55 @@ class DynamoTable:
                 raise RateLimited("the table kept throttling a batch write; retry later")
 
     def transact_write(self, ops: Sequence[WriteOp]) -> None:
+        """One TransactWriteItems; retried (bounded, with backoff) when cancelled by a conflict or throttling:
+        concurrent transactions that touch one item (the user's deletion mark, a partition's statistics)
+        cancel each other, and a cancelled transaction wrote nothing, so running it again is safe."""
         if len(ops) > MAX_TRANSACTION_ITEMS:
             raise InvalidInput(f"a transaction holds at most {MAX_TRANSACTION_ITEMS} items")
-        items: list[dict[str, Any]] = []
-        for op in ops:
-            if isinstance(op, Put):
-                items.append(
-                    {
-                        "Put": {
-                            "TableName": self.table_name,
-                            "Item": self._to_wire(op.item),
-                            **self._conditional_args(op.condition),
-                        }
-                    }
-                )
-            elif isinstance(op, Delete):
-                items.append(
-                    {
-                        "Delete": {
-                            "TableName": self.table_name,
-                            "Key": self._key(op.pk, op.sk),
-                            **self._conditional_args(op.condition),
-                        }
-                    }
-                )
-            elif isinstance(op, Check):
-                items.append(
-                    {
-                        "ConditionCheck": {
-                            "TableName": self.table_name,
-                            "Key": self._key(op.pk, op.sk),
-                            **self._conditional_args(op.condition),
-                        }
-                    }
-                )
-        if items:
-            self._call("transact_write_items", TransactItems=items)
+        items = [self._transact_item(op) for op in ops]
+        if not items:
+            return
+        for attempt in range(_MAX_BATCH_ATTEMPTS):
+            try:
+                self._call("transact_write_items", TransactItems=items)
+                return
+            except RateLimited:
+                if attempt == _MAX_BATCH_ATTEMPTS - 1:
+                    raise
+                _backoff(attempt)
 
-    def increment(self, pk: str, sk: str, deltas: Mapping[str, int]) -> Item:
+    def _transact_item(self, op: WriteOp) -> dict[str, Any]:
+        target: dict[str, Any] = {"TableName": self.table_name}
+        if isinstance(op, Put):
+            target["Item"] = self._to_wire(op.item)
+        else:
+            target["Key"] = self._key(op.pk, op.sk)
+        if isinstance(op, Add):
+            target.update(self._update_args(op.deltas, op.condition))
+            return {"Update": target}
+        target.update(self._conditional_args(op.condition))
+        kind = {Put: "Put", Delete: "Delete", Check: "ConditionCheck"}[type(op)]
+        return {kind: target}
+
+    def _update_args(self, deltas: Mapping[str, int], condition: Condition | None) -> dict[str, Any]:
+        """An ``ADD`` of ``deltas`` (and the condition, if any) as UpdateItem arguments."""
         names = {f"#a{i}": name for i, name in enumerate(deltas)}
-        values = {f":a{i}": {"N": str(delta)} for i, delta in enumerate(deltas.values())}
+        values: dict[str, Any] = {f":a{i}": {"N": str(delta)} for i, delta in enumerate(deltas.values())}
+        args: dict[str, Any] = {"UpdateExpression": "ADD " + ", ".join(f"#a{i} :a{i}" for i in range(len(deltas)))}
+        conditional = self._conditional_args(condition)
+        if "ConditionExpression" in conditional:
+            args["ConditionExpression"] = conditional["ConditionExpression"]
+        args["ExpressionAttributeNames"] = {**names, **conditional.get("ExpressionAttributeNames", {})}
+        args["ExpressionAttributeValues"] = {**values, **conditional.get("ExpressionAttributeValues", {})}
+        return args
+
+    def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
         response = self._call(
             "update_item",
             TableName=self.table_name,
             Key=self._key(pk, sk),
-            UpdateExpression="ADD " + ", ".join(f"#a{i} :a{i}" for i in range(len(deltas))),
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
             ReturnValues="ALL_NEW",
+            **self._update_args(deltas, condition),
         )
         return self._from_wire(response["Attributes"])
 

@@ -23,7 +23,7 @@ from agentmem.errors import ConditionFailed, InvalidInput, Unavailable
 from agentmem.stores.table import (
     MAX_TRANSACTION_ITEMS,
     TTL_ATTRIBUTE,
-    Check,
+    Add,
     Condition,
     Delete,
     Item,
@@ -32,6 +32,7 @@ from agentmem.stores.table import (
     Put,
     WriteOp,
     is_expired,
+    op_key,
     prefix_upper_bound,
 )
 
@@ -86,6 +87,13 @@ def _holds(condition: Condition | None, current: Item | None) -> bool:
     if condition.exists is False and current is not None:
         return False
     return all(not (current is None or current.get(name) != expected) for name, expected in condition.equals.items())
+
+
+def _added(current: Item | None, pk: str, sk: str, deltas: Mapping[str, int]) -> Item:
+    item: Item = dict(current) if current is not None else {"pk": pk, "sk": sk}
+    for name, delta in deltas.items():
+        item[name] = int(item.get(name, 0)) + delta
+    return item
 
 
 class SqliteTable:
@@ -240,30 +248,32 @@ class SqliteTable:
     def transact_write(self, ops: Sequence[WriteOp]) -> None:
         if len(ops) > MAX_TRANSACTION_ITEMS:
             raise InvalidInput(f"a transaction holds at most {MAX_TRANSACTION_ITEMS} items")
-        keys = [(op.item["pk"], op.item["sk"]) if isinstance(op, Put) else (op.pk, op.sk) for op in ops]
+        keys = [op_key(op) for op in ops]
         if len(set(keys)) != len(keys):
             raise InvalidInput("a transaction cannot hold two operations on one item")
         with self._write() as conn:
-            for op, key in zip(ops, keys, strict=True):
-                if op.condition is not None and not _holds(op.condition, self._get(conn, *key)):
+            current = [self._get(conn, *key) for key in keys]
+            for op, item in zip(ops, current, strict=True):
+                if op.condition is not None and not _holds(op.condition, item):
                     raise ConditionFailed("a transaction condition did not hold; nothing was written")
-            for op in ops:
+            for op, item in zip(ops, current, strict=True):
                 if isinstance(op, Put):
                     self._upsert(conn, op.item)
                 elif isinstance(op, Delete):
                     conn.execute("DELETE FROM items WHERE pk = ? AND sk = ?", (op.pk, op.sk))
-                else:
-                    assert isinstance(op, Check)
+                elif isinstance(op, Add):
+                    self._upsert(conn, _added(item, op.pk, op.sk, op.deltas))
 
-    def increment(self, pk: str, sk: str, deltas: Mapping[str, int]) -> Item:
+    def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
         # Counters (usage metering on every request, search statistics, deletion counts) commit without an
         # fsync of their own: WAL frames are replayed in order, so the next synced commit of any process
         # makes them durable too. A power loss can only lose the counter updates made after the last item
         # write; never an item.
         with self._write(synced=False) as conn:
-            item = self._get(conn, pk, sk) or {"pk": pk, "sk": sk}
-            for name, delta in deltas.items():
-                item[name] = int(item.get(name, 0)) + delta
+            current = self._get(conn, pk, sk)
+            if condition is not None and not _holds(condition, current):
+                raise ConditionFailed("the item is not in the state the update required")
+            item = _added(current, pk, sk, deltas)
             self._upsert(conn, item)
             return item
 

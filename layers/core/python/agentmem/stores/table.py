@@ -46,7 +46,21 @@ class Check:
     condition: Condition
 
 
-WriteOp = Put | Delete | Check
+@dataclass(frozen=True, slots=True)
+class Add:
+    """Add ``deltas`` to integer attributes (missing ones count as 0), creating the item if it is absent."""
+
+    pk: str
+    sk: str
+    deltas: Mapping[str, int]
+    condition: Condition | None = None
+
+
+WriteOp = Put | Delete | Check | Add
+
+
+def op_key(op: WriteOp) -> Key:
+    return (op.item["pk"], op.item["sk"]) if isinstance(op, Put) else (op.pk, op.sk)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +107,10 @@ class Table(Protocol):
         """All of ``ops`` or none (at most 100); raise ConditionFailed when a condition does not hold."""
         ...
 
-    def increment(self, pk: str, sk: str, deltas: Mapping[str, int]) -> Item:
-        """Atomically add ``deltas`` to integer attributes (missing ones count as 0); return the new item."""
+    def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
+        """Atomically add ``deltas`` to integer attributes (missing ones count as 0); return the new item.
+
+        Raise ConditionFailed when ``condition`` does not hold (``Condition(exists=True)``: never create it)."""
         ...
 
     def ping(self) -> None:

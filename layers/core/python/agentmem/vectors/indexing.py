@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, decode_vector, encode_vector
 from agentmem.embeddings.port import Embedder
 from agentmem.errors import ConditionFailed
-from agentmem.keys import SCOPE_TAG, USER_TAG, Scope, UserRef, unescape
+from agentmem.keys import Scope, UserRef, scope_of_partition, unescape, user_of_partition
 from agentmem.memory import records
 from agentmem.models.content import Content
 from agentmem.stores.table import Condition, Item, Table, query_all
@@ -28,21 +28,6 @@ from agentmem.vectors.exact import bump_version
 from agentmem.vectors.port import VectorIndex, VectorRecord
 
 _BATCH = 100
-
-
-def scope_of_partition(pk: str) -> Scope | None:
-    """The scope of a partition key ``S#app#user#project``; None for any other partition."""
-    parts = pk.split("#")
-    if len(parts) != 4 or parts[0] != SCOPE_TAG:
-        return None
-    return Scope(unescape(parts[1]), unescape(parts[2]), unescape(parts[3]) or None)
-
-
-def user_of_partition(pk: str) -> UserRef | None:
-    parts = pk.split("#")
-    if len(parts) != 3 or parts[0] != USER_TAG:
-        return None
-    return UserRef(unescape(parts[1]), unescape(parts[2]))
 
 
 def is_entry(item: Item) -> bool:

@@ -14,9 +14,10 @@ from typing import Any
 
 from agentmem.embeddings.codec import VECTOR_ATTR
 from agentmem.embeddings.port import Embedder
+from agentmem.keys import scope_of_partition
 from agentmem.memory import records
 from agentmem.stores.table import Item, Table
-from agentmem.vectors.indexing import embed_pending, record_for_item, scope_of_partition
+from agentmem.vectors.indexing import embed_pending, record_for_item
 from agentmem.vectors.port import VectorIndex
 
 

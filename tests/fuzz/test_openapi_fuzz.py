@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import LiveServer, start_server
+from tests.e2e.conftest import REPO_ROOT, LiveServer, start_server
 
-CONFIG = Path(__file__).with_name("schemathesis.toml")
+HERE = Path(__file__).parent
 FUZZ_APP = "fuzz-app"
 
 
@@ -57,20 +57,28 @@ def _summary(report: dict[str, Any]) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    "config",
+    [
+        pytest.param(HERE / "schemathesis.toml", id="every-phase"),
+        pytest.param(HERE / "schemathesis-tenant-guard.toml", id="tenant-guard"),
+    ],
+)
 def test_every_operation_survives_fuzzing_with_no_server_error_and_conforming_responses(
-    keyed_server: tuple[LiveServer, str], tmp_path: Path
+    keyed_server: tuple[LiveServer, str], tmp_path: Path, config: Path
 ) -> None:
     server, secret = keyed_server
     report_path = tmp_path / "schemathesis.json"
     command = [
-        *(sys.executable, "-m", "schemathesis.cli", "--config-file", str(CONFIG)),
+        *(sys.executable, "-m", "schemathesis.cli", "--config-file", str(config)),
         *("run", f"{server.url}/v1/openapi.json", "--report", "json", "--report-json-path", str(report_path)),
     ]
     seed = os.environ.get("FUZZ_SEED")  # another seed explores other inputs: FUZZ_SEED=7 pytest tests/fuzz
     if seed:
         command += ["--seed", seed]
     env = {**os.environ, "FUZZ_API_KEY": secret, "NO_COLOR": "1"}
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, check=False)
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=600, check=False)
+    (tmp_path / "schemathesis.txt").write_text(result.stdout + result.stderr)
     assert report_path.exists(), f"schemathesis wrote no report:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
     report = json.loads(report_path.read_text())
     summary = _summary(report)

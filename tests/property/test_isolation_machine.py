@@ -440,7 +440,7 @@ PROPERTY = settings(
     derandomize=True,  # the same sequences on every run; a failure prints the steps that reproduce it
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-PROPERTY_ON_MOTO = settings(PROPERTY, max_examples=10, stateful_step_count=30)
+PROPERTY_ON_MOTO = settings(PROPERTY, max_examples=6, stateful_step_count=25)
 """Fewer and shorter sequences under moto, where each table call costs about ten times SQLite's."""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from agentmem.keys import Scope, escape
@@ -59,8 +60,10 @@ def entry_item(
     content: dict[str, Any],
     author: str | None,
     timestamp: str,
-    tokens: list[str],
+    terms: Iterable[str],
+    length: int,
 ) -> Item:
+    """``tokens`` lists the distinct tokens the entry is indexed under (to find its postings again)."""
     return {
         "pk": scope.partition,
         "sk": entry_sk(entry_id),
@@ -70,6 +73,6 @@ def entry_item(
         "content": json.dumps(content, ensure_ascii=False, separators=(",", ":")),
         "author": author,
         "timestamp": timestamp,
-        "tokens": sorted(set(tokens)),
-        "length": len(tokens),
+        "tokens": sorted(terms),
+        "length": length,
     }

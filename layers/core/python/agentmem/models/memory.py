@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
 from agentmem.errors import InvalidInput
 from agentmem.keys import ID_JSON_SCHEMA, validate_id
@@ -13,6 +13,8 @@ from agentmem.models.content import Content
 
 MAX_ENTRIES_PER_REQUEST = 500
 MAX_TEXT_BYTES = 64 * 1024
+MAX_ENTRY_BYTES = 256 * 1024
+"""An entry's content (every part, inline data included) as JSON: it must fit one 400 KB table item."""
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 
@@ -27,6 +29,23 @@ def _id(field: str) -> AfterValidator:
     return AfterValidator(check)
 
 
+def utc_moment(value: datetime, field: str = "the time") -> datetime:
+    """``value`` in UTC; refuses a naive time or one that leaves the calendar once converted."""
+    if value.tzinfo is None:
+        raise ValueError(f"{field} must carry a time zone (RFC 3339, e.g. 2026-06-01T09:30:00Z)")
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{field} is out of range once converted to UTC") from None
+
+
+def _utc(value: datetime) -> datetime:
+    return utc_moment(value)
+
+
+Timestamp = Annotated[datetime, AfterValidator(_utc)]
+"""An RFC 3339 time with a zone, held in UTC."""
+
 ID_SCHEMA = WithJsonSchema({"type": "string", **ID_JSON_SCHEMA})
 """An id as the OpenAPI document states it (the byte limit is checked by :func:`validate_id`)."""
 ProjectId = Annotated[str, _id("project_id"), ID_SCHEMA]
@@ -40,14 +59,7 @@ class MemoryEntry(BaseModel):
 
     content: Content
     author: str | None = Field(default=None, max_length=256)
-    timestamp: datetime | None = None
-
-    @field_validator("timestamp")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            raise ValueError("timestamp must carry a time zone (RFC 3339, e.g. 2026-06-01T09:30:00Z)")
-        return value
+    timestamp: Timestamp | None = None
 
 
 class StoredEntry(BaseModel):

@@ -6,6 +6,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,9 +23,42 @@ from agentmem.settings import Settings
 from agentmem.stores.dynamo_table import DynamoTable
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.stores.table import Table
+from tests.opensearch_node import OpenSearchNode
 from tests.support import ApiClient
 
+if TYPE_CHECKING:
+    from tests.synthesis import Synthesized
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+OPENSEARCH_GROUP = "opensearch"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the group marks into node-id suffixes
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the OpenSearch node runs on one xdist worker (`--dist loadgroup`): one JVM."""
+    for item in items:
+        if "opensearch_node" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(OPENSEARCH_GROUP))
+
+
+@pytest.fixture(scope="session")
+def opensearch_node() -> Iterator[OpenSearchNode]:
+    """A real OpenSearch 2.19.1 node with the k-NN plugin (Lucene engine) on free ports; ``.url`` is its
+    HTTP endpoint. Needs Java 17 and Maven (a missing one fails the test, it is never skipped).
+
+    Safe per xdist worker (own ports, own temporary home; tests use their own index names): with pytest
+    9.2 and pytest-xdist 3.8 `--dist loadgroup` ignores xdist_group marks (pytest-xdist issue 1386), so
+    each worker that runs an OpenSearch test starts its own node; when grouping works, one worker does."""
+    from tests import opensearch_node
+
+    try:
+        node = opensearch_node.start()
+    except opensearch_node.NodeError as error:
+        pytest.fail(str(error), pytrace=False)
+    yield node
+    node.stop()
 
 
 @pytest.fixture
@@ -92,3 +126,30 @@ def container(table: Table) -> Iterator[Container]:
 def api(container: Container) -> ApiClient:
     """Drive functions/api/handler.py with API Gateway REST events, against both tables."""
     return ApiClient()
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """Both stacks synthesized once per session, for the infra and cloud tiers (tests/synthesis.py)."""
+    from tests.synthesis import synthesize
+
+    return synthesize(tmp_path_factory.mktemp("cdk.out"))
+
+
+# The cloud rehearsal's report (tests/cloud): each AWS call per role and the grants no call used, carried
+# in the test reports' user_properties (so it reaches the controller under xdist) and printed at the end.
+_REHEARSAL_REPORT: list[tuple[str, str]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":
+        _REHEARSAL_REPORT.extend(
+            (str(name), str(value)) for name, value in report.user_properties if str(name).startswith("rehearsal:")
+        )
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _REHEARSAL_REPORT:
+        terminalreporter.section("cloud rehearsal: AWS calls per role, and the grants no call used")
+        for name, value in _REHEARSAL_REPORT:
+            terminalreporter.write_line(f"{name.removeprefix('rehearsal:')}: {value}")

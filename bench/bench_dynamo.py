@@ -6,6 +6,11 @@ the write path (moto's wall time is an emulator's and is printed only beside it;
 Items written: PutItem, UpdateItem, DeleteItem 1 each, BatchWriteItem its requests, TransactWriteItems
 its Put/Update/Delete (ConditionChecks apart). Items read: GetItem 1 when found, BatchGetItem and
 TransactGetItems their responses, Query and Scan their Count. Run: ``python bench/run.py dynamo``.
+
+moto 5.2 backs up the whole table once per item of every TransactWriteItems (a deep copy each, kept
+for a rollback): a transaction of 100 items on a table of a few thousand copied it 100 times, and one
+graph write ran for many minutes and gigabytes. Here it is copied once per transaction (the rollback
+is the same); the counts come from the client and do not depend on it.
 """
 
 from __future__ import annotations
@@ -75,6 +80,35 @@ class CallCounter:
             self.read += read
 
 
+def copy_tables_once_per_transaction() -> None:
+    """moto's transaction backup, one deep copy per table per transaction instead of one per item."""
+    import copy
+
+    from moto.dynamodb import models
+
+    original = models.DynamoDBBackend.transact_write_items
+
+    class _Once:
+        def __init__(self) -> None:
+            self.copies: dict[int, Any] = {}
+
+        def deepcopy(self, value: Any, memo: Any = None) -> Any:
+            if not isinstance(value, models.Table):
+                return copy.deepcopy(value, memo)
+            if id(value) not in self.copies:
+                self.copies[id(value)] = copy.deepcopy(value, memo)
+            return self.copies[id(value)]
+
+    def transact_write_items(self: Any, transact_items: Any) -> Any:
+        models.copy = _Once()  # type: ignore[assignment]
+        try:
+            return original(self, transact_items)
+        finally:
+            models.copy = copy  # type: ignore[assignment]
+
+    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
 def _measure(
     counter: CallCounter, label: str, calls: list[Callable[[], object]], per: tuple[str, int] | None = None
 ) -> None:
@@ -121,6 +155,7 @@ def main() -> None:
         text = sentence(rng, words, length)
         return MemoryEntry.model_validate({"content": {"role": "user", "parts": [{"text": text}]}, "author": "user"})
 
+    copy_tables_once_per_transaction()
     with mock_aws():
         client = boto3.client("dynamodb", region_name=REGION)
         table = DynamoTable("bench", client=client)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from agentmem.graph.service import TimeSlice, format_profile_card, index_tokens, score_entity
+from agentmem.graph.paging import format_profile_card
+from agentmem.graph.scoring import index_tokens, score_entity
+from agentmem.graph.timeslice import TimeSlice
 
 
 def test_tokens_are_lowercase_three_plus_characters_without_stopwords() -> None:

@@ -6,29 +6,42 @@ partition. ``<e>`` is an escaped entity name (``keys.escape``: it never holds ``
 
 | sort key | item |
 |---|---|
-| ``GE#<e>`` | entity: name, entity_type, created_at, updated_at, version, tokens (of name and type) |
-| ``GO#<e>#<id>`` | observation: id, entity, content, the four timestamps, tokens, rev |
+| ``GE#<e>`` | entity: name, entity_type, created_at, updated_at, version, ``facts`` (see below), ``seg`` |
+| ``GO#<e>#<id>`` | observation: id, entity, content, the four timestamps, tokens, rev, ``seg`` |
 | ``GX#<id>`` | observation id pointer: the entity it belongs to (id lookups read two items) |
-| ``GC#<e>#<sha256>`` | the current observation of that entity with that exact content (dedupe, conditional put) |
+| ``GWS#<b>#<seg>`` | search segment: the (token, entity) pairs one write posted into bucket ``<b>`` |
 | ``GR#<id>`` | relation: id, source, relation_type, target, the four timestamps, rev |
 | ``GL#<e>#<id>`` | relation link: one per endpoint, so an entity's relations are one prefix query |
 | ``GK#<sha256>`` | the current relation with that (source, type, target) (dedupe, conditional put) |
 | ``GU#<updated_at>#<e>`` | the "recently updated" index the profile card reads newest first |
-| ``GT#<token>#<e>`` | name posting (index namespace ``G``): the entity's name holds the token |
 | ``GY#<token>#<th>`` | type posting: an entity type holding the token (one per type, not per entity) |
 | ``GB#<th>#<e>`` | type membership: the entities of one type, in name order |
-
-| ``GWT#<token>#<e>#<id>`` | observation posting (namespace ``GW``): one per CURRENT observation holding the token |
 | ``GP#<id>`` | episode: session_id, author, text, timestamp, tokens |
 | ``GS#<session>#<id>`` | episode session index |
 | ``GPT#<token>#<id>``, ``GPSTATS`` | episode postings and statistics (``InvertedIndex`` namespace ``GP``) |
 
+The entity item's ``facts`` maps the digest of each CURRENT observation's content to its id: it is the
+dedupe set (one current fact per content) and the list of current observations, changed only with the
+entity's version check, so two writers of one entity never lose a fact nor store one twice. An entity
+can hold about 6,000 current observations before its item reaches DynamoDB's 400 KB.
+
+Search segments: a write posts the tokens of its new observations (``o``: token -> entity -> how many of
+its observations hold it) and of its new entities' names (``n``: token -> entities) into one item per
+hash bucket of the tokens, ``<b>`` = ``<level><3 hex digits>``: level 1 has 64 buckets (writes of many
+pairs: a few full items), level 2 has 4,096 (small writes: a search reads few pairs it does not need).
+A search reads both buckets of each query token; what it counts is an upper bound of each entity's
+score (never below it), and the entities it returns are scored again from their facts. Invalidating,
+superseding or deleting an observation, or deleting an entity, takes its pairs out of the segment
+(``seg`` on the observation and on the entity names it) under the segment's ``rev``.
+
+Layout 1 (before segments), still read: ``GC#<e>#<sha256>`` current-content locks, ``GT#<token>#<e>``
+name postings and ``GWT#<token>#<e>#<id>`` observation postings, for entities and observations written
+before (they carry no ``seg``; an entity without ``facts`` gets them from its observations on its next
+write). They are removed with the facts they index.
+
 ``<th>`` is the first 32 hex digits of the SHA-256 of the type (a type can be 256 bytes; the digest keeps
 sort keys under DynamoDB's 1 KiB).
 
-Observation postings exist only for current observations: invalidating, superseding or deleting an
-observation deletes them, so the postings of one token count exactly the current observations that
-hold it, per entity.
 """
 
 from __future__ import annotations
@@ -38,7 +51,7 @@ import json
 from typing import Any, Literal
 
 from agentmem.keys import escape, unescape
-from agentmem.stores.table import Item
+from agentmem.stores.table import Item, Key
 
 ENTITY = "GE#"
 OBSERVATION = "GO#"
@@ -52,6 +65,10 @@ NAME_POSTING = "GT#"
 TYPE_POSTING = "GY#"
 TYPE_MEMBER = "GB#"
 OBSERVATION_POSTING = "GWT#"
+SEGMENT = "GWS#"
+SEGMENT_LEVELS = {1: 64, 2: 4096}
+"""Buckets per level of search segments (level 1 for writes of at least ``LEVEL_1_PAIRS`` pairs)."""
+LEVEL_1_PAIRS = 512
 EPISODE = "GP#"
 EPISODE_SESSION = "GS#"
 EPISODE_INDEX_NAMESPACE = "GP"
@@ -161,12 +178,144 @@ def observation_posting_sk(token: str, name: str, obs_id: str) -> str:
     return f"{observation_posting_prefix(token)}{entity_key(name)}#{obs_id}"
 
 
+def fact_digest(content: str) -> str:
+    """The key of a current fact in its entity's ``facts`` (128 bits of the content's SHA-256)."""
+    return _digest(content)[:32]
+
+
+def segment_level(pairs: int) -> int:
+    """The bucket level of a write posting ``pairs`` (token, entity) pairs."""
+    return 1 if pairs >= LEVEL_1_PAIRS else 2
+
+
+def segment_bucket_prefix(level: int, token: str) -> str:
+    """Every segment of ``level`` that may hold ``token``."""
+    bucket = int(hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:8], 16) % SEGMENT_LEVELS[level]
+    return f"{SEGMENT}{level}{bucket:03x}#"
+
+
+def segment_sk(level: int, token: str, seg: str) -> str:
+    return segment_bucket_prefix(level, token) + seg
+
+
 def episode_sk(episode_id: str) -> str:
     return EPISODE + episode_id
 
 
 def episode_session_prefix(session_id: str) -> str:
     return f"{EPISODE_SESSION}{escape(session_id)}#"
+
+
+# -- item builders ---------------------------------------------------------------------------------
+
+
+def entity_item(
+    partition: str,
+    project_id: str | None,
+    name: str,
+    kind: str,
+    *,
+    created_at: str,
+    updated_at: str,
+    version: int,
+    facts: dict[str, str],
+    seg: str | None,
+) -> Item:
+    return {
+        "pk": partition,
+        "sk": entity_sk(name),
+        "name": name,
+        "entity_type": kind,
+        "project_id": project_id,
+        "created_at": created_at,
+        "updated_at": updated_at,
+        "version": version,
+        "facts": facts,
+        "seg": seg,
+    }
+
+
+def updated_item(partition: str, name: str, updated_at: str) -> Item:
+    return {"pk": partition, "sk": updated_sk(updated_at, name), "name": name, "updated_at": updated_at}
+
+
+def type_postings(partition: str, kind: str, tokens: list[str]) -> list[Item]:
+    """One posting per token of a type, shared by every entity of that type (never deleted: a type
+    with no members left only costs its few postings)."""
+    return [{"pk": partition, "sk": type_posting_sk(token, kind), "type": kind} for token in tokens]
+
+
+def member_item(partition: str, kind: str, name: str) -> Item:
+    return {"pk": partition, "sk": type_member_sk(kind, name), "name": name}
+
+
+def observation_item(
+    partition: str,
+    project_id: str | None,
+    name: str,
+    obs_id: str,
+    text: str,
+    *,
+    valid_from: str,
+    recorded_at: str,
+    tokens: list[str],
+    seg: str,
+) -> Item:
+    return {
+        "pk": partition,
+        "sk": observation_sk(name, obs_id),
+        "id": obs_id,
+        "entity": name,
+        "project_id": project_id,
+        "content": text,
+        "valid_from": valid_from,
+        "valid_to": None,
+        "recorded_at": recorded_at,
+        "expired_at": None,
+        "tokens": tokens,
+        "rev": 1,
+        "seg": seg,
+    }
+
+
+def pointer_item(obs: Item) -> Item:
+    return {"pk": obs["pk"], "sk": pointer_sk(obs["id"]), "entity": obs["entity"]}
+
+
+def relation_item(
+    partition: str, project_id: str | None, rel_id: str, source: str, relation_type: str, target: str, now: str
+) -> Item:
+    return {
+        "pk": partition,
+        "sk": relation_sk(rel_id),
+        "id": rel_id,
+        "project_id": project_id,
+        "source": source,
+        "relation_type": relation_type,
+        "target": target,
+        "valid_from": now,
+        "valid_to": None,
+        "recorded_at": now,
+        "expired_at": None,
+        "rev": 1,
+    }
+
+
+def relation_keys(relation: Item) -> list[Key]:
+    """Every item of one relation: itself, its links and (while current) its dedupe lock."""
+    partition = relation["pk"]
+    keys: list[Key] = [(partition, relation["sk"])]
+    keys += [(partition, link_sk(n, relation["id"])) for n in {relation["source"], relation["target"]}]
+    if relation.get("expired_at") is None:
+        keys.append((partition, current_relation_sk(relation["source"], relation["relation_type"], relation["target"])))
+    return keys
+
+
+def legacy_posting_keys(obs: Item) -> list[Key]:
+    """Layout 1: the per-observation postings of a current observation written before segments."""
+    if "seg" in obs or obs.get("expired_at") is not None:
+        return []
+    return [(obs["pk"], observation_posting_sk(t, obs["entity"], obs["id"])) for t in obs.get("tokens", [])]
 
 
 def observation_out(item: Item) -> dict[str, Any]:

@@ -11,212 +11,106 @@ Time (docs/adr/0400-graph-bitemporal-semantics.md): every observation and relati
 valid time and stamps ``expired_at``; the fact stays for ``history`` and time-travel reads.
 
 Consistency: one entity is one item keyed by its name, created with a conditional put and updated
-with a version check, so concurrent writers never duplicate it; each observation is written in a
-transaction with a "current content" lock item, so concurrent writers never lose one and never store
-the same current fact twice. Index postings are written before the facts they point at and removed
-after, so a search never misses a fact; scores of returned entities are recomputed from the facts.
+with a version check. It lists its current facts (``facts``: content digest -> observation id), and
+every observation is written, closed or deleted in one transaction with the entity's versioned put,
+so concurrent writers never lose a fact and never store the same current fact twice. A write of many
+entities groups them into few transactions (one entity per transaction group; a group that loses a
+race is retried entity by entity, bounded). Search segments (:mod:`agentmem.graph.segments`) are
+written before the facts they index and taken out after, so a search never misses a fact; the scores
+of returned entities are recomputed from the facts.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import contextlib
-import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from agentmem import users
 from agentmem.budget import CARD_BUDGET_BYTES, Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
-from agentmem.errors import ConditionFailed, Conflict, InvalidInput, MalformedRequest, NotFound, PayloadTooLarge
-from agentmem.graph import records
+from agentmem.errors import ConditionFailed, Conflict, InvalidInput, NotFound
+from agentmem.graph import records, segments
+from agentmem.graph.episodes import Episodes
+from agentmem.graph.paging import (
+    Pager,
+    decode_position,
+    encode_position,
+    entity_out,
+    format_profile_card,
+    merge_entities,
+)
+from agentmem.graph.scoring import index_tokens, score_tokens
+from agentmem.graph.segments import Pair
+from agentmem.graph.timeslice import TimeSlice, is_current
 from agentmem.keys import Scope, validate_id
-from agentmem.models.memory import MAX_TEXT_BYTES, MemoryEntry
-from agentmem.search.inverted_index import InvertedIndex, index_terms, terms_per_document
-from agentmem.search.tokenize import graph_tokens, tokenize
-from agentmem.stores.table import Check, Condition, Delete, Item, Key, Put, Table, WriteOp, check_items, query_all
+from agentmem.models.memory import MemoryEntry
+from agentmem.observability import logger
+from agentmem.stores.retry import retry_on_conflict
+from agentmem.stores.table import (
+    Check,
+    Condition,
+    Delete,
+    Item,
+    Key,
+    Put,
+    Table,
+    WriteOp,
+    check_items,
+    item_size,
+    query_all,
+)
 
 DEFAULT_TYPE = "general"
-MAX_GRAPH_TERMS = 32
-"""Distinct tokens a name, a type, an observation or a query is indexed and scored by (the first ones)."""
-_OBSERVATIONS_PER_TRANSACTION = 30
-_MAX_ATTEMPTS = 20
-_CARD_HEADER = "[Known about the user]"
+_TRANSACTION_OPS = 96
+"""Operations per transaction a write groups (the guarded table adds the mark and registry checks)."""
+_TRANSACTION_BYTES = 2_000_000
+_FACTS_PER_STEP = 40
+"""Observations one entity gets per transaction (more facts: several versioned steps)."""
 
 
-def index_tokens(text: str) -> list[str]:
-    """The first ``MAX_GRAPH_TERMS`` distinct graph tokens of ``text`` (SPEC section 2), in order."""
-    return list(dict.fromkeys(graph_tokens(text)))[:MAX_GRAPH_TERMS]
+@dataclass(slots=True)
+class _Step:
+    """One versioned change of one entity: it gets these new observations (and is created, or its
+    type and recency move on)."""
+
+    name: str
+    kind: str | None
+    observations: list[Item]
 
 
-def score_entity(query: Sequence[str], name: str, entity_type: str, observations: Iterable[str]) -> int:
-    """SPEC section 2: per query token, +3 if the name holds it, +2 if the type does, +1 per observation."""
-    return score_tokens(query, name, entity_type, [index_tokens(text) for text in observations])
+@dataclass(slots=True)
+class _Built:
+    step: _Step
+    entity: Item
+    ops: list[WriteOp]
+    kept: list[Item]
+    dropped: list[Item]
 
 
-def score_tokens(query: Sequence[str], name: str, entity_type: str, observations: Iterable[Iterable[str]]) -> int:
-    """:func:`score_entity` with the observations already tokenised (their items keep their tokens)."""
-    name_tokens = set(index_tokens(name))
-    type_tokens = set(index_tokens(entity_type))
-    observation_tokens = [set(tokens) for tokens in observations]
-    score = 0
-    for token in dict.fromkeys(query):
-        score += 3 * (token in name_tokens) + 2 * (token in type_tokens)
-        score += sum(token in tokens for tokens in observation_tokens)
-    return score
+@dataclass(slots=True)
+class _Write:
+    """The state of one multi-entity write: what each entity is known to hold, what was stored."""
 
-
-def format_profile_card(entities: Sequence[dict[str, Any]]) -> str:
-    """``[Known about the user]`` then one ``• Name (type): obs; obs`` line per entity; "" when empty."""
-    if not entities:
-        return ""
-    lines = [_CARD_HEADER]
-    for entity in entities:
-        line = f"• {entity['name']} ({entity['entity_type']})"
-        facts = [o["content"] for o in entity["observations"]]
-        if facts:
-            line += ": " + "; ".join(facts)
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def _is_current(item: Item) -> bool:
-    return item.get("expired_at") is None
-
-
-@dataclass(frozen=True, slots=True)
-class TimeSlice:
-    """Which facts a read shows. No bounds: the current ones (not expired).
-
-    ``recorded_as_of`` R: the facts recorded by R and still held current at R (as the graph was known).
-    ``as_of`` A: the facts whose valid time holds A, as known at R (now when R is absent): a fact
-    invalidated after R still counts as open-ended, because at R nobody knew it would end.
-    """
-
-    as_of: str | None = None
-    recorded_as_of: str | None = None
-
-    def shows(self, item: Item) -> bool:
-        if self.as_of is None and self.recorded_as_of is None:
-            return _is_current(item)
-        known = self.recorded_as_of
-        if known is not None and item["recorded_at"] > known:
-            return False
-        expired = item.get("expired_at")
-        ended_then = expired is not None and (known is None or expired <= known)
-        if self.as_of is None:
-            return not ended_then
-        valid_to = item.get("valid_to") if ended_then else None
-        return bool(item["valid_from"] <= self.as_of and (valid_to is None or self.as_of < valid_to))
-
-
-def _entity_out(entity: dict[str, Any], observations: list[Item]) -> dict[str, Any]:
-    ordered = sorted(observations, key=lambda o: (o["recorded_at"], o["id"]))
-    return {
-        "name": entity["name"],
-        "entity_type": entity["entity_type"],
-        "updated_at": entity["updated_at"],
-        "observations": [records.observation_out(o) for o in ordered],
-    }
-
-
-Position = tuple[str, str, str, str]
-"""Where a graph read stands: ``("e", name, recorded_at, id)`` (``""`` for the entity itself) or
-``("r", recorded_at, id, "")``; entities by name, each with its observations, then relations."""
-
-
-class _Pager:
-    """Fills a graph answer within a byte budget, one observation or relation at a time.
-
-    An entity cut in the middle of its observations comes back on the next page with the rest (so
-    a client merges pages by entity name); ``last`` is the position of the last item taken.
-    """
-
-    def __init__(self, budget: Budget, after: Position | None = None) -> None:
-        self.budget = budget
-        self.after = after
-        self.last: Position | None = None
-
-    def _new(self, position: Position) -> bool:
-        return self.after is None or position > self.after
-
-    def entity(self, entity: dict[str, Any]) -> dict[str, Any] | None:
-        """The entity with those of its observations (not on earlier pages) that fit; None if none do."""
-        name = entity["name"]
-        pending = [o for o in entity["observations"] if self._new(("e", name, o["recorded_at"], o["id"]))]
-        head = {**entity, "observations": []}
-        if self._new(("e", name, "", "")):
-            if not self.budget.take(head):
-                return None
-            self.last = ("e", name, "", "")
-        elif pending:
-            self.budget.charge(head)  # repeated on this page for the observations that follow
-        else:
-            return None
-        for observation in pending:
-            if not self.budget.take(observation):
-                break
-            head["observations"].append(observation)
-            self.last = ("e", name, observation["recorded_at"], observation["id"])
-        return head if head["observations"] or self.last == ("e", name, "", "") else None
-
-    def entities(self, entities: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for entity in entities:
-            fitted = None if self.budget.truncated else self.entity(entity)
-            if fitted is not None:
-                out.append(fitted)
-            if self.budget.truncated:
-                break
-        return out
-
-    def relations(self, relations: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for relation in relations:
-            position = ("r", relation["recorded_at"], relation["id"], "")
-            if not self._new(position):
-                continue
-            if not self.budget.take(relation):
-                break
-            out.append(relation)
-            self.last = position
-        return out
-
-
-def _encode_position(position: Position) -> str:
-    raw = json.dumps(position, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def _decode_position(cursor: str) -> Position:
-    try:
-        value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8"))
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        value = None
-    if not (isinstance(value, list) and len(value) == 4 and all(isinstance(v, str) for v in value)):
-        raise MalformedRequest("cursor is not one this API returned", code="invalid_cursor")
-    return (value[0], value[1], value[2], value[3])
-
-
-def _merge_entities(items: Sequence[Item]) -> dict[str, Any]:
-    """One entity seen in several visible scopes: the most specific type (project), the latest update."""
-    specific = max(items, key=lambda i: i.get("project_id") is not None)
-    return {
-        "name": specific["name"],
-        "entity_type": specific["entity_type"],
-        "updated_at": max(i["updated_at"] for i in items),
-        "created_at": min(i["created_at"] for i in items),
-    }
+    scope: Scope
+    now: str
+    seg: str
+    names: dict[str, str]
+    """The entities whose name this write posted, and in which segment."""
+    entities: dict[str, Item | None]
+    inherited: dict[str, str]
+    types: set[str] = field(default_factory=set)
+    written: dict[str, list[Item]] = field(default_factory=dict)
+    dropped: list[Item] = field(default_factory=list)
+    unnamed: list[str] = field(default_factory=list)
 
 
 class GraphMemoryService:
     def __init__(self, table: Table, *, clock: Callable[[], datetime] = utc_now) -> None:
         self._table = users.guarded(table)
         self._clock = clock
-        self._episodes = InvertedIndex(self._table, records.EPISODE_INDEX_NAMESPACE)
+        self._episodes = Episodes(self._table, clock)
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
@@ -242,11 +136,14 @@ class GraphMemoryService:
             if e.get("entity_type") is not None:
                 validate_id(e["entity_type"], "entity_type")
         self._begin_write(scope)
-        self._register(scope)
-        return [
-            self._create_entity(scope, name, spec.get("entity_type"), spec.get("observations") or [])[0]
-            for name, spec in zip(names, entities, strict=True)
-        ]
+        stored, current, _ = self._write_entities(
+            scope,
+            [
+                (name, spec.get("entity_type"), spec.get("observations") or [])
+                for name, spec in zip(names, entities, strict=True)
+            ],
+        )
+        return [entity_out(stored[name], current.get(name, [])) for name in names]
 
     def remember(
         self, scope: Scope, name: str, facts: Sequence[str], entity_type: str | None = None
@@ -256,105 +153,258 @@ class GraphMemoryService:
         if entity_type is not None:
             validate_id(entity_type, "entity_type")
         self._begin_write(scope)
-        self._register(scope)
-        return self._create_entity(scope, name, entity_type, facts)
+        stored, current, written = self._write_entities(scope, [(name, entity_type, facts)])
+        return entity_out(stored[name], current.get(name, [])), len(written.get(name, []))
 
-    def _create_entity(
-        self, scope: Scope, name: str, entity_type: str | None, facts: Sequence[str]
-    ) -> tuple[dict[str, Any], int]:
-        now = self._now()
-        entity = self._upsert_entity(scope, name, entity_type, now)
-        written = self._write_observations(scope, name, list(facts), now, now) if facts else []
-        current = [o for o in self._observations(scope.partition, name) if _is_current(o)]
-        return _entity_out(entity, current), len(written)
+    def _write_entities(
+        self,
+        scope: Scope,
+        specs: Sequence[tuple[str, str | None, Sequence[str]]],
+        valid_from: str | None = None,
+    ) -> tuple[dict[str, Item], dict[str, list[Item]], dict[str, list[Item]]]:
+        """Upsert entities ``(name, type or None, facts)`` of one scope, with the facts not already current.
 
-    def _inherited_type(self, scope: Scope, name: str) -> str | None:
-        if scope.project_id is None:
-            return None
-        item = self._table.get(scope.global_scope.partition, records.entity_sk(name))
-        return None if item is None else str(item["entity_type"])
-
-    def _upsert_entity(self, scope: Scope, name: str, entity_type: str | None, now: str) -> Item:
-        """Create or update the entity item of ``scope``; optimistic concurrency on ``version``.
-
-        The type membership ``GB#<type>#<name>`` and the ``GU`` recency entry move in the same
-        transaction as the entity, so they never disagree with it for long.
+        Return each entity item as stored, its current observations and the observations this write
+        stored. One read of every entity, then the segments (and scope registry) in one batch, then the
+        entities' transactions, several entities per transaction.
         """
         partition = scope.partition
-        for _ in range(_MAX_ATTEMPTS):
-            current = self._table.get(partition, records.entity_sk(name))
-            if current is None:
-                kind = entity_type or self._inherited_type(scope, name) or DEFAULT_TYPE
-                item = self._entity_item(scope, name, kind, created_at=now, updated_at=now, version=1)
-                self._table.batch_write(
-                    puts=self._name_postings(partition, name) + self._type_postings(partition, kind)
+        now = self._now()
+        wanted: dict[str, tuple[str | None, list[str]]] = {}
+        for name, kind, texts in specs:
+            before_kind, before = wanted.get(name, (None, []))
+            wanted[name] = (kind or before_kind, list(dict.fromkeys([*before, *texts])))
+        names = list(wanted)
+        found: dict[str, Item | None] = dict.fromkeys(names)
+        found.update({i["name"]: i for i in self._table.batch_get([(partition, records.entity_sk(n)) for n in names])})
+        absent = [n for n in names if found[n] is None]
+        held = {n: self._facts(item) for n, item in found.items() if item is not None}
+        fresh = {n: [t for t in wanted[n][1] if records.fact_digest(t) not in held.get(n, {})] for n in names}
+        tokens = {t: index_tokens(t) for n in names for t in fresh[n]}
+        pairs = [Pair(token, n) for n in names for t in fresh[n] for token in tokens[t]]
+        pairs += [p for n in absent for p in segments.name_pairs(n)]
+        seg = segments.new_segment(new_id(), len(pairs))
+        start = valid_from or now
+        write = _Write(
+            scope,
+            now,
+            seg,
+            names=dict.fromkeys(absent, seg),
+            entities=found,
+            inherited=self._inherited_types(scope, absent),
+        )
+        steps: list[_Step] = []
+        checked: list[Item] = []
+        for n in names:
+            observations = [
+                records.observation_item(
+                    partition,
+                    scope.project_id,
+                    n,
+                    new_id(),
+                    t,
+                    valid_from=start,
+                    recorded_at=now,
+                    tokens=tokens[t],
+                    seg=seg,
                 )
-                ops: list[WriteOp] = [
-                    Put(item, _absent()),
-                    Put(self._updated_item(partition, name, now)),
-                    Put(self._member_item(partition, kind, name)),
-                ]
-                try:
-                    self._table.transact_write(ops)
-                except ConditionFailed:
-                    continue
-                return item
-            kind = entity_type or current["entity_type"]
-            updated_at = max(now, current["updated_at"])
-            version = int(current["version"])
-            item = self._entity_item(
-                scope, name, kind, created_at=current["created_at"], updated_at=updated_at, version=version + 1
+                for t in fresh[n]
+            ]
+            for i in range(0, max(len(observations), 1), _FACTS_PER_STEP):
+                steps.append(_Step(n, wanted[n][0], observations[i : i + _FACTS_PER_STEP]))
+            checked += observations
+            checked += [records.pointer_item(o) for o in observations]
+            facts = {**held.get(n, {}), **{records.fact_digest(o["content"]): o["id"] for o in observations}}
+            kind = self._kind(write, n, wanted[n][0])
+            checked.append(
+                records.entity_item(
+                    partition,
+                    scope.project_id,
+                    n,
+                    kind,
+                    created_at=now,
+                    updated_at=now,
+                    version=1,
+                    facts=facts,
+                    seg=seg,
+                )
             )
-            ops = [Put(item, _version_is(version))]
-            if updated_at != current["updated_at"]:
-                ops.append(Delete(partition, records.updated_sk(current["updated_at"], name)))
-                ops.append(Put(self._updated_item(partition, name, updated_at)))
-            if kind != current["entity_type"]:
-                self._table.batch_write(puts=self._type_postings(partition, kind))
-                ops.append(Delete(partition, records.type_member_sk(current["entity_type"], name)))
-                ops.append(Put(self._member_item(partition, kind, name)))
-            try:
-                self._table.transact_write(ops)
-            except ConditionFailed:
-                continue
-            return item
-        raise Conflict("the entity is being changed by other requests; retry", code="write_contention")
+            if found[n] is None or found[n]["entity_type"] != kind:  # type: ignore[index]
+                write.types.add(kind)
+        side = segments.segment_items(partition, seg, pairs)
+        side += [p for kind in write.types for p in records.type_postings(partition, kind, index_tokens(kind))]
+        side.append(users.registry_item(scope))
+        check_items([*side, *checked])  # a rejected write must leave nothing behind
+        self._table.batch_write(puts=side)
+        self._run(write, steps)
+        removals = [(o["seg"], p) for o in write.dropped for p in segments.observation_pairs(o)]
+        removals += [(seg, p) for n in write.unnamed for p in segments.name_pairs(n)]
+        self._unpost(partition, removals)
+        stored = {n: item for n, item in write.entities.items() if item is not None}
+        return stored, self._current_observations(stored.values(), write.written), write.written
 
-    def _entity_item(
-        self, scope: Scope, name: str, kind: str, *, created_at: str, updated_at: str, version: int
-    ) -> Item:
+    def _kind(self, write: _Write, name: str, requested: str | None) -> str:
+        current = write.entities.get(name)
+        if requested is not None:
+            return requested
+        if current is not None:
+            return str(current["entity_type"])
+        return write.inherited.get(name) or DEFAULT_TYPE
+
+    def _inherited_types(self, scope: Scope, names: Sequence[str]) -> dict[str, str]:
+        """The types the global scope gives the entities a project write creates."""
+        if scope.project_id is None or not names:
+            return {}
+        partition = scope.global_scope.partition
         return {
-            "pk": scope.partition,
-            "sk": records.entity_sk(name),
-            "name": name,
-            "entity_type": kind,
-            "project_id": scope.project_id,
-            "created_at": created_at,
-            "updated_at": updated_at,
-            "version": version,
+            i["name"]: str(i["entity_type"])
+            for i in self._table.batch_get([(partition, records.entity_sk(n)) for n in names])
         }
 
-    @staticmethod
-    def _updated_item(partition: str, name: str, updated_at: str) -> Item:
-        return {"pk": partition, "sk": records.updated_sk(updated_at, name), "name": name, "updated_at": updated_at}
+    def _facts(self, entity: Item) -> dict[str, str]:
+        """The entity's current facts (content digest -> observation id); from its observations for an
+        entity written before the entity item listed them (layout 1)."""
+        facts = entity.get("facts")
+        if isinstance(facts, dict):
+            return dict(facts)
+        current = (o for o in self._observations(entity["pk"], entity["name"]) if is_current(o))
+        return {records.fact_digest(o["content"]): o["id"] for o in current}
 
-    @staticmethod
-    def _name_postings(partition: str, name: str) -> list[Item]:
-        return [
-            {"pk": partition, "sk": records.name_posting_sk(token, name), "name": name} for token in index_tokens(name)
-        ]
+    def _run(self, write: _Write, steps: Sequence[_Step]) -> None:
+        """Apply the steps, grouped into transactions of distinct entities, in each entity's order; a
+        group that loses a race is applied again step by step, each re-reading its entity (bounded)."""
+        pending = list(steps)
+        while pending:
+            group: list[_Built] = []
+            seen: set[str] = set()
+            later: list[_Step] = []
+            ops = size = 0
+            for step in pending:
+                if step.name in seen:
+                    later.append(step)
+                    continue
+                seen.add(step.name)
+                built = self._build(write, step)
+                weight = sum(item_size(op.item) for op in built.ops if isinstance(op, Put))
+                if group and (ops + len(built.ops) > _TRANSACTION_OPS or size + weight > _TRANSACTION_BYTES):
+                    later.append(step)
+                    continue
+                group.append(built)
+                ops += len(built.ops)
+                size += weight
+            try:
+                self._table.transact_write([op for built in group for op in built.ops])
+            except ConditionFailed:
+                for built in group:
+                    self._apply(write, built.step)
+            else:
+                for built in group:
+                    self._record(write, built)
+            pending = later
 
-    @staticmethod
-    def _type_postings(partition: str, kind: str) -> list[Item]:
-        """One posting per token of a type, shared by every entity of that type (never deleted: a type
-        with no members left only costs its few postings)."""
-        return [
-            {"pk": partition, "sk": records.type_posting_sk(token, kind), "type": kind} for token in index_tokens(kind)
-        ]
+    def _apply(self, write: _Write, step: _Step) -> None:
+        partition = write.scope.partition
 
-    @staticmethod
-    def _member_item(partition: str, kind: str, name: str) -> Item:
-        return {"pk": partition, "sk": records.type_member_sk(kind, name), "name": name}
+        def attempt() -> _Built:
+            write.entities[step.name] = self._table.get(partition, records.entity_sk(step.name))
+            built = self._build(write, step)
+            self._table.transact_write(built.ops)
+            return built
+
+        self._record(write, retry_on_conflict(attempt, what="the entity"))
+
+    def _record(self, write: _Write, built: _Built) -> None:
+        name = built.step.name
+        if write.names.get(name) == write.seg and built.entity.get("seg") != write.seg:
+            write.unnamed.append(name)  # created meanwhile by another writer, whose segment holds the name
+            write.names.pop(name)
+        write.entities[name] = built.entity
+        write.written.setdefault(name, []).extend(built.kept)
+        write.dropped += built.dropped
+
+    def _build(self, write: _Write, step: _Step) -> _Built:
+        """The transaction of one step against the entity as last read (``write.entities``)."""
+        partition = write.scope.partition
+        name = step.name
+        current = write.entities.get(name)
+        facts = self._facts(current) if current is not None else {}
+        kept: list[Item] = []
+        dropped: list[Item] = []
+        for obs in step.observations:
+            digest = records.fact_digest(obs["content"])
+            if digest in facts:
+                dropped.append(obs)  # an identical current fact was stored meanwhile
+            else:
+                facts[digest] = obs["id"]
+                kept.append(obs)
+        kind = self._kind(write, name, step.kind)
+        ops: list[WriteOp] = []
+        if current is None:
+            if name not in write.names:  # it was deleted meanwhile: its name is posted anew
+                write.names[name] = self._post_name(partition, name)
+            entity = records.entity_item(
+                partition,
+                write.scope.project_id,
+                name,
+                kind,
+                created_at=write.now,
+                updated_at=write.now,
+                version=1,
+                facts=facts,
+                seg=write.names[name],
+            )
+            ops += [
+                Put(entity, Condition(exists=False)),
+                Put(records.updated_item(partition, name, write.now)),
+                Put(records.member_item(partition, kind, name)),
+            ]
+        else:
+            updated_at = max(write.now, current["updated_at"])
+            version = int(current["version"])
+            entity = {**current, "entity_type": kind, "updated_at": updated_at, "version": version + 1, "facts": facts}
+            entity.setdefault("seg", None)
+            ops.append(Put(entity, _version_is(version)))
+            if updated_at != current["updated_at"]:
+                ops.append(Delete(partition, records.updated_sk(current["updated_at"], name)))
+                ops.append(Put(records.updated_item(partition, name, updated_at)))
+            if kind != current["entity_type"]:
+                ops.append(Delete(partition, records.type_member_sk(current["entity_type"], name)))
+                ops.append(Put(records.member_item(partition, kind, name)))
+        if kind not in write.types:
+            self._table.batch_write(puts=records.type_postings(partition, kind, index_tokens(kind)))
+            write.types.add(kind)
+        ops += [Put(obs) for obs in kept]
+        ops += [Put(records.pointer_item(obs)) for obs in kept]
+        return _Built(step, entity, ops, kept, dropped)
+
+    def _post_name(self, partition: str, name: str) -> str:
+        seg = segments.new_segment(new_id(), 0)
+        self._table.batch_write(puts=segments.segment_items(partition, seg, segments.name_pairs(name)))
+        return seg
+
+    def _unpost(self, partition: str, removals: Sequence[tuple[str, Pair]]) -> None:
+        """Take pairs out of the search segments; a segment that keeps changing keeps them (a search
+        scores from the facts, so they cost a read, never a result)."""
+        if not removals:
+            return
+        try:
+            segments.unpost(self._table, partition, removals)
+        except Conflict:
+            logger.warning("graph search segments kept stale pairs under contention", extra={"pairs": len(removals)})
+
+    def _unindex(self, observations: Iterable[Item]) -> None:
+        """Take observations that stopped being current out of the search index (either layout)."""
+        legacy: list[Key] = []
+        by_partition: dict[str, list[tuple[str, Pair]]] = {}
+        for obs in observations:
+            if "seg" in obs:
+                by_partition.setdefault(obs["pk"], []).extend((obs["seg"], p) for p in segments.observation_pairs(obs))
+            else:
+                legacy += records.legacy_posting_keys(obs)
+        for partition, removals in by_partition.items():
+            self._unpost(partition, removals)
+        if legacy:
+            self._table.batch_write(deletes=legacy)
 
     def delete_entities(self, scope: Scope, names: Sequence[str]) -> int:
         """SPEC's ``delete_entities``: hard-delete each named entity of this scope; unknown names are skipped."""
@@ -367,7 +417,7 @@ class GraphMemoryService:
         return _count_found(lambda rel_id: self.delete_relation(scope, rel_id), ids)
 
     def delete_entity(self, scope: Scope, name: str) -> None:
-        """Hard-delete the entity of exactly this scope with its observations and relations."""
+        """Hard-delete the entity of exactly this scope with its observations, relations and index pairs."""
         validate_id(name, "name")
         self._begin_write(scope)
         partition = scope.partition
@@ -375,16 +425,20 @@ class GraphMemoryService:
         if entity is None:
             raise NotFound(f"no entity {name!r} in this scope", code="entity_not_found")
         self._table.delete(partition, records.entity_sk(name))
+        observations = self._observations(partition, name)
+        if entity.get("seg"):
+            self._unpost(partition, [(entity["seg"], p) for p in segments.name_pairs(name)])
+        self._unindex(o for o in observations if is_current(o))
         keys: list[Key] = [(partition, records.updated_sk(entity["updated_at"], name))]
-        keys += [(partition, p["sk"]) for p in self._name_postings(partition, name)]
+        keys += [(partition, records.name_posting_sk(token, name)) for token in index_tokens(name)]  # layout 1
         keys.append((partition, records.type_member_sk(entity["entity_type"], name)))
-        for obs in self._observations(partition, name):
-            keys += self._observation_keys(obs, include_lock=False)
-        keys += [(partition, i["sk"]) for i in query_all(self._table, partition, _lock_prefix(name))]
+        for obs in observations:
+            keys += [(partition, obs["sk"]), (partition, records.pointer_sk(obs["id"]))]
+        keys += [(partition, i["sk"]) for i in query_all(self._table, partition, _lock_prefix(name))]  # layout 1
         links = query_all(self._table, partition, records.link_prefix(name))
         relation_ids = [link["sk"].rsplit("#", 1)[1] for link in links]
         for relation in self._table.batch_get([(partition, records.relation_sk(i)) for i in relation_ids]):
-            keys += self._relation_keys(relation)
+            keys += records.relation_keys(relation)
         keys += [(partition, link["sk"]) for link in links]
         self._table.batch_write(deletes=list(dict.fromkeys(keys)))
 
@@ -399,83 +453,9 @@ class GraphMemoryService:
         visible = self._table.batch_get([(s.partition, records.entity_sk(name)) for s in scope.visible_scopes()])
         if not visible:
             raise NotFound(f"no entity {name!r} in this scope", code="entity_not_found")
-        self._register(scope)
-        now = self._now()
-        start = format_timestamp(valid_from) if valid_from is not None else now
-        self._upsert_entity(scope, name, None, now)
-        written = self._write_observations(scope, name, list(texts), start, now)
-        return [records.observation_out(o) for o in written]
-
-    def _observation_item(self, scope: Scope, name: str, text: str, valid_from: str, recorded_at: str) -> Item:
-        obs_id = new_id()
-        return {
-            "pk": scope.partition,
-            "sk": records.observation_sk(name, obs_id),
-            "id": obs_id,
-            "entity": name,
-            "project_id": scope.project_id,
-            "content": text,
-            "valid_from": valid_from,
-            "valid_to": None,
-            "recorded_at": recorded_at,
-            "expired_at": None,
-            "tokens": index_tokens(text),
-            "rev": 1,
-        }
-
-    @staticmethod
-    def _observation_postings(obs: Item) -> list[Item]:
-        return [
-            {"pk": obs["pk"], "sk": records.observation_posting_sk(t, obs["entity"], obs["id"])} for t in obs["tokens"]
-        ]
-
-    @staticmethod
-    def _posting_keys(obs: Item) -> list[Key]:
-        return [(obs["pk"], records.observation_posting_sk(t, obs["entity"], obs["id"])) for t in obs["tokens"]]
-
-    @staticmethod
-    def _observation_ops(obs: Item) -> list[WriteOp]:
-        """Lock the content as current (fails if an identical current fact exists), store fact and pointer."""
-        partition, name = obs["pk"], obs["entity"]
-        lock = {"pk": partition, "sk": records.current_observation_sk(name, obs["content"]), "id": obs["id"]}
-        pointer = {"pk": partition, "sk": records.pointer_sk(obs["id"]), "entity": name}
-        return [Put(lock, _absent()), Put(obs), Put(pointer)]
-
-    def _write_observations(
-        self, scope: Scope, name: str, texts: list[str], valid_from: str, recorded_at: str
-    ) -> list[Item]:
-        """Store the facts not already current on the entity; return the ones stored."""
-        partition = scope.partition
-        unique = list(dict.fromkeys(texts))
-        locks = self._table.batch_get([(partition, records.current_observation_sk(name, t)) for t in unique])
-        held = {lock["sk"] for lock in locks}
-        fresh = [
-            self._observation_item(scope, name, t, valid_from, recorded_at)
-            for t in unique
-            if records.current_observation_sk(name, t) not in held
-        ]
-        if not fresh:
-            return []
-        self._table.batch_write(puts=[p for obs in fresh for p in self._observation_postings(obs)])
-        entity_check = Check(partition, records.entity_sk(name), _present())
-        written: list[Item] = []
-        for start in range(0, len(fresh), _OBSERVATIONS_PER_TRANSACTION):
-            chunk = fresh[start : start + _OBSERVATIONS_PER_TRANSACTION]
-            try:
-                self._table.transact_write([entity_check, *(op for obs in chunk for op in self._observation_ops(obs))])
-                written += chunk
-                continue
-            except ConditionFailed:
-                pass
-            for obs in chunk:  # someone raced us on one of them (or deleted the entity): one by one
-                try:
-                    self._table.transact_write([entity_check, *self._observation_ops(obs)])
-                    written.append(obs)
-                except ConditionFailed:
-                    self._table.batch_write(deletes=self._posting_keys(obs))
-        if not written and self._table.get(partition, records.entity_sk(name)) is None:
-            raise NotFound(f"no entity {name!r} in this scope", code="entity_not_found")
-        return written
+        start = format_timestamp(valid_from) if valid_from is not None else None
+        _, _, written = self._write_entities(scope, [(name, None, texts)], valid_from=start)
+        return [records.observation_out(o) for o in written.get(name, [])]
 
     def _find_observation(self, scope: Scope, obs_id: str) -> Item:
         validate_id(obs_id, "id")
@@ -487,40 +467,43 @@ class GraphMemoryService:
                 return item
         raise NotFound(f"no observation {obs_id!r} in this scope", code="observation_not_found")
 
-    @staticmethod
-    def _observation_keys(obs: Item, *, include_lock: bool = True) -> list[Key]:
-        partition = obs["pk"]
-        keys: list[Key] = [(partition, obs["sk"]), (partition, records.pointer_sk(obs["id"]))]
-        if _is_current(obs):
-            keys += GraphMemoryService._posting_keys(obs)
-            if include_lock:
-                keys.append((partition, records.current_observation_sk(obs["entity"], obs["content"])))
-        return keys
+    def _forget(self, obs: Item, entity: Item | None, **changes: Any) -> list[WriteOp]:
+        """The entity (versioned) without ``obs`` among its current facts, with ``changes``; and, for an
+        observation of layout 1, its current-content lock removed."""
+        ops: list[WriteOp] = []
+        if "seg" not in obs:
+            ops.append(Delete(obs["pk"], records.current_observation_sk(obs["entity"], obs["content"])))
+        if entity is None:
+            return ops
+        facts = self._facts(entity)
+        digest = records.fact_digest(obs["content"])
+        if facts.get(digest) == obs["id"]:
+            del facts[digest]
+        version = int(entity["version"])
+        updated = {**entity, "facts": facts, "version": version + 1, **changes}
+        updated.setdefault("seg", None)
+        ops.append(Put(updated, _version_is(version)))
+        return ops
 
-    def _scope_of(self, scope: Scope, item: Item) -> Scope:
-        return Scope(scope.app, scope.user, item.get("project_id"))
+    def _entity_of(self, obs: Item) -> Item | None:
+        return self._table.get(obs["pk"], records.entity_sk(obs["entity"]))
 
     def invalidate_observation(self, scope: Scope, obs_id: str, valid_to: datetime | None = None) -> dict[str, Any]:
         """Close the fact's valid time; it leaves the current graph and stays in history. Idempotent."""
         self._begin_write(scope)
-        for _ in range(_MAX_ATTEMPTS):
+
+        def attempt() -> tuple[Item, Item | None]:
             obs = self._find_observation(scope, obs_id)
-            if not _is_current(obs):
-                return records.observation_out(obs)
-            now = self._now()
-            closed = self._closed(obs, valid_to, now)
-            try:
-                self._table.transact_write(
-                    [
-                        Put(closed, _rev_is(obs)),
-                        Delete(obs["pk"], records.current_observation_sk(obs["entity"], obs["content"])),
-                    ]
-                )
-            except ConditionFailed:
-                continue
-            self._table.batch_write(deletes=self._posting_keys(obs))
-            return records.observation_out(closed)
-        raise Conflict("the observation is being changed by other requests; retry", code="write_contention")
+            if not is_current(obs):
+                return obs, None
+            closed = self._closed(obs, valid_to, self._now())
+            self._table.transact_write([Put(closed, _rev_is(obs)), *self._forget(obs, self._entity_of(obs))])
+            return closed, obs
+
+        closed, was = retry_on_conflict(attempt, what="the observation")
+        if was is not None:
+            self._unindex([was])
+        return records.observation_out(closed)
 
     @staticmethod
     def _closed(item: Item, valid_to: datetime | None, now: str) -> Item:
@@ -529,44 +512,80 @@ class GraphMemoryService:
             raise InvalidInput("valid_to must not be before the fact's valid_from", code="invalid_valid_to")
         return {**item, "valid_to": end, "expired_at": now, "rev": int(item["rev"]) + 1}
 
+    @staticmethod
+    def _check_supersede(obs: Item, content: str) -> None:
+        if not is_current(obs):
+            raise Conflict("the observation is no longer current", code="observation_not_current")
+        if content == obs["content"]:
+            raise InvalidInput("the new content is identical to the current one", code="identical_content")
+
     def supersede_observation(self, scope: Scope, obs_id: str, content: str) -> tuple[dict[str, Any], dict[str, Any]]:
         """Invalidate a current fact and add its replacement on the same entity, in one transaction."""
         self._begin_write(scope)
         obs = self._find_observation(scope, obs_id)
-        if not _is_current(obs):
-            raise Conflict("the observation is no longer current", code="observation_not_current")
-        if content == obs["content"]:
-            raise InvalidInput("the new content is identical to the current one", code="identical_content")
-        owner = self._scope_of(scope, obs)
-        name = obs["entity"]
+        self._check_supersede(obs, content)
+        partition, name = obs["pk"], obs["entity"]
         now = self._now()
-        closed = self._closed(obs, None, now)
-        created = self._observation_item(owner, name, content, now, now)
-        self._table.batch_write(puts=self._observation_postings(created))
-        ops: list[WriteOp] = [
-            Check(obs["pk"], records.entity_sk(name), _present()),
-            Put(closed, _rev_is(obs)),
-            Delete(obs["pk"], records.current_observation_sk(name, obs["content"])),
-            *self._observation_ops(created),
-        ]
-        try:
+        tokens = index_tokens(content)
+        seg = segments.new_segment(new_id(), len(tokens))
+        created = records.observation_item(
+            partition,
+            obs.get("project_id"),
+            name,
+            new_id(),
+            content,
+            valid_from=now,
+            recorded_at=now,
+            tokens=tokens,
+            seg=seg,
+        )
+        posted = segments.segment_items(partition, seg, segments.observation_pairs(created))
+        check_items([*posted, created, records.pointer_item(created)])
+        self._table.batch_write(puts=posted)
+
+        def attempt() -> tuple[Item, Item]:
+            current = self._find_observation(scope, obs_id)
+            self._check_supersede(current, content)
+            entity = self._entity_of(current)
+            if entity is None or records.fact_digest(content) in self._facts(entity):
+                raise Conflict(
+                    "the entity is gone or already holds that fact; nothing was written", code="supersede_conflict"
+                )
+            updated_at = max(now, entity["updated_at"])
+            closed = self._closed(current, None, now)
+            ops: list[WriteOp] = [Put(closed, _rev_is(current)), *self._forget(current, entity, updated_at=updated_at)]
+            entity_put = ops[-1]
+            assert isinstance(entity_put, Put)
+            entity_put.item["facts"][records.fact_digest(content)] = created["id"]
+            ops += [Put(created), Put(records.pointer_item(created))]
+            if updated_at != entity["updated_at"]:
+                ops.append(Delete(partition, records.updated_sk(entity["updated_at"], name)))
+                ops.append(Put(records.updated_item(partition, name, updated_at)))
             self._table.transact_write(ops)
-        except ConditionFailed:
-            self._table.batch_write(deletes=self._posting_keys(created))
-            raise Conflict(
-                "the observation changed meanwhile or the entity already holds that fact; nothing was written",
-                code="supersede_conflict",
-            ) from None
-        self._table.batch_write(deletes=self._posting_keys(obs))
-        with contextlib.suppress(Conflict):
-            self._upsert_entity(owner, name, None, now)
+            return closed, current
+
+        try:
+            closed, was = retry_on_conflict(attempt, what="the observation")
+        except (Conflict, NotFound):
+            self._unpost(partition, [(seg, p) for p in segments.observation_pairs(created)])
+            raise
+        self._unindex([was])
         return records.observation_out(closed), records.observation_out(created)
 
     def delete_observation(self, scope: Scope, obs_id: str) -> None:
         self._begin_write(scope)
-        obs = self._find_observation(scope, obs_id)
-        self._table.delete(obs["pk"], obs["sk"])
-        self._table.batch_write(deletes=self._observation_keys(obs))
+
+        def attempt() -> Item:
+            obs = self._find_observation(scope, obs_id)
+            ops: list[WriteOp] = [Delete(obs["pk"], obs["sk"]), Delete(obs["pk"], records.pointer_sk(obs["id"]))]
+            if is_current(obs):
+                ops += self._forget(obs, self._entity_of(obs))
+            self._table.transact_write(ops)
+            return obs
+
+        obs = retry_on_conflict(attempt, what="the observation")
+        if is_current(obs):
+            self._unindex([obs])
 
     def _observations(self, partition: str, name: str) -> list[Item]:
         return query_all(self._table, partition, records.observation_prefix(name))
@@ -587,7 +606,8 @@ class GraphMemoryService:
     def _create_relation(self, scope: Scope, source: str, relation_type: str, target: str) -> dict[str, Any]:
         partition = scope.partition
         lock_sk = records.current_relation_sk(source, relation_type, target)
-        for _ in range(_MAX_ATTEMPTS):
+
+        def attempt() -> dict[str, Any]:
             lock = self._table.get(partition, lock_sk)
             if lock is not None:
                 existing = self._table.get(partition, records.relation_sk(lock["id"]))
@@ -595,35 +615,24 @@ class GraphMemoryService:
                     return records.relation_out(existing)
             endpoints = list(dict.fromkeys([source, target]))
             present = {i["name"] for i in self._table.batch_get([(partition, records.entity_sk(n)) for n in endpoints])}
-            now = self._now()
-            for name in endpoints:
-                if name not in present:
-                    self._upsert_entity(scope, name, None, now)
+            missing = [n for n in endpoints if n not in present]
+            if missing:
+                self._write_entities(scope, [(n, None, []) for n in missing])
             rel_id = new_id()
-            item = {
-                "pk": partition,
-                "sk": records.relation_sk(rel_id),
-                "id": rel_id,
-                "project_id": scope.project_id,
-                "source": source,
-                "relation_type": relation_type,
-                "target": target,
-                "valid_from": now,
-                "valid_to": None,
-                "recorded_at": now,
-                "expired_at": None,
-                "rev": 1,
-            }
-            ops: list[WriteOp] = [Put({"pk": partition, "sk": lock_sk, "id": rel_id}, _absent()), Put(item)]
+            item = records.relation_item(
+                partition, scope.project_id, rel_id, source, relation_type, target, self._now()
+            )
+            ops: list[WriteOp] = [
+                Put({"pk": partition, "sk": lock_sk, "id": rel_id}, Condition(exists=False)),
+                Put(item),
+            ]
             for name in endpoints:
-                ops.append(Check(partition, records.entity_sk(name), _present()))
+                ops.append(Check(partition, records.entity_sk(name), Condition(exists=True)))
                 ops.append(Put({"pk": partition, "sk": records.link_sk(name, rel_id)}))
-            try:
-                self._table.transact_write(ops)
-            except ConditionFailed:
-                continue
+            self._table.transact_write(ops)
             return records.relation_out(item)
-        raise Conflict("the relation is being changed by other requests; retry", code="write_contention")
+
+        return retry_on_conflict(attempt, what="the relation")
 
     def _find_relation(self, scope: Scope, rel_id: str) -> Item:
         validate_id(rel_id, "id")
@@ -632,35 +641,24 @@ class GraphMemoryService:
             raise NotFound(f"no relation {rel_id!r} in this scope", code="relation_not_found")
         return found[0]
 
-    @staticmethod
-    def _relation_keys(relation: Item) -> list[Key]:
-        partition = relation["pk"]
-        keys: list[Key] = [(partition, relation["sk"])]
-        keys += [(partition, records.link_sk(n, relation["id"])) for n in {relation["source"], relation["target"]}]
-        if _is_current(relation):
-            lock = records.current_relation_sk(relation["source"], relation["relation_type"], relation["target"])
-            keys.append((partition, lock))
-        return keys
-
     def invalidate_relation(self, scope: Scope, rel_id: str, valid_to: datetime | None = None) -> dict[str, Any]:
         self._begin_write(scope)
-        for _ in range(_MAX_ATTEMPTS):
+
+        def attempt() -> dict[str, Any]:
             relation = self._find_relation(scope, rel_id)
-            if not _is_current(relation):
+            if not is_current(relation):
                 return records.relation_out(relation)
             closed = self._closed(relation, valid_to, self._now())
             lock = records.current_relation_sk(relation["source"], relation["relation_type"], relation["target"])
-            try:
-                self._table.transact_write([Put(closed, _rev_is(relation)), Delete(relation["pk"], lock)])
-            except ConditionFailed:
-                continue
+            self._table.transact_write([Put(closed, _rev_is(relation)), Delete(relation["pk"], lock)])
             return records.relation_out(closed)
-        raise Conflict("the relation is being changed by other requests; retry", code="write_contention")
+
+        return retry_on_conflict(attempt, what="the relation")
 
     def delete_relation(self, scope: Scope, rel_id: str) -> None:
         self._begin_write(scope)
         relation = self._find_relation(scope, rel_id)
-        self._table.batch_write(deletes=self._relation_keys(relation))
+        self._table.batch_write(deletes=records.relation_keys(relation))
 
     def _relations_of(self, partitions: Sequence[str], names: Iterable[str]) -> list[Item]:
         keys: list[Key] = []
@@ -673,13 +671,43 @@ class GraphMemoryService:
 
     # -- reads -------------------------------------------------------------------------------------
 
-    def _entities(self, scope: Scope, names: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Visible entities by name, merged across the visible scopes; unknown names are absent."""
+    def _entity_items(self, scope: Scope, names: Iterable[str]) -> dict[str, list[Item]]:
+        """The entity items of the visible scopes by name (one per scope holding it); unknown names absent."""
         keys = [(s.partition, records.entity_sk(n)) for n in dict.fromkeys(names) for s in scope.visible_scopes()]
         grouped: dict[str, list[Item]] = {}
         for item in self._table.batch_get(keys):
             grouped.setdefault(item["name"], []).append(item)
-        return {name: _merge_entities(items) for name, items in grouped.items()}
+        return grouped
+
+    def _entities(self, scope: Scope, names: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Visible entities by name, merged across the visible scopes; unknown names are absent."""
+        return {name: merge_entities(items) for name, items in self._entity_items(scope, names).items()}
+
+    def _current_observations(
+        self, entities: Iterable[Item], known: dict[str, list[Item]] | None = None
+    ) -> dict[str, list[Item]]:
+        """The current observations of entity items, by entity name: the ids their ``facts`` list, read
+        in one batch (those in ``known`` are not read again); by prefix for an item of layout 1."""
+        have = {(o["pk"], o["id"]): o for items in (known or {}).values() for o in items}
+        out: dict[str, list[Item]] = {}
+        keys: list[Key] = []
+        for entity in entities:
+            name = entity["name"]
+            held = out.setdefault(name, [])
+            facts = entity.get("facts")
+            if not isinstance(facts, dict):
+                held += [o for o in self._observations(entity["pk"], name) if is_current(o)]
+                continue
+            for obs_id in facts.values():
+                obs = have.get((entity["pk"], obs_id))
+                if obs is not None:
+                    held.append(obs)
+                else:
+                    keys.append((entity["pk"], records.observation_sk(name, obs_id)))
+        for obs in self._table.batch_get(keys):
+            if is_current(obs):
+                out.setdefault(obs["entity"], []).append(obs)
+        return out
 
     def _visible_observations(self, scope: Scope, name: str) -> list[Item]:
         return [o for s in scope.visible_scopes() for o in self._observations(s.partition, name)]
@@ -688,62 +716,75 @@ class GraphMemoryService:
         """``results``: entities with a score > 0, best first (ties by name), each with its current
         relations, within the response byte budget (``truncated`` when cut).
 
-        Reads one posting range per query token and scope, then the returned entities only.
+        Reads the segment buckets of each query token and scope (their counts bound each entity's score
+        from above), then scores the best candidates from their facts until no other can beat them.
         """
         tokens = index_tokens(query)
         if not tokens:
             return {"results": [], "truncated": False}
         partitions = [s.partition for s in scope.visible_scopes()]
-        scores: dict[str, int] = {}
+        bounds: dict[str, int] = {}
         type_bonus: dict[str, int] = {}
+        legacy = [p for p in partitions if self._holds_layout_1(p)]
         for token in tokens:
-            named: set[str] = set()
+            counts, named = segments.bounds(self._table, partitions, token)
             typed: set[str] = set()
             for partition in partitions:
-                named.update(p["name"] for p in query_all(self._table, partition, records.name_posting_prefix(token)))
                 typed.update(p["type"] for p in query_all(self._table, partition, records.type_posting_prefix(token)))
+            for partition in legacy:  # name and per-observation postings written before segments
+                named.update(p["name"] for p in query_all(self._table, partition, records.name_posting_prefix(token)))
                 prefix = records.observation_posting_prefix(token)
                 for posting in query_all(self._table, partition, prefix):
                     holder = records.name_of_key(posting["sk"][len(prefix) :].rsplit("#", 1)[0])
-                    scores[holder] = scores.get(holder, 0) + 1
+                    counts[holder] = counts.get(holder, 0) + 1
+            for name, count in counts.items():
+                bounds[name] = bounds.get(name, 0) + count
             for name in named:
-                scores[name] = scores.get(name, 0) + 3
+                bounds[name] = bounds.get(name, 0) + 3
             for kind in typed:
                 type_bonus[kind] = type_bonus.get(kind, 0) + 2
         if type_bonus:
-            scores = self._add_type_bonus(scope, partitions, scores, type_bonus, limit)
-        ranked = sorted((name for name, s in scores.items() if s > 0), key=lambda n: (-scores[n], n))[:limit]
-        entities = self._entities(scope, ranked)
-        results: list[dict[str, Any]] = []
-        for name in ranked:
-            entity = entities.get(name)
-            if entity is None:
-                continue  # postings of an entity deleted meanwhile
-            current = [o for o in self._visible_observations(scope, name) if _is_current(o)]
-            score = score_tokens(tokens, name, entity["entity_type"], (o["tokens"] for o in current))
-            if score <= 0:
-                continue
-            relations = [r for r in self._relations_of(partitions, [name]) if _is_current(r)]
-            results.append(
-                {
-                    "entity": _entity_out(entity, current),
-                    "relations": [records.relation_out(r) for r in relations],
-                    "score": score,
-                }
-            )
-        results.sort(key=lambda r: (-r["score"], r["entity"]["name"]))
-        pager = _Pager(Budget())
+            bounds = self._add_type_bonus(scope, partitions, bounds, type_bonus, limit)
+        ranked = sorted((name for name, b in bounds.items() if b > 0), key=lambda n: (-bounds[n], n))
+        scored: list[tuple[int, str, dict[str, Any], list[Item]]] = []
+        done = 0
+        while done < len(ranked):
+            batch = ranked[done : done + max(limit, 1)]
+            done += len(batch)
+            items = self._entity_items(scope, batch)
+            current = self._current_observations(i for group in items.values() for i in group)
+            for name in batch:
+                if name not in items:
+                    continue  # pairs of an entity deleted meanwhile
+                entity = merge_entities(items[name])
+                facts = current.get(name, [])
+                score = score_tokens(tokens, name, entity["entity_type"], (o["tokens"] for o in facts))
+                if score > 0:
+                    scored.append((score, name, entity, facts))
+            scored.sort(key=lambda r: (-r[0], r[1]))
+            if len(scored) >= limit and (
+                done >= len(ranked)
+                or (-scored[limit - 1][0], scored[limit - 1][1]) < (-bounds[ranked[done]], ranked[done])
+            ):
+                break  # no candidate left can enter the top ``limit``: its bound is below the last one's score
+        pager = Pager(Budget())
         fitted: list[dict[str, Any]] = []
-        for result in results:
-            entity = pager.entity(result["entity"])
-            if entity is None:
+        for score, name, entity, facts in scored[:limit]:
+            fitted_entity = pager.entity(entity_out(entity, facts))
+            if fitted_entity is None:
                 break
-            fitted.append(
-                {"entity": entity, "relations": pager.relations(result["relations"]), "score": result["score"]}
-            )
+            relations = [records.relation_out(r) for r in self._relations_of(partitions, [name]) if is_current(r)]
+            fitted.append({"entity": fitted_entity, "relations": pager.relations(relations), "score": score})
             if pager.budget.truncated:
                 break
         return {"results": fitted, "truncated": pager.budget.truncated}
+
+    def _holds_layout_1(self, partition: str) -> bool:
+        """Whether the partition still holds postings of layout 1 (two one-item reads per search)."""
+        return any(
+            self._table.query(partition, prefix, limit=1).items
+            for prefix in (records.NAME_POSTING, records.OBSERVATION_POSTING)
+        )
 
     def _add_type_bonus(
         self, scope: Scope, partitions: Sequence[str], scores: dict[str, int], bonus: dict[str, int], limit: int
@@ -782,15 +823,12 @@ class GraphMemoryService:
         within the response byte budget (``truncated`` when cut)."""
         for name in names:
             validate_id(name, "name")
-        entities = self._entities(scope, names)
-        out = []
-        for name in dict.fromkeys(names):
-            if name in entities:
-                current = [o for o in self._visible_observations(scope, name) if _is_current(o)]
-                out.append(_entity_out(entities[name], current))
+        items = self._entity_items(scope, names)
+        current = self._current_observations(i for group in items.values() for i in group)
+        out = [entity_out(merge_entities(items[n]), current.get(n, [])) for n in dict.fromkeys(names) if n in items]
         partitions = [s.partition for s in scope.visible_scopes()]
-        relations = [r for r in self._relations_of(partitions, entities) if _is_current(r)]
-        pager = _Pager(Budget())
+        relations = [r for r in self._relations_of(partitions, items) if is_current(r)]
+        pager = Pager(Budget())
         fitted = pager.entities(out)
         related = [] if pager.budget.truncated else pager.relations(records.relation_out(r) for r in relations)
         return {"entities": fitted, "relations": related, "truncated": pager.budget.truncated}
@@ -808,7 +846,7 @@ class GraphMemoryService:
         An entity is shown when it was recorded by the slice's moments or one of its shown facts is.
         One page holds what fits the response byte budget; ``next_cursor`` (with ``truncated``) resumes.
         """
-        after = _decode_position(cursor) if cursor else None
+        after = decode_position(cursor) if cursor else None
         view = TimeSlice(
             format_timestamp(as_of) if as_of is not None else None,
             format_timestamp(recorded_as_of) if recorded_as_of is not None else None,
@@ -827,11 +865,11 @@ class GraphMemoryService:
         endpoints = {r["source"] for r in relations} | {r["target"] for r in relations}
         entities = []
         for name in sorted(grouped):
-            entity = _merge_entities(grouped[name])
+            entity = merge_entities(grouped[name])
             if entity["created_at"] <= horizon or name in observations or name in endpoints:
-                entities.append(_entity_out(entity, observations.get(name, [])))
+                entities.append(entity_out(entity, observations.get(name, [])))
         relations.sort(key=lambda r: (r["recorded_at"], r["id"]))
-        pager = _Pager(Budget(), after)
+        pager = Pager(Budget(), after)
         page = pager.entities(entities)
         related = [] if pager.budget.truncated else pager.relations(records.relation_out(r) for r in relations)
         cut = pager.budget.truncated and pager.last is not None
@@ -839,7 +877,7 @@ class GraphMemoryService:
             "entities": page,
             "relations": related,
             "truncated": cut,
-            "next_cursor": _encode_position(pager.last) if cut and pager.last is not None else None,
+            "next_cursor": encode_position(pager.last) if cut and pager.last is not None else None,
         }
 
     def history(self, scope: Scope, name: str) -> dict[str, Any]:
@@ -848,8 +886,8 @@ class GraphMemoryService:
         entity = self._entities(scope, [name]).get(name)
         if entity is None:
             raise NotFound(f"no entity {name!r} in this scope", code="entity_not_found")
-        pager = _Pager(Budget())
-        out = pager.entity(_entity_out(entity, self._visible_observations(scope, name)))
+        pager = Pager(Budget())
+        out = pager.entity(entity_out(entity, self._visible_observations(scope, name)))
         assert out is not None  # the first item always fits
         partitions = [s.partition for s in scope.visible_scopes()]
         relations = (records.relation_out(r) for r in self._relations_of(partitions, [name]))
@@ -882,15 +920,17 @@ class GraphMemoryService:
                 if page.next_start is None:
                     break
                 start = page.next_start
-        merged = self._entities(scope, list(dict.fromkeys(names)))
+        items = self._entity_items(scope, list(dict.fromkeys(names)))
+        merged = {name: merge_entities(group) for name, group in items.items()}
         chosen = sorted(merged.values(), key=lambda e: (e["updated_at"], e["name"]), reverse=True)[:max_entities]
+        current = self._current_observations(i for e in chosen for i in items[e["name"]])
         card = []
         # The text repeats the entities' facts: they take half the card budget, the text the other half.
-        pager = _Pager(Budget(CARD_BUDGET_BYTES // 2))
+        pager = Pager(Budget(CARD_BUDGET_BYTES // 2))
         for entity in chosen:
-            current = [o for o in self._visible_observations(scope, entity["name"]) if _is_current(o)]
-            newest = sorted(current, key=lambda o: (o["recorded_at"], o["id"]), reverse=True)[:max_observations]
-            fitted = pager.entity(_entity_out(entity, newest))
+            facts = current.get(entity["name"], [])
+            newest = sorted(facts, key=lambda o: (o["recorded_at"], o["id"]), reverse=True)[:max_observations]
+            fitted = pager.entity(entity_out(entity, newest))
             if fitted is not None:
                 card.append(fitted)
             if pager.budget.truncated:
@@ -907,106 +947,14 @@ class GraphMemoryService:
         """Store the turns of a session as episodes (replacing that session's episodes in this scope)."""
         validate_id(session_id, "session_id")
         self._begin_write(scope)
-        partition = scope.partition
-        session_prefix = records.episode_session_prefix(session_id)
-        old_ids = [i["sk"][len(session_prefix) :] for i in query_all(self._table, partition, session_prefix)]
-        items: list[Item] = []
-        side: list[Item] = []
-        now = self._clock()
-        max_terms = terms_per_document(len(entries))
-        for entry in entries:
-            text = entry.content.text()
-            if not text.strip():
-                continue
-            size = len(text.encode("utf-8"))
-            if size > MAX_TEXT_BYTES:
-                raise PayloadTooLarge(
-                    f"an entry holds {size} bytes of text; the limit is {MAX_TEXT_BYTES}", code="entry_too_large"
-                )
-            moment = entry.timestamp or now
-            episode_id = new_id(int(moment.timestamp() * 1000))
-            tokens = tokenize(text)
-            terms = index_terms(tokens, max_terms)
-            items.append(
-                {
-                    "pk": partition,
-                    "sk": records.episode_sk(episode_id),
-                    "id": episode_id,
-                    "session_id": session_id,
-                    "project_id": scope.project_id,
-                    "author": entry.author,
-                    "text": text,
-                    "timestamp": format_timestamp(moment),
-                    "tokens": sorted(terms),
-                    "length": len(tokens),
-                }
-            )
-            side.append({"pk": partition, "sk": session_prefix + episode_id})
-            side += self._episodes.postings(partition, episode_id, terms, len(tokens))
-        check_items([*side, *items])  # a rejected write must leave nothing behind
-        self._register(scope)
-        self._table.batch_write(puts=side)
-        self._episodes.record(partition, docs=len(items), length=sum(int(i["length"]) for i in items))
-        self._table.batch_write(puts=items)
-        self._delete_episodes(partition, session_prefix, old_ids)
-        return len(items)
-
-    def _delete_episodes(self, partition: str, session_prefix: str, episode_ids: Sequence[str]) -> None:
-        if not episode_ids:
-            return
-        old = self._table.batch_get([(partition, records.episode_sk(i)) for i in episode_ids])
-        keys: list[Key] = [(partition, i["sk"]) for i in old]
-        for item in old:
-            keys += self._episodes.posting_keys(partition, item["id"], item.get("tokens", []))
-        keys += [(partition, session_prefix + i) for i in episode_ids]
-        self._table.batch_write(deletes=keys)
-        self._episodes.forget(partition, docs=len(old), length=sum(int(i.get("length", 0)) for i in old))
+        return self._episodes.add(scope, session_id, entries)
 
     def list_episodes(
         self, scope: Scope, *, session_id: str | None = None, query: str | None = None, limit: int = 20
     ) -> dict[str, Any]:
         """``episodes`` newest first; with ``query``, by token overlap (BM25, best first, with a score);
         within the response byte budget (``truncated`` when cut)."""
-        episodes = self._episodes_of(scope, session_id=session_id, query=query, limit=limit)
-        budget = Budget()
-        fitted = []
-        for episode in episodes:
-            if not budget.take(episode):
-                break
-            fitted.append(episode)
-        return {"episodes": fitted, "truncated": budget.truncated}
-
-    def _episodes_of(
-        self, scope: Scope, *, session_id: str | None, query: str | None, limit: int
-    ) -> list[dict[str, Any]]:
-        if session_id is not None:
-            validate_id(session_id, "session_id")
-        partitions = [s.partition for s in scope.visible_scopes()]
-        if query is not None and query.strip():
-            hits = self._episodes.search(partitions, tokenize(query))
-            found = {
-                (i["pk"], i["id"]): i
-                for i in self._table.batch_get([(h.partition, records.episode_sk(h.doc_id)) for h in hits])
-            }
-            out = []
-            for hit in hits:
-                item = found.get((hit.partition, hit.doc_id))
-                if item is None or (session_id is not None and item.get("session_id") != session_id):
-                    continue
-                out.append({**records.episode_out(item), "score": hit.score})
-                if len(out) >= limit:
-                    break
-            return out
-        items: list[Item] = []
-        for partition in partitions:
-            if session_id is not None:
-                prefix = records.episode_session_prefix(session_id)
-                ids = [i["sk"][len(prefix) :] for i in query_all(self._table, partition, prefix)]
-                items += self._table.batch_get([(partition, records.episode_sk(i)) for i in ids])
-            else:
-                items += self._table.query(partition, records.EPISODE, limit=limit, descending=True).items
-        items.sort(key=lambda i: (i["timestamp"], i["id"]), reverse=True)
-        return [records.episode_out(i) for i in items[:limit]]
+        return self._episodes.find(scope, session_id=session_id, query=query, limit=limit)
 
 
 def _count_found(delete: Callable[[str], None], keys: Sequence[str]) -> int:
@@ -1019,14 +967,6 @@ def _count_found(delete: Callable[[str], None], keys: Sequence[str]) -> int:
             continue
         deleted += 1
     return deleted
-
-
-def _absent() -> Condition:
-    return Condition(exists=False)
-
-
-def _present() -> Condition:
-    return Condition(exists=True)
 
 
 def _version_is(version: int) -> Condition:

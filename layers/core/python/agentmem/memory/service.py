@@ -30,7 +30,7 @@ from agentmem.budget import Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, encode_vector
 from agentmem.embeddings.port import Embedder, embed_query, embedder_health
-from agentmem.errors import ConditionFailed, InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable
+from agentmem.errors import InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable
 from agentmem.keys import Scope, UserRef, validate_id
 from agentmem.memory import records
 from agentmem.models.memory import MAX_ENTRY_BYTES, MAX_TEXT_BYTES, MemoryEntry, SearchMode, StoredEntry
@@ -43,6 +43,7 @@ from agentmem.search.inverted_index import (
     terms_per_document,
 )
 from agentmem.search.tokenize import tokenize
+from agentmem.stores.retry import retry_on_conflict
 from agentmem.stores.table import Condition, Item, Key, Table, check_items, query_all
 from agentmem.vectors.port import VectorHit, VectorIndex, VectorRecord
 
@@ -142,19 +143,20 @@ class MemoryService:
         return SessionWriteResult(session_id=session_id, stored=len(prepared), skipped=skipped, indexing=indexing)
 
     def _commit_generation(self, scope: Scope, session_id: str, generation: str) -> bool:
-        """Make ``generation`` the session's current one unless a later one already is (optimistic loop)."""
+        """Make ``generation`` the session's current one unless a later one already is (optimistic,
+        bounded: Conflict when it keeps losing)."""
         sk = records.session_head_sk(session_id)
-        while True:
+
+        def attempt() -> bool:
             head = self._table.get(scope.partition, sk)
             current = head.get("generation", "") if head else None
             if current is not None and current > generation:
                 return False
             condition = Condition(exists=False) if head is None else Condition(equals={"generation": current})
-            try:
-                self._table.put({"pk": scope.partition, "sk": sk, "generation": generation}, condition)
-                return True
-            except ConditionFailed:
-                continue
+            self._table.put({"pk": scope.partition, "sk": sk, "generation": generation}, condition)
+            return True
+
+        return retry_on_conflict(attempt, what="the session")
 
     def add_entry(self, scope: Scope, entry: MemoryEntry, session_id: str | None = None) -> StoredEntry:
         if session_id is not None:

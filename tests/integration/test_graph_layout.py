@@ -1,0 +1,248 @@
+"""The graph's table layout on both tables: what a write costs in items, what the search segments hold
+after facts come and go, data of the previous layout (lock items, per-observation postings), and the
+bounded retry of optimistic writes (graph and memory)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentmem import users
+from agentmem.clock import new_id
+from agentmem.errors import ConditionFailed, Conflict
+from agentmem.graph import records
+from agentmem.graph.scoring import index_tokens
+from agentmem.graph.service import GraphMemoryService
+from agentmem.keys import Scope
+from agentmem.memory import records as memory_records
+from agentmem.memory.service import MemoryService
+from agentmem.models.memory import MemoryEntry
+from agentmem.stores import retry
+from agentmem.stores.table import Condition, Item, Table, query_all
+
+SCOPE = Scope("demo", "alice")
+
+
+def _graph_items(table: Table, prefix: str = records.GRAPH_PREFIX) -> list[Item]:
+    return query_all(table, SCOPE.partition, prefix)
+
+
+def _segment_names(table: Table) -> set[str]:
+    """Every entity name any search segment still mentions."""
+    names: set[str] = set()
+    for item in _graph_items(table, records.SEGMENT):
+        for counts in item["o"].values():
+            names.update(counts)
+        for holders in item["n"].values():
+            names.update(holders)
+    return names
+
+
+def test_a_batch_of_100_entities_with_5_facts_each_stores_at_most_3_items_per_fact(sqlite_table: Table) -> None:
+    # SQLite only: the layout is the service's, the same on both tables, and moto copies its whole table
+    # for every item of a transaction (this batch grows it past 4 GB; bench_dynamo counts it on moto).
+    # Given 100 new entities of 5 facts each, every fact with its own words and one shared topic word
+    table = sqlite_table
+    graph = GraphMemoryService(table)
+    batch = [
+        {
+            "name": f"Entity{i:03d}",
+            "entity_type": "person",
+            "observations": [f"w{i}x{j} v{i}y{j} topic{i % 7}" for j in range(5)],
+        }
+        for i in range(100)
+    ]
+    graph.create_entities(SCOPE, batch)
+    # Then the graph holds at most 3 items per fact (entities, recency, type lists and segments included)
+    assert len(_graph_items(table)) <= 3 * 500
+    # And every fact is found by its own words and scored from the facts
+    [hit] = graph.search_nodes(SCOPE, "w42x3")["results"]
+    assert (hit["entity"]["name"], hit["score"]) == ("Entity042", 1)
+    ranked = graph.search_nodes(SCOPE, "topic3 v3y1", limit=3)["results"]
+    assert [(r["entity"]["name"], r["score"]) for r in ranked] == [("Entity003", 6), ("Entity010", 5), ("Entity017", 5)]
+
+
+def test_a_stale_segment_pair_costs_a_read_but_never_a_result(table: Table) -> None:
+    # Given three entities, and a segment claiming Carol's facts hold "tea" five times (they do not)
+    graph = GraphMemoryService(table)
+    graph.create_entities(
+        SCOPE,
+        [
+            {"name": "Alice", "observations": ["likes tea"]},
+            {"name": "Bob", "observations": ["tea at noon", "green tea"]},
+            {"name": "Carol", "observations": ["likes coffee"]},
+        ],
+    )
+    stale = {"pk": SCOPE.partition, "sk": records.segment_bucket_prefix(2, "tea") + new_id()}
+    table.put({**stale, "rev": 1, "o": {"tea": {"Carol": 5}}, "n": {}})
+    # When searching for the top result only
+    results = graph.search_nodes(SCOPE, "tea", limit=1)["results"]
+    # Then the candidate with the highest bound was checked against its facts and passed over
+    assert [(r["entity"]["name"], r["score"]) for r in results] == [("Bob", 2)]
+    assert [r["entity"]["name"] for r in graph.search_nodes(SCOPE, "tea")["results"]] == ["Bob", "Alice"]
+
+
+def test_facts_leaving_and_entities_deleted_leave_no_pair_in_the_segments(table: Table) -> None:
+    # Given two entities written by one request (so they share segments), and a later fact of Bob's
+    graph = GraphMemoryService(table)
+    [alice, bob] = graph.create_entities(
+        SCOPE,
+        [
+            {"name": "Alice", "observations": ["likes tea", "reads books"]},
+            {"name": "Bob", "observations": ["likes tea"]},
+        ],
+    )
+    [later] = graph.add_observations(SCOPE, "Bob", ["plays chess"])
+    # When Alice is deleted, Bob's first fact superseded and his later one invalidated
+    graph.delete_entity(SCOPE, "Alice")
+    assert _segment_names(table) == {"Bob"}
+    _, replacement = graph.supersede_observation(SCOPE, bob["observations"][0]["id"], "likes coffee")
+    graph.invalidate_observation(SCOPE, later["id"])
+    # Then the segments hold Bob's name and his one current fact, nothing else
+    held = {
+        (token, name)
+        for item in _graph_items(table, records.SEGMENT)
+        for token, counts in item["o"].items()
+        for name in counts
+    }
+    assert held == {("likes", "Bob"), ("coffee", "Bob")}
+    assert graph.search_nodes(SCOPE, "tea")["results"] == []
+    assert [r["entity"]["name"] for r in graph.search_nodes(SCOPE, "chess")["results"]] == []
+    # And once Bob's fact is deleted and Bob too, no segment is left at all
+    graph.delete_observation(SCOPE, replacement["id"])
+    graph.delete_entity(SCOPE, "Bob")
+    assert _graph_items(table, records.SEGMENT) == []
+    assert alice["name"] == "Alice"
+
+
+# -- data written by the previous layout (1): lock items, per-observation postings, no ``facts`` ----------
+
+
+def _store_layout_1(table: Table, name: str, kind: str, facts: list[str]) -> list[str]:
+    """Write an entity and its facts exactly as the service did before search segments."""
+    partition, now = SCOPE.partition, "2026-01-01T00:00:00.000Z"
+    items: list[Item] = [
+        users.registry_item(SCOPE),
+        {
+            "pk": partition,
+            "sk": records.entity_sk(name),
+            "name": name,
+            "entity_type": kind,
+            "project_id": None,
+            "created_at": now,
+            "updated_at": now,
+            "version": 1,
+        },
+        records.updated_item(partition, name, now),
+        records.member_item(partition, kind, name),
+        *records.type_postings(partition, kind, index_tokens(kind)),
+        *({"pk": partition, "sk": records.name_posting_sk(t, name), "name": name} for t in index_tokens(name)),
+    ]
+    ids = []
+    for text in facts:
+        obs_id = new_id()
+        ids.append(obs_id)
+        tokens = index_tokens(text)
+        items += [
+            {
+                "pk": partition,
+                "sk": records.observation_sk(name, obs_id),
+                "id": obs_id,
+                "entity": name,
+                "project_id": None,
+                "content": text,
+                "valid_from": now,
+                "valid_to": None,
+                "recorded_at": now,
+                "expired_at": None,
+                "tokens": tokens,
+                "rev": 1,
+            },
+            {"pk": partition, "sk": records.pointer_sk(obs_id), "entity": name},
+            {"pk": partition, "sk": records.current_observation_sk(name, text), "id": obs_id},
+            *({"pk": partition, "sk": records.observation_posting_sk(t, name, obs_id)} for t in tokens),
+        ]
+    table.batch_write(puts=items)
+    return ids
+
+
+def test_entities_of_the_previous_layout_are_read_searched_deduplicated_and_changed(table: Table) -> None:
+    # Given Alice stored by the previous layout with two facts
+    tea, books = _store_layout_1(table, "Alice", "person", ["likes tea", "reads books"])
+    graph = GraphMemoryService(table)
+    # Then she is found by name, type and facts, with exact scores, and opened with both facts
+    assert [r["score"] for r in graph.search_nodes(SCOPE, "alice tea")["results"]] == [4]
+    assert [r["score"] for r in graph.search_nodes(SCOPE, "person")["results"]] == [2]
+    [opened] = graph.open_nodes(SCOPE, ["Alice"])["entities"]
+    assert sorted(o["content"] for o in opened["observations"]) == ["likes tea", "reads books"]
+    # When the same fact and a new one are written again
+    [alice] = graph.create_entities(SCOPE, [{"name": "Alice", "observations": ["likes tea", "plays chess"]}])
+    # Then the known fact is not stored twice and the new one is found with the old ones
+    assert sorted(o["content"] for o in alice["observations"]) == ["likes tea", "plays chess", "reads books"]
+    assert [r["score"] for r in graph.search_nodes(SCOPE, "tea")["results"]] == [1]
+    assert [r["score"] for r in graph.search_nodes(SCOPE, "chess books")["results"]] == [2]
+    # When an old fact is invalidated: it leaves the search and its old postings and lock go
+    graph.invalidate_observation(SCOPE, tea)
+    assert graph.search_nodes(SCOPE, "tea")["results"] == []
+    assert _graph_items(table, records.observation_posting_prefix("tea")) == []
+    assert _graph_items(table, records.current_observation_sk("Alice", "likes tea")) == []
+    # And the fact can be stated again
+    [again] = graph.add_observations(SCOPE, "Alice", ["likes tea"])
+    assert again["id"] != tea
+    # When Alice is deleted, nothing of her is left but the type's shared postings
+    graph.delete_entity(SCOPE, "Alice")
+    assert [i["sk"][:3] for i in _graph_items(table)] == ["GY#"]
+    assert books not in str(_graph_items(table))
+
+
+# -- the bounded retry -------------------------------------------------------------------------------
+
+
+def test_retry_on_conflict_gives_up_with_a_409_after_a_bounded_number_of_attempts() -> None:
+    attempts = []
+
+    def losing() -> None:
+        attempts.append(1)
+        raise ConditionFailed("lost the race")
+
+    with pytest.raises(Conflict) as raised:
+        retry.retry_on_conflict(losing, what="the thing")
+    assert raised.value.code == "write_contention"
+    assert raised.value.http_status == 409
+    assert len(attempts) == retry.MAX_ATTEMPTS
+
+
+class _AlwaysNewerHead:
+    """The real table, but the session head always changes between the read and the conditional put (as
+    if another writer won every time); past 1,000 attempts it stops the test instead of spinning."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self.puts = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._table, name)
+
+    def put(self, item: Item, condition: Condition | None = None) -> None:
+        if item["sk"].startswith("SESSION#"):
+            self.puts += 1
+            if self.puts > 1000:
+                raise RuntimeError("the session head was retried without bound")
+            raise ConditionFailed("another ingest moved the head")
+        self._table.put(item, condition)
+
+    def get(self, pk: str, sk: str) -> Item | None:
+        if sk == memory_records.session_head_sk("s1"):
+            return {"pk": pk, "sk": sk, "generation": ""}
+        return self._table.get(pk, sk)
+
+
+def test_a_session_head_that_keeps_changing_ends_in_a_409_not_an_endless_loop(table: Table) -> None:
+    racy = _AlwaysNewerHead(table)
+    memory = MemoryService(racy)  # type: ignore[arg-type]
+    entry = MemoryEntry.model_validate({"content": {"role": "user", "parts": [{"text": "hello there"}]}})
+    with pytest.raises(Conflict) as raised:
+        memory.add_session(SCOPE, "s1", [entry])
+    assert raised.value.code == "write_contention"
+    assert racy.puts == retry.MAX_ATTEMPTS

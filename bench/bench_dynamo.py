@@ -205,6 +205,12 @@ def main() -> None:
             [lambda: graph.create_entities(gscope, batch(0))],
             per=("observation", 500),
         )
+        calls = sum(counter.calls.values())
+        print(
+            f"{'':<46}W2 create_entities 100x5: {calls} DynamoDB calls, {counter.written / 500:.2f} items written "
+            f"per observation (targets <= 30 calls, <= 3 items)",
+            flush=True,
+        )
         relations = [
             {"source": rng.choice(names), "relation_type": "knows", "target": rng.choice(names)} for _ in range(100)
         ]
@@ -225,6 +231,44 @@ def main() -> None:
         )
         _measure(counter, "graph open_nodes (3 names)", [lambda: graph.open_nodes(gscope, rng.sample(names, 3))] * 20)
         _measure(counter, "graph read_graph (first page, 100 entities)", [lambda: graph.read_graph(gscope)])
+    in_process_create()
+
+
+def in_process_create(calls: int = 10) -> None:
+    """create_entities 100x5 in-process on a SQLite file (W2's batches), as the graph grows to 100 x calls."""
+    import tempfile
+    from pathlib import Path
+
+    from benchlib import report
+
+    from agentmem.graph.service import GraphMemoryService
+    from agentmem.keys import Scope
+    from agentmem.stores.sqlite_table import SqliteTable
+
+    rng = random.Random(11)
+    words = vocabulary()
+    batches = [
+        [
+            {
+                "name": f"Entity{i:05d}",
+                "entity_type": "person",
+                "observations": [sentence(rng, words, (6, 12)) for _ in range(5)],
+            }
+            for i in range(start, start + 100)
+        ]
+        for start in range(0, 100 * calls, 100)
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        table = SqliteTable(Path(tmp) / "graph.db")
+        graph = GraphMemoryService(table)
+        scope = Scope("bench", "w2")
+        seconds = []
+        for entities in batches:
+            started = time.perf_counter()
+            graph.create_entities(scope, entities)
+            seconds.append((time.perf_counter() - started) * 1000)
+        table.close()
+    report(f"graph create_entities 100x5 in-process (SQLite, to E={100 * calls:,})", seconds)
 
 
 if __name__ == "__main__":

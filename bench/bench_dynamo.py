@@ -109,6 +109,21 @@ def copy_tables_once_per_transaction() -> None:
     models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
 
+def serialise_moto_requests() -> None:
+    """One moto request at a time, as DynamoDB applies each request atomically: the adapter sends
+    independent batches from several threads, and moto's in-memory backend has no locking."""
+    from moto.dynamodb.responses import DynamoHandler
+
+    lock = threading.Lock()
+    original = DynamoHandler.call_action
+
+    def call_action(self: Any) -> Any:
+        with lock:
+            return original(self)
+
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+
+
 def _measure(
     counter: CallCounter, label: str, calls: list[Callable[[], object]], per: tuple[str, int] | None = None
 ) -> None:
@@ -156,6 +171,7 @@ def main() -> None:
         return MemoryEntry.model_validate({"content": {"role": "user", "parts": [{"text": text}]}, "author": "user"})
 
     copy_tables_once_per_transaction()
+    serialise_moto_requests()
     with mock_aws():
         client = boto3.client("dynamodb", region_name=REGION)
         table = DynamoTable("bench", client=client)

@@ -162,11 +162,22 @@ class GuardedTable:
         try:
             self._table.transact_write([*checks, *ops])
         except ConditionFailed:
-            for check in checks:
-                present = self._table.get(check.pk, check.sk) is not None
-                if present != check.condition.exists:
-                    raise UserDeletionInProgress(_MARKED if present else _ERASED_MEANWHILE) from None
+            self._raise_if_guarded(checks)
             raise
+
+    def transact_write_each(self, batches: Sequence[Sequence[WriteOp]]) -> list[ConditionFailed | None]:
+        """Each batch with its own checks; a batch refused by a check raises UserDeletionInProgress."""
+        outcomes = self._table.transact_write_each([[*_guards(ops), *ops] for ops in batches])
+        for ops, outcome in zip(batches, outcomes, strict=True):
+            if outcome is not None:
+                self._raise_if_guarded(_guards(ops))
+        return outcomes
+
+    def _raise_if_guarded(self, checks: Sequence[Check]) -> None:
+        for check in checks:
+            present = self._table.get(check.pk, check.sk) is not None
+            if present != check.condition.exists:
+                raise UserDeletionInProgress(_MARKED if present else _ERASED_MEANWHILE)
 
     def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
         op = Add(pk, sk, deltas, condition)

@@ -30,7 +30,7 @@ from typing import Any
 from agentmem import users
 from agentmem.budget import CARD_BUDGET_BYTES, Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
-from agentmem.errors import ConditionFailed, Conflict, InvalidInput, NotFound
+from agentmem.errors import Conflict, InvalidInput, NotFound
 from agentmem.graph import records, segments
 from agentmem.graph.episodes import Episodes
 from agentmem.graph.paging import (
@@ -60,6 +60,7 @@ from agentmem.stores.table import (
     check_items,
     item_size,
     query_all,
+    write_outcome,
 )
 
 DEFAULT_TYPE = "general"
@@ -271,11 +272,12 @@ class GraphMemoryService:
         return {records.fact_digest(o["content"]): o["id"] for o in current}
 
     def _run(self, write: _Write, steps: Sequence[_Step]) -> None:
-        """Apply the steps, grouped into transactions of distinct entities, in each entity's order; a
-        group that loses a race is applied again step by step, each re-reading its entity (bounded)."""
+        """Apply the steps in rounds: each round takes the next step of every entity, grouped into
+        transactions of distinct entities sent together (concurrently on DynamoDB). A group that loses
+        a race is applied again step by step, each re-reading its entity (bounded)."""
         pending = list(steps)
         while pending:
-            group: list[_Built] = []
+            groups: list[list[_Built]] = [[]]
             seen: set[str] = set()
             later: list[_Step] = []
             ops = size = 0
@@ -286,20 +288,23 @@ class GraphMemoryService:
                 seen.add(step.name)
                 built = self._build(write, step)
                 weight = sum(item_size(op.item) for op in built.ops if isinstance(op, Put))
-                if group and (ops + len(built.ops) > _TRANSACTION_OPS or size + weight > _TRANSACTION_BYTES):
-                    later.append(step)
-                    continue
-                group.append(built)
+                if groups[-1] and (ops + len(built.ops) > _TRANSACTION_OPS or size + weight > _TRANSACTION_BYTES):
+                    groups.append([])
+                    ops = size = 0
+                groups[-1].append(built)
                 ops += len(built.ops)
                 size += weight
-            try:
-                self._table.transact_write([op for built in group for op in built.ops])
-            except ConditionFailed:
-                for built in group:
-                    self._apply(write, built.step)
+            batches = [[op for built in group for op in built.ops] for group in groups]
+            if len(batches) == 1:
+                outcomes = [write_outcome(self._table.transact_write, batches[0])]
             else:
+                outcomes = self._table.transact_write_each(batches)
+            for group, outcome in zip(groups, outcomes, strict=True):
                 for built in group:
-                    self._record(write, built)
+                    if outcome is None:
+                        self._record(write, built)
+                    else:
+                        self._apply(write, built.step)
             pending = later
 
     def _apply(self, write: _Write, step: _Step) -> None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentmem.errors import ConditionFailed, InvalidInput, RateLimited, Unavailable
 from agentmem.stores.table import (
@@ -27,10 +27,14 @@ from agentmem.stores.table import (
     WriteOp,
     check_items,
     is_expired,
+    write_outcome,
 )
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 _THROTTLING = {
     "ProvisionedThroughputExceededException",
@@ -66,8 +70,10 @@ class DynamoTable:
         client: DynamoDBClient | None = None,
         endpoint_url: str | None = None,
         region_name: str | None = None,
+        concurrency: int = 8,
     ) -> None:
         self.table_name = table_name
+        self._concurrency = max(1, concurrency)
         self._client = client
         self._endpoint_url = endpoint_url
         self._region_name = region_name
@@ -257,16 +263,32 @@ class DynamoTable:
         for pk, sk in deletes:
             requests[(pk, sk)] = {"DeleteRequest": {"Key": self._key(pk, sk)}}
         pending = list(requests.values())
-        for start in range(0, len(pending), _BATCH_WRITE_SIZE):
-            chunk: dict[str, Any] = {self.table_name: pending[start : start + _BATCH_WRITE_SIZE]}
-            for attempt in range(_MAX_BATCH_ATTEMPTS):
-                response = self._call("batch_write_item", RequestItems=chunk)
-                chunk = response.get("UnprocessedItems") or {}
-                if not chunk:
-                    break
-                _backoff(attempt)
-            else:
-                raise RateLimited("the table kept throttling a batch write; retry later")
+        chunks = [pending[start : start + _BATCH_WRITE_SIZE] for start in range(0, len(pending), _BATCH_WRITE_SIZE)]
+        self._each(self._batch_write_chunk, chunks)
+
+    def _batch_write_chunk(self, requests: list[dict[str, Any]]) -> None:
+        chunk: dict[str, Any] = {self.table_name: requests}
+        for attempt in range(_MAX_BATCH_ATTEMPTS):
+            response = self._call("batch_write_item", RequestItems=chunk)
+            chunk = response.get("UnprocessedItems") or {}
+            if not chunk:
+                return
+            _backoff(attempt)
+        raise RateLimited("the table kept throttling a batch write; retry later")
+
+    def _each(self, call: Callable[[T], R], args: Sequence[T]) -> list[R]:
+        """``call`` on each of ``args``: concurrently (up to ``concurrency`` threads) when there are several."""
+        if len(args) <= 1 or self._concurrency == 1:
+            return [call(arg) for arg in args]
+        from concurrent.futures import ThreadPoolExecutor
+
+        _ = self.client  # created once, before the threads share it (boto3 clients are thread-safe)
+        with ThreadPoolExecutor(max_workers=min(self._concurrency, len(args))) as pool:
+            return list(pool.map(call, args))
+
+    def transact_write_each(self, batches: Sequence[Sequence[WriteOp]]) -> list[ConditionFailed | None]:
+        """Independent transactions, sent concurrently."""
+        return self._each(lambda ops: write_outcome(self.transact_write, ops), batches)
 
     def transact_write(self, ops: Sequence[WriteOp]) -> None:
         """One TransactWriteItems; retried (bounded, with backoff) when cancelled by a conflict or throttling:

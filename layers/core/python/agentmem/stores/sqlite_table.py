@@ -35,6 +35,7 @@ from agentmem.stores.table import (
     is_expired,
     op_key,
     prefix_upper_bound,
+    write_outcome,
 )
 
 _SCHEMA = """
@@ -267,6 +268,10 @@ class SqliteTable:
                     conn.execute("DELETE FROM items WHERE pk = ? AND sk = ?", (op.pk, op.sk))
                 elif isinstance(op, Add):
                     self._upsert(conn, _added(item, op.pk, op.sk, op.deltas))
+
+    def transact_write_each(self, batches: Sequence[Sequence[WriteOp]]) -> list[ConditionFailed | None]:
+        # One writer at a time holds SQLite's lock: threads would only queue for it.
+        return [write_outcome(self.transact_write, ops) for ops in batches]
 
     def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
         # Counters (usage metering on every request, search statistics, deletion counts) commit without an

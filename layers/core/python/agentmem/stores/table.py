@@ -8,11 +8,11 @@ An item whose ``ttl`` (epoch seconds) has passed reads as absent in every adapte
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from agentmem.errors import InvalidInput, PayloadTooLarge
+from agentmem.errors import ConditionFailed, InvalidInput, PayloadTooLarge
 
 Item = dict[str, Any]
 Key = tuple[str, str]
@@ -113,6 +113,12 @@ class Table(Protocol):
         """All of ``ops`` or none (at most 100); raise ConditionFailed when a condition does not hold."""
         ...
 
+    def transact_write_each(self, batches: Sequence[Sequence[WriteOp]]) -> list[ConditionFailed | None]:
+        """Each batch as one :meth:`transact_write`, independently of the others (the DynamoDB adapter
+        sends them concurrently): per batch, None once written or the ConditionFailed that refused it.
+        Any other error is raised (some batches may then be written, as with separate calls)."""
+        ...
+
     def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
         """Atomically add ``deltas`` to integer attributes (missing ones count as 0); return the new item.
 
@@ -166,6 +172,15 @@ def check_items(items: Iterable[Mapping[str, Any]]) -> None:
                 f"an item of this request would be {size} bytes stored; the limit is {MAX_ITEM_BYTES}",
                 code="item_too_large",
             )
+
+
+def write_outcome(write: Callable[[Sequence[WriteOp]], None], ops: Sequence[WriteOp]) -> ConditionFailed | None:
+    """``write(ops)``; the ConditionFailed it raised, or None (for ``transact_write_each``)."""
+    try:
+        write(ops)
+    except ConditionFailed as refused:
+        return refused
+    return None
 
 
 def is_expired(item: Mapping[str, Any], now: float | None = None) -> bool:

@@ -115,6 +115,8 @@ def test_item_kind_tells_facts_from_bookkeeping() -> None:
         records.type_posting_sk("person", "person"),
         records.type_member_sk("person", "Alice"),
         records.observation_posting_sk("tea", "Alice", "01ID"),
+        records.segment_bucket_prefix(1, "tea") + "01ID",
+        records.segment_bucket_prefix(2, "tea") + "01ID",
         records.episode_session_prefix("s1") + "01ID",
         "GPT#cat#01ID",
         "GPSTATS",

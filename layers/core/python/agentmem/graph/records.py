@@ -194,10 +194,6 @@ def segment_bucket_prefix(level: int, token: str) -> str:
     return f"{SEGMENT}{level}{bucket:03x}#"
 
 
-def segment_sk(level: int, token: str, seg: str) -> str:
-    return segment_bucket_prefix(level, token) + seg
-
-
 def episode_sk(episode_id: str) -> str:
     return EPISODE + episode_id
 

@@ -14,16 +14,14 @@ Consistency: one entity is one item keyed by its name, created with a conditiona
 with a version check. It lists its current facts (``facts``: content digest -> observation id), and
 every observation is written, closed or deleted in one transaction with the entity's versioned put,
 so concurrent writers never lose a fact and never store the same current fact twice. A write of many
-entities groups them into few transactions (one entity per transaction group; a group that loses a
-race is retried entity by entity, bounded). Search segments (:mod:`agentmem.graph.segments`) are
-written before the facts they index and taken out after, so a search never misses a fact; the scores
-of returned entities are recomputed from the facts.
+entities groups them into few transactions (:mod:`agentmem.graph.writes`). Search segments
+(:mod:`agentmem.graph.segments`) are written before the facts they index and taken out after, so a
+search never misses a fact; the scores of returned entities are recomputed from the facts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -44,9 +42,9 @@ from agentmem.graph.paging import (
 from agentmem.graph.scoring import index_tokens, score_tokens
 from agentmem.graph.segments import Pair
 from agentmem.graph.timeslice import TimeSlice, is_current
+from agentmem.graph.writes import EntityWriter, facts_of, observations_of, unpost_quietly, version_is
 from agentmem.keys import Scope, validate_id
 from agentmem.models.memory import MemoryEntry
-from agentmem.observability import logger
 from agentmem.stores.retry import retry_on_conflict
 from agentmem.stores.table import (
     Check,
@@ -58,53 +56,8 @@ from agentmem.stores.table import (
     Table,
     WriteOp,
     check_items,
-    item_size,
     query_all,
-    write_outcome,
 )
-
-DEFAULT_TYPE = "general"
-_TRANSACTION_OPS = 96
-"""Operations per transaction a write groups (the guarded table adds the mark and registry checks)."""
-_TRANSACTION_BYTES = 2_000_000
-_FACTS_PER_STEP = 40
-"""Observations one entity gets per transaction (more facts: several versioned steps)."""
-
-
-@dataclass(slots=True)
-class _Step:
-    """One versioned change of one entity: it gets these new observations (and is created, or its
-    type and recency move on)."""
-
-    name: str
-    kind: str | None
-    observations: list[Item]
-
-
-@dataclass(slots=True)
-class _Built:
-    step: _Step
-    entity: Item
-    ops: list[WriteOp]
-    kept: list[Item]
-    dropped: list[Item]
-
-
-@dataclass(slots=True)
-class _Write:
-    """The state of one multi-entity write: what each entity is known to hold, what was stored."""
-
-    scope: Scope
-    now: str
-    seg: str
-    names: dict[str, str]
-    """The entities whose name this write posted, and in which segment."""
-    entities: dict[str, Item | None]
-    inherited: dict[str, str]
-    types: set[str] = field(default_factory=set)
-    written: dict[str, list[Item]] = field(default_factory=dict)
-    dropped: list[Item] = field(default_factory=list)
-    unnamed: list[str] = field(default_factory=list)
 
 
 class GraphMemoryService:
@@ -112,6 +65,7 @@ class GraphMemoryService:
         self._table = users.guarded(table)
         self._clock = clock
         self._episodes = Episodes(self._table, clock)
+        self._writer = EntityWriter(self._table, self._now)
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
@@ -137,13 +91,14 @@ class GraphMemoryService:
             if e.get("entity_type") is not None:
                 validate_id(e["entity_type"], "entity_type")
         self._begin_write(scope)
-        stored, current, _ = self._write_entities(
+        stored, written = self._writer.write(
             scope,
             [
                 (name, spec.get("entity_type"), spec.get("observations") or [])
                 for name, spec in zip(names, entities, strict=True)
             ],
         )
+        current = self._current_observations(stored.values(), written)
         return [entity_out(stored[name], current.get(name, [])) for name in names]
 
     def remember(
@@ -154,248 +109,9 @@ class GraphMemoryService:
         if entity_type is not None:
             validate_id(entity_type, "entity_type")
         self._begin_write(scope)
-        stored, current, written = self._write_entities(scope, [(name, entity_type, facts)])
+        stored, written = self._writer.write(scope, [(name, entity_type, facts)])
+        current = self._current_observations(stored.values(), written)
         return entity_out(stored[name], current.get(name, [])), len(written.get(name, []))
-
-    def _write_entities(
-        self,
-        scope: Scope,
-        specs: Sequence[tuple[str, str | None, Sequence[str]]],
-        valid_from: str | None = None,
-    ) -> tuple[dict[str, Item], dict[str, list[Item]], dict[str, list[Item]]]:
-        """Upsert entities ``(name, type or None, facts)`` of one scope, with the facts not already current.
-
-        Return each entity item as stored, its current observations and the observations this write
-        stored. One read of every entity, then the segments (and scope registry) in one batch, then the
-        entities' transactions, several entities per transaction.
-        """
-        partition = scope.partition
-        now = self._now()
-        wanted: dict[str, tuple[str | None, list[str]]] = {}
-        for name, kind, texts in specs:
-            before_kind, before = wanted.get(name, (None, []))
-            wanted[name] = (kind or before_kind, list(dict.fromkeys([*before, *texts])))
-        names = list(wanted)
-        found: dict[str, Item | None] = dict.fromkeys(names)
-        found.update({i["name"]: i for i in self._table.batch_get([(partition, records.entity_sk(n)) for n in names])})
-        absent = [n for n in names if found[n] is None]
-        held = {n: self._facts(item) for n, item in found.items() if item is not None}
-        fresh = {n: [t for t in wanted[n][1] if records.fact_digest(t) not in held.get(n, {})] for n in names}
-        tokens = {t: index_tokens(t) for n in names for t in fresh[n]}
-        pairs = [Pair(token, n) for n in names for t in fresh[n] for token in tokens[t]]
-        pairs += [p for n in absent for p in segments.name_pairs(n)]
-        seg = segments.new_segment(new_id(), len(pairs))
-        start = valid_from or now
-        write = _Write(
-            scope,
-            now,
-            seg,
-            names=dict.fromkeys(absent, seg),
-            entities=found,
-            inherited=self._inherited_types(scope, absent),
-        )
-        steps: list[_Step] = []
-        checked: list[Item] = []
-        for n in names:
-            observations = [
-                records.observation_item(
-                    partition,
-                    scope.project_id,
-                    n,
-                    new_id(),
-                    t,
-                    valid_from=start,
-                    recorded_at=now,
-                    tokens=tokens[t],
-                    seg=seg,
-                )
-                for t in fresh[n]
-            ]
-            for i in range(0, max(len(observations), 1), _FACTS_PER_STEP):
-                steps.append(_Step(n, wanted[n][0], observations[i : i + _FACTS_PER_STEP]))
-            checked += observations
-            checked += [records.pointer_item(o) for o in observations]
-            facts = {**held.get(n, {}), **{records.fact_digest(o["content"]): o["id"] for o in observations}}
-            kind = self._kind(write, n, wanted[n][0])
-            checked.append(
-                records.entity_item(
-                    partition,
-                    scope.project_id,
-                    n,
-                    kind,
-                    created_at=now,
-                    updated_at=now,
-                    version=1,
-                    facts=facts,
-                    seg=seg,
-                )
-            )
-            if found[n] is None or found[n]["entity_type"] != kind:  # type: ignore[index]
-                write.types.add(kind)
-        side = segments.segment_items(partition, seg, pairs)
-        side += [p for kind in write.types for p in records.type_postings(partition, kind, index_tokens(kind))]
-        side.append(users.registry_item(scope))
-        check_items([*side, *checked])  # a rejected write must leave nothing behind
-        self._table.batch_write(puts=side)
-        self._run(write, steps)
-        removals = [(o["seg"], p) for o in write.dropped for p in segments.observation_pairs(o)]
-        removals += [(seg, p) for n in write.unnamed for p in segments.name_pairs(n)]
-        self._unpost(partition, removals)
-        stored = {n: item for n, item in write.entities.items() if item is not None}
-        return stored, self._current_observations(stored.values(), write.written), write.written
-
-    def _kind(self, write: _Write, name: str, requested: str | None) -> str:
-        current = write.entities.get(name)
-        if requested is not None:
-            return requested
-        if current is not None:
-            return str(current["entity_type"])
-        return write.inherited.get(name) or DEFAULT_TYPE
-
-    def _inherited_types(self, scope: Scope, names: Sequence[str]) -> dict[str, str]:
-        """The types the global scope gives the entities a project write creates."""
-        if scope.project_id is None or not names:
-            return {}
-        partition = scope.global_scope.partition
-        return {
-            i["name"]: str(i["entity_type"])
-            for i in self._table.batch_get([(partition, records.entity_sk(n)) for n in names])
-        }
-
-    def _facts(self, entity: Item) -> dict[str, str]:
-        """The entity's current facts (content digest -> observation id); from its observations for an
-        entity written before the entity item listed them (layout 1)."""
-        facts = entity.get("facts")
-        if isinstance(facts, dict):
-            return dict(facts)
-        current = (o for o in self._observations(entity["pk"], entity["name"]) if is_current(o))
-        return {records.fact_digest(o["content"]): o["id"] for o in current}
-
-    def _run(self, write: _Write, steps: Sequence[_Step]) -> None:
-        """Apply the steps in rounds: each round takes the next step of every entity, grouped into
-        transactions of distinct entities sent together (concurrently on DynamoDB). A group that loses
-        a race is applied again step by step, each re-reading its entity (bounded)."""
-        pending = list(steps)
-        while pending:
-            groups: list[list[_Built]] = [[]]
-            seen: set[str] = set()
-            later: list[_Step] = []
-            ops = size = 0
-            for step in pending:
-                if step.name in seen:
-                    later.append(step)
-                    continue
-                seen.add(step.name)
-                built = self._build(write, step)
-                weight = sum(item_size(op.item) for op in built.ops if isinstance(op, Put))
-                if groups[-1] and (ops + len(built.ops) > _TRANSACTION_OPS or size + weight > _TRANSACTION_BYTES):
-                    groups.append([])
-                    ops = size = 0
-                groups[-1].append(built)
-                ops += len(built.ops)
-                size += weight
-            batches = [[op for built in group for op in built.ops] for group in groups]
-            if len(batches) == 1:
-                outcomes = [write_outcome(self._table.transact_write, batches[0])]
-            else:
-                outcomes = self._table.transact_write_each(batches)
-            for group, outcome in zip(groups, outcomes, strict=True):
-                for built in group:
-                    if outcome is None:
-                        self._record(write, built)
-                    else:
-                        self._apply(write, built.step)
-            pending = later
-
-    def _apply(self, write: _Write, step: _Step) -> None:
-        partition = write.scope.partition
-
-        def attempt() -> _Built:
-            write.entities[step.name] = self._table.get(partition, records.entity_sk(step.name))
-            built = self._build(write, step)
-            self._table.transact_write(built.ops)
-            return built
-
-        self._record(write, retry_on_conflict(attempt, what="the entity"))
-
-    def _record(self, write: _Write, built: _Built) -> None:
-        name = built.step.name
-        if write.names.get(name) == write.seg and built.entity.get("seg") != write.seg:
-            write.unnamed.append(name)  # created meanwhile by another writer, whose segment holds the name
-            write.names.pop(name)
-        write.entities[name] = built.entity
-        write.written.setdefault(name, []).extend(built.kept)
-        write.dropped += built.dropped
-
-    def _build(self, write: _Write, step: _Step) -> _Built:
-        """The transaction of one step against the entity as last read (``write.entities``)."""
-        partition = write.scope.partition
-        name = step.name
-        current = write.entities.get(name)
-        facts = self._facts(current) if current is not None else {}
-        kept: list[Item] = []
-        dropped: list[Item] = []
-        for obs in step.observations:
-            digest = records.fact_digest(obs["content"])
-            if digest in facts:
-                dropped.append(obs)  # an identical current fact was stored meanwhile
-            else:
-                facts[digest] = obs["id"]
-                kept.append(obs)
-        kind = self._kind(write, name, step.kind)
-        ops: list[WriteOp] = []
-        if current is None:
-            if name not in write.names:  # it was deleted meanwhile: its name is posted anew
-                write.names[name] = self._post_name(partition, name)
-            entity = records.entity_item(
-                partition,
-                write.scope.project_id,
-                name,
-                kind,
-                created_at=write.now,
-                updated_at=write.now,
-                version=1,
-                facts=facts,
-                seg=write.names[name],
-            )
-            ops += [
-                Put(entity, Condition(exists=False)),
-                Put(records.updated_item(partition, name, write.now)),
-                Put(records.member_item(partition, kind, name)),
-            ]
-        else:
-            updated_at = max(write.now, current["updated_at"])
-            version = int(current["version"])
-            entity = {**current, "entity_type": kind, "updated_at": updated_at, "version": version + 1, "facts": facts}
-            entity.setdefault("seg", None)
-            ops.append(Put(entity, _version_is(version)))
-            if updated_at != current["updated_at"]:
-                ops.append(Delete(partition, records.updated_sk(current["updated_at"], name)))
-                ops.append(Put(records.updated_item(partition, name, updated_at)))
-            if kind != current["entity_type"]:
-                ops.append(Delete(partition, records.type_member_sk(current["entity_type"], name)))
-                ops.append(Put(records.member_item(partition, kind, name)))
-        if kind not in write.types:
-            self._table.batch_write(puts=records.type_postings(partition, kind, index_tokens(kind)))
-            write.types.add(kind)
-        ops += [Put(obs) for obs in kept]
-        ops += [Put(records.pointer_item(obs)) for obs in kept]
-        return _Built(step, entity, ops, kept, dropped)
-
-    def _post_name(self, partition: str, name: str) -> str:
-        seg = segments.new_segment(new_id(), 0)
-        self._table.batch_write(puts=segments.segment_items(partition, seg, segments.name_pairs(name)))
-        return seg
-
-    def _unpost(self, partition: str, removals: Sequence[tuple[str, Pair]]) -> None:
-        """Take pairs out of the search segments; a segment that keeps changing keeps them (a search
-        scores from the facts, so they cost a read, never a result)."""
-        if not removals:
-            return
-        try:
-            segments.unpost(self._table, partition, removals)
-        except Conflict:
-            logger.warning("graph search segments kept stale pairs under contention", extra={"pairs": len(removals)})
 
     def _unindex(self, observations: Iterable[Item]) -> None:
         """Take observations that stopped being current out of the search index (either layout)."""
@@ -407,7 +123,7 @@ class GraphMemoryService:
             else:
                 legacy += records.legacy_posting_keys(obs)
         for partition, removals in by_partition.items():
-            self._unpost(partition, removals)
+            unpost_quietly(self._table, partition, removals)
         if legacy:
             self._table.batch_write(deletes=legacy)
 
@@ -432,7 +148,7 @@ class GraphMemoryService:
         self._table.delete(partition, records.entity_sk(name))
         observations = self._observations(partition, name)
         if entity.get("seg"):
-            self._unpost(partition, [(entity["seg"], p) for p in segments.name_pairs(name)])
+            unpost_quietly(self._table, partition, [(entity["seg"], p) for p in segments.name_pairs(name)])
         self._unindex(o for o in observations if is_current(o))
         keys: list[Key] = [(partition, records.updated_sk(entity["updated_at"], name))]
         keys += [(partition, records.name_posting_sk(token, name)) for token in index_tokens(name)]  # layout 1
@@ -459,7 +175,7 @@ class GraphMemoryService:
         if not visible:
             raise NotFound(f"no entity {name!r} in this scope", code="entity_not_found")
         start = format_timestamp(valid_from) if valid_from is not None else None
-        _, _, written = self._write_entities(scope, [(name, None, texts)], valid_from=start)
+        _, written = self._writer.write(scope, [(name, None, texts)], valid_from=start)
         return [records.observation_out(o) for o in written.get(name, [])]
 
     def _find_observation(self, scope: Scope, obs_id: str) -> Item:
@@ -480,14 +196,14 @@ class GraphMemoryService:
             ops.append(Delete(obs["pk"], records.current_observation_sk(obs["entity"], obs["content"])))
         if entity is None:
             return ops
-        facts = self._facts(entity)
+        facts = facts_of(self._table, entity)
         digest = records.fact_digest(obs["content"])
         if facts.get(digest) == obs["id"]:
             del facts[digest]
         version = int(entity["version"])
         updated = {**entity, "facts": facts, "version": version + 1, **changes}
         updated.setdefault("seg", None)
-        ops.append(Put(updated, _version_is(version)))
+        ops.append(Put(updated, version_is(version)))
         return ops
 
     def _entity_of(self, obs: Item) -> Item | None:
@@ -552,7 +268,7 @@ class GraphMemoryService:
             current = self._find_observation(scope, obs_id)
             self._check_supersede(current, content)
             entity = self._entity_of(current)
-            if entity is None or records.fact_digest(content) in self._facts(entity):
+            if entity is None or records.fact_digest(content) in facts_of(self._table, entity):
                 raise Conflict(
                     "the entity is gone or already holds that fact; nothing was written", code="supersede_conflict"
                 )
@@ -572,7 +288,7 @@ class GraphMemoryService:
         try:
             closed, was = retry_on_conflict(attempt, what="the observation")
         except (Conflict, NotFound):
-            self._unpost(partition, [(seg, p) for p in segments.observation_pairs(created)])
+            unpost_quietly(self._table, partition, [(seg, p) for p in segments.observation_pairs(created)])
             raise
         self._unindex([was])
         return records.observation_out(closed), records.observation_out(created)
@@ -593,7 +309,7 @@ class GraphMemoryService:
             self._unindex([obs])
 
     def _observations(self, partition: str, name: str) -> list[Item]:
-        return query_all(self._table, partition, records.observation_prefix(name))
+        return observations_of(self._table, partition, name)
 
     # -- relations ---------------------------------------------------------------------------------
 
@@ -622,7 +338,7 @@ class GraphMemoryService:
             present = {i["name"] for i in self._table.batch_get([(partition, records.entity_sk(n)) for n in endpoints])}
             missing = [n for n in endpoints if n not in present]
             if missing:
-                self._write_entities(scope, [(n, None, []) for n in missing])
+                self._writer.write(scope, [(n, None, []) for n in missing])
             rel_id = new_id()
             item = records.relation_item(
                 partition, scope.project_id, rel_id, source, relation_type, target, self._now()
@@ -972,10 +688,6 @@ def _count_found(delete: Callable[[str], None], keys: Sequence[str]) -> int:
             continue
         deleted += 1
     return deleted
-
-
-def _version_is(version: int) -> Condition:
-    return Condition(equals={"version": version})
 
 
 def _rev_is(item: Item) -> Condition:

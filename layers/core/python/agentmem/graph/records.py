@@ -27,7 +27,7 @@ can hold about 6,000 current observations before its item reaches DynamoDB's 400
 
 Search segments: a write posts the tokens of its new observations (``o``: token -> entity -> how many of
 its observations hold it) and of its new entities' names (``n``: token -> entities) into one item per
-hash bucket of the tokens, ``<b>`` = ``<level><3 hex digits>``: level 1 has 64 buckets (writes of many
+hash bucket of the tokens, ``<b>`` = ``<level><3 hex digits>``: level 1 has 128 buckets (writes of many
 pairs: a few full items), level 2 has 4,096 (small writes: a search reads few pairs it does not need).
 A search reads both buckets of each query token; what it counts is an upper bound of each entity's
 score (never below it), and the entities it returns are scored again from their facts. Invalidating,
@@ -66,7 +66,7 @@ TYPE_POSTING = "GY#"
 TYPE_MEMBER = "GB#"
 OBSERVATION_POSTING = "GWT#"
 SEGMENT = "GWS#"
-SEGMENT_LEVELS = {1: 64, 2: 4096}
+SEGMENT_LEVELS = {1: 128, 2: 4096}
 """Buckets per level of search segments (level 1 for writes of at least ``LEVEL_1_PAIRS`` pairs)."""
 LEVEL_1_PAIRS = 512
 EPISODE = "GP#"

@@ -3,7 +3,7 @@
 A segment (``GWS#<bucket>#<seg>``, see :mod:`agentmem.graph.records`) holds the (token, entity) pairs of
 one write that fall into its bucket: ``o`` maps token -> entity -> how many of the write's observations
 of that entity hold the token, ``n`` maps token -> the new entities whose name holds it. A write of
-500 observations posts ~4,400 pairs in 64 items instead of one item per pair.
+500 observations posts ~4,400 pairs in 128 items instead of one item per pair.
 
 What a search adds up from segments is an upper bound of each entity's score: pairs are posted before
 the facts they index and taken out after the facts leave, and a lost race can leave one behind. The

@@ -13,8 +13,8 @@ With an embedder, each entry is embedded once (one batch per write) and its vect
 stored on the entry item itself, so the vector index can be rebuilt without re-embedding. When the
 embedder or the vector index cannot be reached, the entry is still stored (marked
 ``vector_pending``) and the write reports ``indexing: "pending"``; a search that cannot use vectors
-falls back to keyword matching and says ``degraded``. Hybrid ranking is reciprocal rank fusion
-(docs/adr/0301-hybrid-search-fusion.md).
+falls back to keyword matching and says ``degraded``. Scores are calibrated relevance, the same in
+every mode, and hybrid ranks by it (agentmem/search/calibration.py).
 """
 
 from __future__ import annotations
@@ -35,16 +35,15 @@ from agentmem.keys import Scope, UserRef, validate_id
 from agentmem.memory import records
 from agentmem.models.memory import MAX_TEXT_BYTES, MemoryEntry, SearchMode, StoredEntry
 from agentmem.observability import logger
+from agentmem.search import calibration
 from agentmem.search.inverted_index import InvertedIndex
 from agentmem.search.tokenize import tokenize
 from agentmem.stores.table import Condition, Item, Key, Table, query_all
-from agentmem.vectors.port import VectorHit, VectorIndex, VectorRecord
+from agentmem.vectors.port import VectorIndex, VectorRecord
 
 _DELETE_PAGE = 200
-RRF_K = 60
-"""Reciprocal rank fusion constant (Cormack et al. 2009); see docs/adr/0301-hybrid-search-fusion.md."""
 CANDIDATES = 50
-"""How deep each ranking is read before fusion (at least ``top_k``)."""
+"""How deep each ranking is read before they are combined (at least ``top_k``)."""
 PENDING: str = "pending"
 
 
@@ -263,7 +262,7 @@ class MemoryService:
         warnings: list[str] = []
         scored: list[tuple[str, str, float]]
         if mode == "keyword":
-            scored = self._keyword(scope, query)
+            scored = calibration.keyword(self._keyword(scope, query))
         else:
             try:
                 semantic = self._semantic(scope, query, max(CANDIDATES, top_k), warnings)
@@ -273,11 +272,13 @@ class MemoryService:
                 semantic = None
             if semantic is None:
                 mode = "keyword"
-                scored = self._keyword(scope, query)
+                scored = calibration.keyword(self._keyword(scope, query))
             elif mode == "semantic":
-                scored = [(h.scope.partition, h.entry_id, h.score) for h in semantic]
+                scored = calibration.semantic(*semantic)
             else:
-                scored = fuse(self._keyword(scope, query)[: max(CANDIDATES, top_k)], semantic)
+                scored = calibration.hybrid(
+                    semantic[0], self._keyword(scope, query)[: max(CANDIDATES, top_k)], semantic[1]
+                )
         if min_score is not None:
             scored = [h for h in scored if h[2] >= min_score]
         budget = Budget()
@@ -290,19 +291,24 @@ class MemoryService:
         hits = self._index.search([s.partition for s in scope.visible_scopes()], tokenize(query))
         return [(h.partition, h.doc_id, h.score) for h in hits]
 
-    def _semantic(self, scope: Scope, query: str, depth: int, warnings: list[str]) -> list[VectorHit]:
+    def _semantic(
+        self, scope: Scope, query: str, depth: int, warnings: list[str]
+    ) -> tuple[calibration.QueryStanding, list[tuple[str, str, float]]]:
+        """The cosine hits of the query, best first, and the query's standing to calibrate them."""
         assert self.embedder is not None
         assert self.vector_index is not None
         scopes = scope.visible_scopes()
         model_id = self.embedder.model_id
-        hits = self.vector_index.search(scopes, embed_query(self.embedder, query), depth, model_id)
+        vector = embed_query(self.embedder, query)
+        hits = self.vector_index.search(scopes, vector, depth, model_id)
         foreign = self.vector_index.other_models(scopes, model_id)
         if foreign:
             warnings.append(
                 f"entries embedded by another model ({', '.join(foreign)}) are left out of semantic ranking; "
                 "run `agentmem reindex --re-embed` to embed them with the current model"
             )
-        return hits
+        standing = calibration.QueryStanding(self.embedder, vector)
+        return standing, [(h.scope.partition, h.entry_id, h.score) for h in hits]
 
     def hydrate(self, ranked: Sequence[tuple[str, str, float]], top_k: int) -> list[StoredEntry]:
         """Fetch the entries of ranked (partition, id, score) hits, skipping ids whose entry is gone."""
@@ -455,31 +461,6 @@ class MemoryService:
             except Exception:
                 checks["vectors"] = "failing"
         return checks
-
-
-def fuse(keyword: Sequence[tuple[str, str, float]], semantic: Sequence[VectorHit]) -> list[tuple[str, str, float]]:
-    """Reciprocal rank fusion of the two rankings, scaled so that first in both scores 1.0.
-
-    ``score(d) = (1/(k + rank_kw(d)) + 1/(k + rank_sem(d))) / (2/(k + 1))`` with ranks from 1; a document
-    missing from one ranking gets nothing from it. Ties go to the better semantic rank, then the newer id.
-    """
-    scores: dict[tuple[str, str], float] = {}
-    semantic_rank: dict[tuple[str, str], int] = {}
-    for rank, (partition, doc_id, _) in enumerate(keyword, start=1):
-        scores[(partition, doc_id)] = scores.get((partition, doc_id), 0.0) + 1.0 / (RRF_K + rank)
-    for rank, hit in enumerate(semantic, start=1):
-        key = (hit.scope.partition, hit.entry_id)
-        scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
-        semantic_rank[key] = rank
-    best = 2.0 / (RRF_K + 1)
-    fused = [(p, d, round(min(1.0, s / best), 6)) for (p, d), s in scores.items()]
-    unranked = len(semantic) + 1
-    fused.sort(key=lambda h: (-h[2], semantic_rank.get((h[0], h[1]), unranked), _neg(h[1])))
-    return fused
-
-
-def _neg(doc_id: str) -> tuple[int, ...]:
-    return tuple(-ord(c) for c in doc_id)
 
 
 def _decoded(data: bytes) -> list[float]:

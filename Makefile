@@ -10,7 +10,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_NO_INPUT := 1
 
-.PHONY: serve test lint bench synth layer deploy clean
+.PHONY: serve test lint bench synth layer deploy clean opensearch opensearch-node
 
 STAGE ?= dev
 SEARCH_BACKEND ?= opensearch
@@ -32,11 +32,33 @@ $(MCP_REFERENCE)/node_modules/.installed: $(MCP_REFERENCE)/package.json $(MCP_RE
 serve: $(VENV)/.dev ## start the API on 127.0.0.1 with the embedded stores
 	$(BIN)/agentmem serve --host 127.0.0.1 --port $(PORT) --db $(DB)
 
+# A real OpenSearch 2.19.1 node with the k-NN plugin (Lucene engine), built by Maven from tools/opensearch-node.
+OPENSEARCH_PORT ?= 9200
+OPENSEARCH_HOME ?= .data/opensearch
+NODE_DIR := tools/opensearch-node
+NODE_BUILT := $(NODE_DIR)/target/.built
+NODE_CLASSPATH := $(NODE_DIR)/target/classes:$(NODE_DIR)/target/lib/*:$(NODE_DIR)/target/knn/*
+
+$(NODE_BUILT): $(NODE_DIR)/pom.xml $(NODE_DIR)/src/main/java/OpenSearchNode.java
+	@command -v java >/dev/null && command -v mvn >/dev/null || \
+		{ echo "the OpenSearch node (make opensearch, make test) needs Java 17 and Maven: install a JDK 17 and Maven 3" >&2; exit 1; }
+	@java -XshowSettings:properties -version 2>&1 | awk '/java.specification.version/ {exit ($$3 < 17)}' || \
+		{ echo "the OpenSearch node needs Java 17 or later: java -version says $$(java -version 2>&1 | head -1)" >&2; exit 1; }
+	mvn -B -q -f $(NODE_DIR)/pom.xml package
+	touch $@
+
+opensearch-node: $(NODE_BUILT) ## build the OpenSearch node launcher (Maven) if it is missing or older than its sources
+
+opensearch: $(NODE_BUILT) ## run one OpenSearch k-NN node in the foreground on 127.0.0.1:$(OPENSEARCH_PORT) (data in $(OPENSEARCH_HOME))
+	@mkdir -p $(OPENSEARCH_HOME)
+	@OPENSEARCH_PORT=$(OPENSEARCH_PORT) OPENSEARCH_HOME=$(abspath $(OPENSEARCH_HOME)) \
+		exec java -Xms512m -Xmx1g -cp '$(NODE_CLASSPATH)' OpenSearchNode
+
 $(VENV)/.infra: $(BIN)/python requirements-infra.txt
 	$(PIP) -r requirements-infra.txt
 	touch $@
 
-test: $(VENV)/.dev $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed ## run every test tier
+test: $(VENV)/.dev $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) ## run every test tier (the OpenSearch tests need Java 17 and Maven)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
@@ -44,7 +66,7 @@ lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: $(VENV)/.dev $(MCP_REFERENCE)/node_modules/.installed ## print latency and quality figures
+bench: $(VENV)/.dev $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) ## print latency and quality figures
 	$(BIN)/python bench/run.py $(ONLY)
 
 synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too)
@@ -59,4 +81,4 @@ deploy: $(VENV)/.dev $(VENV)/.infra layer ## deploy the stack (needs AWS credent
 	npx --yes aws-cdk@2 deploy $(CDK_CONTEXT) --app "$(BIN)/python infra/app.py" --require-approval broadening
 
 clean:
-	rm -rf $(VENV) .data cdk.out .layer-build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .data cdk.out $(NODE_DIR)/target .layer-build .pytest_cache .mypy_cache .ruff_cache

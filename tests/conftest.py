@@ -22,9 +22,39 @@ from agentmem.settings import Settings
 from agentmem.stores.dynamo_table import DynamoTable
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.stores.table import Table
+from tests.opensearch_node import OpenSearchNode
 from tests.support import ApiClient
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+OPENSEARCH_GROUP = "opensearch"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the group marks into node-id suffixes
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the OpenSearch node runs on one xdist worker (`--dist loadgroup`): one JVM."""
+    for item in items:
+        if "opensearch_node" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(OPENSEARCH_GROUP))
+
+
+@pytest.fixture(scope="session")
+def opensearch_node() -> Iterator[OpenSearchNode]:
+    """A real OpenSearch 2.19.1 node with the k-NN plugin (Lucene engine) on free ports; ``.url`` is its
+    HTTP endpoint. Needs Java 17 and Maven (a missing one fails the test, it is never skipped).
+
+    Safe per xdist worker (own ports, own temporary home; tests use their own index names): with pytest
+    9.2 and pytest-xdist 3.8 `--dist loadgroup` ignores xdist_group marks (pytest-xdist issue 1386), so
+    each worker that runs an OpenSearch test starts its own node; when grouping works, one worker does."""
+    from tests import opensearch_node
+
+    try:
+        node = opensearch_node.start()
+    except opensearch_node.NodeError as error:
+        pytest.fail(str(error), pytrace=False)
+    yield node
+    node.stop()
 
 
 @pytest.fixture

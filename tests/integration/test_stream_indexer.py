@@ -1,9 +1,11 @@
-"""The stream indexer (functions/indexer/handler.py) with a DynamoDB stream event, on osmem-server; reindex."""
+"""The stream indexer (functions/indexer/handler.py) with a DynamoDB stream event, on the real OpenSearch node;
+`agentmem create-index` and `agentmem reindex`."""
 
 from __future__ import annotations
 
 import copy
 import json
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -17,27 +19,41 @@ from agentmem.models.memory import MemoryEntry
 from agentmem.settings import Settings
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.vectors.opensearch import OpenSearchVectorIndex
+from tests.opensearch_node import OpenSearchNode
 from tests.support import load_event
 
 ALICE = UserRef("demo-app", "alice")
 
 
 @pytest.fixture
-def cloud(sqlite_table: SqliteTable, osmem_url: str) -> Iterator[Container]:
+def cloud(
+    sqlite_table: SqliteTable, opensearch_node: OpenSearchNode, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Container]:
+    from agentmem import cli
+
     settings = Settings(
         embedder="hashing",
         embedding_dimension=384,
         vector_index="opensearch",
-        opensearch_endpoint=osmem_url,
-        opensearch_index="memory-vectors",
+        opensearch_endpoint=opensearch_node.url,
+        opensearch_index=f"memory-vectors-{uuid.uuid4().hex[:12]}",
+        opensearch_engine="lucene",
     )
     container = Container(settings, table=sqlite_table)
     index = container.vector_index
     assert isinstance(index, OpenSearchVectorIndex)
-    index.create_index(384)
+    # The index is created by the command a deployment runs once
+    with monkeypatch.context() as patched:
+        patched.setattr("agentmem.container.get_container", lambda: container)
+        patched.setattr("agentmem.container.set_container", lambda _: None)
+        assert cli.main(["create-index"]) == 0
+    mapping = index.client.indices.get_mapping(index=index.index)[index.index]["mappings"]["properties"]
+    assert mapping["vector"]["dimension"] == 384
+    assert mapping["vector"]["method"]["engine"] == "lucene"
     set_container(container)
     yield container
     set_container(None)
+    index.client.indices.delete(index=index.index)
 
 
 def _entry_ids(container: Container) -> set[str]:

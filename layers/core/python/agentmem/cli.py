@@ -40,6 +40,9 @@ def _serve(args: argparse.Namespace) -> int:
     from agentmem.container import get_container, set_container
     from agentmem.local.server import LocalServer, default_workers
 
+    if args.workers < 0:
+        print("agentmem serve: --workers must be 1 or more (0: one per core)", file=sys.stderr)
+        return 2
     set_container(None)
     container = get_container()
     settings = container.settings
@@ -188,8 +191,8 @@ def _create_index(args: argparse.Namespace) -> int:
         print("no OpenSearch vector index is configured (MEMORY_EMBEDDER, MEMORY_OPENSEARCH_ENDPOINT)", file=sys.stderr)
         return 2
     dimension = args.dimension or container.embedder.dimension
-    created = index.create_index(dimension, engine=args.engine)
-    print(f"index {index.index} {'created' if created else 'already exists'} ({dimension} dimensions, {args.engine})")
+    created = index.create_index(dimension)
+    print(f"index {index.index} {'created' if created else 'already exists'} ({dimension} dimensions, {index.engine})")
     return 0
 
 
@@ -229,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--workers",
         type=int,
         default=0,
-        help="worker processes, each serving one request at a time (default: one per core)",
+        help="worker processes, each serving one request at a time (default 0: one per core)",
     )
     serve.add_argument(
         "--allow-unauthenticated-network",
@@ -273,9 +276,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sub.add_argument("--dynamodb-endpoint", help="a DynamoDB-compatible endpoint")
         sub.set_defaults(run=_keys)
 
-    create_index = commands.add_parser("create-index", help="create the OpenSearch vector index (once per deployment)")
+    create_index = commands.add_parser(
+        "create-index",
+        help="create the OpenSearch vector index (once per deployment; engine: MEMORY_OPENSEARCH_ENGINE)",
+    )
     create_index.add_argument("--dimension", type=int, help="vector size (default: the configured embedder's)")
-    create_index.add_argument("--engine", choices=["lucene", "faiss"], default="lucene")
     create_index.set_defaults(run=_create_index)
 
     rebuild = commands.add_parser("reindex", help="rebuild the vector index from the table (one user or everything)")

@@ -94,6 +94,7 @@ class Container:
                 index=self.settings.opensearch_index,
                 region_name=self.settings.aws_region,
                 service=self.settings.opensearch_service,
+                engine=self.settings.opensearch_engine,
             )
         if self.embedder is None:
             return None

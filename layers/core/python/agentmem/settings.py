@@ -15,6 +15,7 @@
 | MEMORY_OPENSEARCH_ENDPOINT | the OpenSearch URL (`https://...` is signed with SigV4) | unset |
 | MEMORY_OPENSEARCH_INDEX | the vector index name | `agent-memory-vectors` |
 | MEMORY_OPENSEARCH_SERVICE | SigV4 service: `es` (OpenSearch Service) or `aoss` (Serverless) | `es` |
+| MEMORY_OPENSEARCH_ENGINE | k-NN engine of the mapping: `lucene` or `faiss` | `faiss` on https or aoss, else `lucene` |
 | MEMORY_DELETION_RUNNER | `local` (in-process) or `stepfunctions` | `stepfunctions` if the ARN is set |
 | MEMORY_DELETION_STATE_MACHINE_ARN | the delete_user state machine the API starts | unset |
 | MEMORY_DELETION_BATCH_SIZE | items one deletion step deletes at most | `500` |
@@ -35,6 +36,7 @@ from typing import Literal
 StoreKind = Literal["sqlite", "dynamodb"]
 EmbedderKind = Literal["none", "hashing", "local", "bedrock"]
 VectorIndexKind = Literal["exact", "opensearch"]
+OpenSearchEngine = Literal["lucene", "faiss"]
 DeletionRunnerKind = Literal["local", "stepfunctions"]
 DEVELOPMENT_RECEIPT_KEY = "agentmem-development-receipt-key"
 AuthMode = Literal["none", "required"]
@@ -55,6 +57,7 @@ class Settings:
     opensearch_endpoint: str | None = None
     opensearch_index: str = "agent-memory-vectors"
     opensearch_service: str = "es"
+    opensearch_engine: OpenSearchEngine = "lucene"
     deletion_runner: DeletionRunnerKind = "local"
     deletion_state_machine_arn: str | None = None
     deletion_batch_size: int = 500
@@ -88,6 +91,11 @@ class Settings:
         if vector_index == "opensearch" and not opensearch_endpoint:
             raise ValueError("MEMORY_VECTOR_INDEX=opensearch needs MEMORY_OPENSEARCH_ENDPOINT")
         service = _choice(env, "MEMORY_OPENSEARCH_SERVICE", ("es", "aoss"), "es")
+        # AWS (https, Serverless) runs faiss; the local node of `make opensearch` has only lucene (no native libs).
+        on_aws = service == "aoss" or (opensearch_endpoint or "").startswith("https://")
+        engine = _choice(env, "MEMORY_OPENSEARCH_ENGINE", ("lucene", "faiss"), "faiss" if on_aws else "lucene")
+        if service == "aoss" and engine == "lucene":
+            raise ValueError("MEMORY_OPENSEARCH_ENGINE=lucene is not available on OpenSearch Serverless: use faiss")
         dimension = env.get("MEMORY_EMBEDDING_DIMENSION")
         state_machine = env.get("MEMORY_DELETION_STATE_MACHINE_ARN") or None
         runner = _choice(
@@ -110,6 +118,7 @@ class Settings:
             opensearch_endpoint=opensearch_endpoint,
             opensearch_index=env.get("MEMORY_OPENSEARCH_INDEX") or _DEFAULTS.opensearch_index,
             opensearch_service=service,
+            opensearch_engine=engine,  # type: ignore[arg-type]
             deletion_runner=runner,  # type: ignore[arg-type]
             deletion_state_machine_arn=state_machine,
             deletion_batch_size=int(env.get("MEMORY_DELETION_BATCH_SIZE") or _DEFAULTS.deletion_batch_size),

@@ -7,8 +7,10 @@ HNSW), so the filter is applied while the graph is searched and one tenant's que
 another tenant's vectors. Document ids are a hash of (partition, entry id): stable, so an upsert
 replaces, and short enough for any partition.
 
-Works with OpenSearch Service (SigV4 service ``es``) and OpenSearch Serverless (``aoss``); index
-creation is explicit (``agentmem create-index``), never at import or per request.
+Works with OpenSearch Service (SigV4 service ``es``), OpenSearch Serverless (``aoss``, faiss only) and
+the local node of ``make opensearch`` (lucene only); index creation is explicit (``agentmem
+create-index``, engine from MEMORY_OPENSEARCH_ENGINE), never at import or per request. Tested on a real
+OpenSearch 2.19.1 node with the k-NN plugin (tests/integration/test_opensearch_index.py).
 """
 
 from __future__ import annotations
@@ -23,15 +25,24 @@ from agentmem.vectors.port import VectorHit, VectorRecord
 
 GLOBAL_PROJECT = ""
 _BULK_CHUNK = 500
+_DOCUMENT_KEY = ("app", "user", "project", "entry_id")
+"""The fields that identify one document (its id is their hash): the listing's sort key."""
 
 
 def document_id(scope: Scope, entry_id: str) -> str:
     return hashlib.sha256(f"{scope.partition}\x00{entry_id}".encode()).hexdigest()
 
 
-def index_body(dimension: int, *, engine: str = "lucene", m: int = 16, ef_construction: int = 128) -> dict[str, Any]:
-    """Settings and mappings of the vector index: HNSW, cosine similarity, keyword filter fields."""
-    if engine not in ("lucene", "faiss"):
+ENGINES = ("lucene", "faiss")
+
+
+def index_body(dimension: int, *, engine: str, m: int = 16, ef_construction: int = 128) -> dict[str, Any]:
+    """Settings and mappings of the vector index: HNSW, cosine similarity, keyword filter fields.
+
+    The engine is always named: OpenSearch's default (faiss in 2.19, nmslib on some Serverless
+    collections) would otherwise decide, and filters fail on nmslib, faiss fails where no native library
+    is loaded (the local node)."""
+    if engine not in ENGINES:
         raise ValueError("engine must be lucene or faiss (both support efficient k-NN filtering)")
     keyword = {"type": "keyword"}
     return {
@@ -79,6 +90,13 @@ def user_filter(user: UserRef) -> dict[str, Any]:
     return {"bool": {"filter": [{"term": {"app": user.app}}, {"term": {"user": user.user}}]}}
 
 
+KNN_CANDIDATES = 100
+"""The graph search collects at least this many candidates (``k``); the response keeps the best ``top_k``
+(``size``). On the bench's 10,000 random vectors filtered to one user, recall@10 against exact search
+is 0.93 with k = 10 and 1.000 with k = 100 (`make bench ONLY=ann`). ``k`` is the one knob lucene, faiss
+and Serverless all accept in the query; lucene searches its graph with a queue of k (its ef_search)."""
+
+
 def knn_query_body(scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str) -> dict[str, Any]:
     """A k-NN query with efficient filtering, as documented for the lucene and faiss engines."""
     return {
@@ -88,7 +106,7 @@ def knn_query_body(scopes: Sequence[Scope], vector: Sequence[float], top_k: int,
             "knn": {
                 "vector": {
                     "vector": [float(v) for v in vector],
-                    "k": top_k,
+                    "k": max(top_k, KNN_CANDIDATES),
                     "filter": scope_filter(scopes, model_id),
                 }
             }
@@ -113,19 +131,26 @@ class OpenSearchVectorIndex:
         index: str = "agent-memory-vectors",
         region_name: str | None = None,
         service: str = "es",
+        engine: str = "lucene",
         client: Any = None,
         refresh: bool | str | None = None,
         timeout: float = 5.0,
     ) -> None:
         if service not in ("es", "aoss"):
             raise ValueError("service must be es (OpenSearch Service) or aoss (Serverless)")
+        if engine not in ENGINES:
+            raise ValueError("engine must be lucene or faiss (both support efficient k-NN filtering)")
+        if service == "aoss" and engine == "lucene":
+            raise ValueError("OpenSearch Serverless has no lucene engine: use faiss")
         self.endpoint = endpoint
         self.index = index
         self.service = service
+        self.engine = engine
         self._region = region_name
         self._client = client
         self._timeout = timeout
-        # Read-your-writes: the request path waits for the refresh (es). Serverless has no refresh parameter.
+        # Read-your-writes: writes wait for the refresh that makes them searchable (OpenSearch Service, the
+        # local node). Serverless rejects the refresh parameter and refreshes on its own (~60 s): no wait.
         self._refresh: bool | str = (False if service == "aoss" else "wait_for") if refresh is None else refresh
 
     @property
@@ -160,11 +185,12 @@ class OpenSearchVectorIndex:
 
     # -- administration ------------------------------------------------------------------------------
 
-    def create_index(self, dimension: int, *, engine: str = "lucene") -> bool:
-        """Create the index if it is missing; return True when it was created."""
+    def create_index(self, dimension: int) -> bool:
+        """Create the index (with this adapter's engine) if it is missing; return True when it was created."""
         if self._call("exists", self.client.indices.exists, index=self.index):
             return False
-        self._call("create", self.client.indices.create, index=self.index, body=index_body(dimension, engine=engine))
+        body = index_body(dimension, engine=self.engine)
+        self._call("create", self.client.indices.create, index=self.index, body=body)
         return True
 
     def health(self) -> str:
@@ -256,7 +282,9 @@ class OpenSearchVectorIndex:
                 "size": 1000,
                 "_source": False,
                 "query": query,
-                "sort": [{"entry_id": "asc"}],
+                # A unique sort key: with entry_id alone, ids shared by two projects at a page boundary
+                # were skipped by search_after (and survived an erasure).
+                "sort": [{field: "asc"} for field in _DOCUMENT_KEY],
             }
             if search_after is not None:
                 body["search_after"] = search_after

@@ -38,7 +38,7 @@ from agentmem.models.memory import MAX_TEXT_BYTES, MemoryEntry, SearchMode, Stor
 from agentmem.observability import logger
 from agentmem.search.inverted_index import InvertedIndex
 from agentmem.search.tokenize import tokenize
-from agentmem.stores.table import Condition, Item, Key, Table, query_all
+from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Item, Key, Table, query_all
 from agentmem.vectors.indexing import record_for_item
 from agentmem.vectors.port import VectorHit, VectorIndex
 
@@ -235,10 +235,12 @@ class MemoryService:
         side_items: list[Item] = [users.registry_item(scope)]
         for p in prepared:
             entry_id = p.item["id"]
-            side_items.append(records.pointer_item(scope, entry_id))
-            side_items.extend(self._index.postings(scope.partition, entry_id, p.tokens))
+            own = [records.pointer_item(scope, entry_id), *self._index.postings(scope.partition, entry_id, p.tokens)]
             if session_id is not None:
-                side_items.append(records.session_index_item(scope, session_id, entry_id, generation))
+                own.append(records.session_index_item(scope, session_id, entry_id, generation))
+            if TTL_ATTRIBUTE in p.item:  # what points at an expiring entry expires with it (DynamoDB TTL too)
+                own = [{**item, TTL_ATTRIBUTE: p.item[TTL_ATTRIBUTE]} for item in own]
+            side_items.extend(own)
         self._table.batch_write(puts=side_items)
         self._table.batch_write(puts=[p.item for p in prepared])
         # The stats version moves after the entries exist, so a reader that sees the new version also sees

@@ -306,7 +306,8 @@ def test_the_sweep_removes_expired_entries_and_what_points_at_them(sqlite_table:
     assert count_items(sqlite_table) > baseline
     stats = InvertedIndex(sqlite_table, records.INDEX_NAMESPACE)
     docs_before = sqlite_table.get(scope.partition, stats.stats_sk)
-    assert docs_before is not None and docs_before["docs"] == 4
+    assert docs_before is not None
+    assert docs_before["docs"] == 4
     # When the sweep runs
     assert sweep(sqlite_table, memory) == 3
     # Then the entries, postings, pointers and session rows are gone from the file; the statistics follow
@@ -314,7 +315,8 @@ def test_the_sweep_removes_expired_entries_and_what_points_at_them(sqlite_table:
     assert rows[0] == 0
     assert count_items(sqlite_table) == baseline + 1  # the session head of s1 stays (the session exists)
     after = sqlite_table.get(scope.partition, stats.stats_sk)
-    assert after is not None and after["docs"] == 1
+    assert after is not None
+    assert after["docs"] == 1
     assert [e.content["parts"][0]["text"] for e in memory.list_recent(scope).entries] == ["lasting words"]
     # And a second sweep finds nothing
     assert sweep(sqlite_table, memory) == 0

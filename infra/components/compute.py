@@ -127,8 +127,12 @@ class Compute(Construct):
             self.indexer = self._function(
                 "Indexer", "indexer", memory=1024, timeout=120, description="table stream -> OpenSearch"
             )
-            # Reads the table; UpdateItem only to add to the tenant's embedding counters (metering).
-            storage.grant_actions(self.indexer.role, ["dynamodb:GetItem", "dynamodb:UpdateItem"])  # type: ignore[arg-type]
+            # Reads the table; UpdateItem adds to the tenant's embedding counters (metering) and takes an entry
+            # removed by TTL out of its partition's statistics; the deletes remove what pointed at that entry.
+            storage.grant_actions(
+                self.indexer.role,  # type: ignore[arg-type]
+                ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"],
+            )
             self._allow_embeddings(self.indexer)
             self.indexer.add_event_source(
                 sources.DynamoEventSource(

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
+import math
+from datetime import datetime
 from typing import Any
 
+from agentmem.clock import format_timestamp
 from agentmem.keys import Scope, escape
+from agentmem.memory import filters
 from agentmem.models.memory import StoredEntry
-from agentmem.stores.table import Item
+from agentmem.stores.table import TTL_ATTRIBUTE, Item
 
 ENTRY = "E#"
 SESSION_INDEX = "SX#"
 SESSION_HEAD = "SESSION#"
 INDEX_NAMESPACE = "M"
 ENTRY_POINTER = "ID#"
+METADATA = "metadata"
+EXPIRES_AT = filters.EXPIRES_AT
 
 
 def entry_sk(entry_id: str) -> str:
@@ -47,8 +53,37 @@ def entry_from_item(item: Item, score: float | None = None) -> StoredEntry:
         content=json.loads(item["content"]),
         author=item.get("author"),
         timestamp=item["timestamp"],
+        metadata=entry_metadata(item),
+        expires_at=item.get(EXPIRES_AT),
         score=score,
     )
+
+
+def entry_metadata(item: Item) -> dict[str, Any]:
+    """The entry's metadata (kept as JSON text: numbers may be floats, which the table cannot hold)."""
+    raw = item.get(METADATA)
+    return json.loads(raw) if isinstance(raw, str) else {}
+
+
+def entry_builtins(item: Item) -> dict[str, Any]:
+    """The built-in fields a filter reads (see :mod:`agentmem.memory.filters`)."""
+    return {
+        "author": item.get("author"),
+        "session_id": item.get("session_id"),
+        "timestamp": item.get("timestamp"),
+        EXPIRES_AT: item.get(EXPIRES_AT),
+    }
+
+
+def is_live(item: Item, now: str) -> bool:
+    """Not expired at ``now`` (a stored-form timestamp, which compares as a string)."""
+    expires = item.get(EXPIRES_AT)
+    return not isinstance(expires, str) or expires > now
+
+
+def matches(item: Item, where: filters.Node | None, now: str) -> bool:
+    """Live at ``now`` and matching the filter: the evaluation of SQLite and DynamoDB (over the items)."""
+    return is_live(item, now) and filters.matches(where, entry_builtins(item), entry_metadata(item))
 
 
 def entry_item(
@@ -60,8 +95,10 @@ def entry_item(
     author: str | None,
     timestamp: str,
     tokens: list[str],
+    metadata: dict[str, Any] | None = None,
+    expires_at: datetime | None = None,
 ) -> Item:
-    return {
+    item: Item = {
         "pk": scope.partition,
         "sk": entry_sk(entry_id),
         "id": entry_id,
@@ -73,3 +110,11 @@ def entry_item(
         "tokens": sorted(set(tokens)),
         "length": len(tokens),
     }
+    if metadata:
+        item[METADATA] = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
+    if expires_at is not None:
+        item[EXPIRES_AT] = format_timestamp(expires_at)
+        # DynamoDB TTL (and the local sweep) remove the entry from the second after it expired; reads
+        # stop returning it at expires_at itself (is_live).
+        item[TTL_ATTRIBUTE] = math.ceil(expires_at.timestamp())
+    return item

@@ -6,14 +6,16 @@ through ``infra/workflows/delete_user.asl.json``), whose Tasks all call the dele
 
 from __future__ import annotations
 
+import fcntl
 import json
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from agentmem.deletion.asl import ExecutionFailed, Interpreter
 from agentmem.errors import Unavailable
@@ -52,8 +54,45 @@ class DeletionRunner(Protocol):
         ...
 
 
+def default_lock_dir() -> Path:
+    return Path(tempfile.gettempdir()) / "agentmem-deletions"
+
+
+class _RunLock:
+    """An exclusive lock file held for as long as a run goes on: the local server's worker processes
+    (and any other process on the machine) see another's run as active, and a run whose process died
+    is not, since the operating system releases the lock with the process."""
+
+    def __init__(self, directory: Path, deletion_id: str) -> None:
+        self.path = directory / f"{deletion_id}.lock"
+
+    def acquire(self) -> IO[str]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.path.open("w")
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return handle
+
+    def release(self, handle: IO[str]) -> None:
+        self.path.unlink(missing_ok=True)
+        handle.close()
+
+    def held(self) -> bool:
+        try:
+            handle = self.path.open("r")
+        except FileNotFoundError:
+            return False
+        with handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return False
+
+
 class LocalRunner:
-    """Interprets the workflow in this process, in a background thread (or inline)."""
+    """Interprets the workflow in this process, in a background thread (or inline). A run holds a lock
+    file in ``lock_dir`` so that every process sharing the store knows it is going on."""
 
     name = "local"
 
@@ -64,18 +103,21 @@ class LocalRunner:
         definition_path: str | Path | None = None,
         background: bool = True,
         sleep: Callable[[float], None] | None = None,
+        lock_dir: Path | None = None,
     ) -> None:
         self._run_step = run_step
         self._definition = load_definition(definition_path)
         self._background = background
         self._sleep = sleep
-        self._active: set[str] = set()
+        self._lock_dir = lock_dir or default_lock_dir()
+        self._active: dict[str, IO[str]] = {}
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
 
     def start(self, deletion_id: str, app: str, user: str) -> None:
+        handle = _RunLock(self._lock_dir, deletion_id).acquire()
         with self._lock:
-            self._active.add(deletion_id)
+            self._active[deletion_id] = handle
         payload = execution_input(deletion_id, app, user)
         if not self._background:
             self._execute(deletion_id, payload)
@@ -97,7 +139,9 @@ class LocalRunner:
 
     def is_active(self, deletion_id: str) -> bool:
         with self._lock:
-            return deletion_id in self._active
+            if deletion_id in self._active:
+                return True
+        return _RunLock(self._lock_dir, deletion_id).held()
 
     def _execute(self, deletion_id: str, payload: dict[str, str]) -> None:
         kwargs = {} if self._sleep is None else {"sleep": self._sleep}
@@ -111,7 +155,8 @@ class LocalRunner:
             logger.exception("deletion runner crashed", deletion_id=deletion_id)
         finally:
             with self._lock:
-                self._active.discard(deletion_id)
+                handle = self._active.pop(deletion_id)
+            _RunLock(self._lock_dir, deletion_id).release(handle)
 
 
 class StepFunctionsRunner:

@@ -15,6 +15,7 @@ from aws_cdk import Acknowledgment, CfnOutput, Stack, Tags, Validations
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from agentmem.settings import Env
 from infra.components.api import Api, ApiSettings
 from infra.components.compute import Compute, ComputeSettings
 from infra.components.operations import Operations
@@ -75,14 +76,11 @@ class MemoryServiceStack(Stack):
         self.workflow = DeletionWorkflow(
             self,
             "Workflow",
-            storage=self.storage,
             steps_function=self.compute.deletion,
             log_retention=options.log_retention,
             production=options.production,
         )
-        self.compute.api.add_environment(
-            "MEMORY_DELETION_STATE_MACHINE_ARN", self.workflow.state_machine.state_machine_arn
-        )
+        self.compute.api.add_environment(Env.DELETION_STATE_MACHINE_ARN, self.workflow.state_machine.state_machine_arn)
         self.workflow.grant_start(self.compute.api.role)  # type: ignore[arg-type]
         self.api = Api(
             self,

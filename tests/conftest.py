@@ -6,6 +6,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +25,9 @@ from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.stores.table import Table
 from tests.opensearch_node import OpenSearchNode
 from tests.support import ApiClient
+
+if TYPE_CHECKING:
+    from tests.synthesis import Synthesized
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,3 +126,30 @@ def container(table: Table) -> Iterator[Container]:
 def api(container: Container) -> ApiClient:
     """Drive functions/api/handler.py with API Gateway REST events, against both tables."""
     return ApiClient()
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """Both stacks synthesized once per session, for the infra and cloud tiers (tests/synthesis.py)."""
+    from tests.synthesis import synthesize
+
+    return synthesize(tmp_path_factory.mktemp("cdk.out"))
+
+
+# The cloud rehearsal's report (tests/cloud): each AWS call per role and the grants no call used, carried
+# in the test reports' user_properties (so it reaches the controller under xdist) and printed at the end.
+_REHEARSAL_REPORT: list[tuple[str, str]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":
+        _REHEARSAL_REPORT.extend(
+            (str(name), str(value)) for name, value in report.user_properties if str(name).startswith("rehearsal:")
+        )
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _REHEARSAL_REPORT:
+        terminalreporter.section("cloud rehearsal: AWS calls per role, and the grants no call used")
+        for name, value in _REHEARSAL_REPORT:
+            terminalreporter.write_line(f"{name.removeprefix('rehearsal:')}: {value}")

@@ -19,13 +19,22 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from agentmem.keys import tenant_partition
+from agentmem.settings import Env
+from agentmem.tenancy.keys import lookup_partition
 from infra import packaging
-from infra.components.search import VectorSearch
-from infra.components.storage import Storage
+from infra.components.search import ERASER, INDEXER, SEARCHER, VectorSearch
+from infra.components.storage import DELETION_ACTIONS, Storage
 
 EMBEDDING_MODEL_ID = "amazon.titan-embed-text-v2:0"
 SERVICE_NAME = "agent-memory"
 METRICS_NAMESPACE = "AgentMemory"
+DELETION_RESERVED_CONCURRENCY = 10
+"""Kept for the erasure steps whatever the API's traffic: one execution runs at most 5 steps at once (the
+Map's MaxConcurrency 4 beside the vector branch), so two erasures run in full and more queue on the
+ASL's Lambda.TooManyRequestsException retries instead of being starved by a tenant's burst."""
+AUTHORIZER_PARTITIONS = [lookup_partition("") + "*", tenant_partition("") + "*"]
+"""The only partitions the authorizer reads: key lookups (``K#<hash>``) and tenant records (``T#<app>``)."""
 API_TIMEOUT_SECONDS = 29
 """The API function's timeout (API Gateway's integration limit): no write request runs longer."""
 
@@ -74,16 +83,17 @@ class Compute(Construct):
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
-            "MEMORY_STORE": "dynamodb",
-            "MEMORY_TABLE_NAME": storage.table.table_name,
-            "MEMORY_EMBEDDER": "bedrock",
-            "MEMORY_VECTOR_INDEX": "opensearch" if search is not None else "exact",
-            "MEMORY_AUTH": "required",
+            Env.STORE: "dynamodb",
+            Env.TABLE_NAME: storage.table.table_name,
+            Env.EMBEDDER: "bedrock",
+            Env.VECTOR_INDEX: "opensearch" if search is not None else "exact",
+            Env.AUTH: "required",
             # An erasure waits this long after marking the user: no API request can still be writing then.
-            "MEMORY_DELETION_DRAIN_SECONDS": str(API_TIMEOUT_SECONDS + 1),
+            Env.DELETION_DRAIN_SECONDS: str(API_TIMEOUT_SECONDS + 1),
         }
         if search is not None:
-            environment["MEMORY_OPENSEARCH_ENDPOINT"] = search.endpoint
+            environment[Env.OPENSEARCH_ENDPOINT] = search.endpoint
+            environment[Env.OPENSEARCH_SERVICE] = search.signing_service
         # The HMAC key naming users in deletion receipts: generated once, read at run time, never rotated
         # (a new key would make earlier receipts unreadable to their users).
         self.receipt_key = secretsmanager.Secret(
@@ -93,7 +103,7 @@ class Compute(Construct):
             generate_secret_string=secretsmanager.SecretStringGenerator(exclude_punctuation=True, password_length=64),
             removal_policy=self._removal,
         )
-        environment["MEMORY_RECEIPT_KEY_SECRET_ARN"] = self.receipt_key.secret_arn
+        environment[Env.RECEIPT_KEY_SECRET_ARN] = self.receipt_key.secret_arn
         self.environment = environment
 
         self.api = self._function(
@@ -103,18 +113,25 @@ class Compute(Construct):
             "Authorizer", "authorizer", memory=512, timeout=5, description="x-api-key -> tenant (app)"
         )
         self.deletion = self._function(
-            "DeletionSteps", "deletion", memory=1024, timeout=300, description="user erasure steps"
+            "DeletionSteps",
+            "deletion",
+            memory=1024,
+            timeout=300,
+            description="user erasure steps",
+            reserved_concurrency=DELETION_RESERVED_CONCURRENCY,
         )
         storage.grant_read_write(self.api.role)  # type: ignore[arg-type]
-        storage.grant_read(self.authorizer.role)  # type: ignore[arg-type]
-        storage.grant_read_write(self.deletion.role)  # type: ignore[arg-type]
-        self.receipt_key.grant_read(self.api)
-        self.receipt_key.grant_read(self.deletion)
+        # Two GetItems per request (the key's lookup item, the tenant record); nothing else of the table.
+        storage.grant_get_items(self.authorizer.role, AUTHORIZER_PARTITIONS)  # type: ignore[arg-type]
+        storage.grant_actions(self.deletion.role, DELETION_ACTIONS)  # type: ignore[arg-type]
+        for fn in (self.api, self.deletion):  # GetSecretValue only (grant_read adds DescribeSecret, never called)
+            fn.add_to_role_policy(
+                iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[self.receipt_key.secret_arn])
+            )
         self._allow_embeddings(self.api)
 
         self.indexer: lambda_.Function | None = None
         self.dlq: sqs.Queue | None = None
-        searchers: list[lambda_.Function] = [self.api, self.deletion]
         if search is not None:
             self.dlq = sqs.Queue(
                 self,
@@ -127,11 +144,13 @@ class Compute(Construct):
             self.indexer = self._function(
                 "Indexer", "indexer", memory=1024, timeout=120, description="table stream -> OpenSearch"
             )
-            # Reads the table; UpdateItem adds to the tenant's embedding counters (metering) and takes an entry
-            # removed by TTL out of its partition's statistics; the deletes remove what pointed at that entry.
+            # PutItem: an entry stored while the embedder was down gets its vector written back (conditional on the
+            # entry still existing); UpdateItem: the tenant's embedding counters (metering), and the partition's
+            # statistics when DynamoDB TTL removed an entry, whose postings, pointer and session row go by
+            # BatchWriteItem/DeleteItem (agentmem/memory/expiry.py). It reads no items.
             storage.grant_actions(
                 self.indexer.role,  # type: ignore[arg-type]
-                ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"],
+                ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"],
             )
             self._allow_embeddings(self.indexer)
             self.indexer.add_event_source(
@@ -147,12 +166,25 @@ class Compute(Construct):
                     on_failure=sources.SqsDlq(self.dlq),
                 )
             )
-            searchers.append(self.indexer)
-            search.allow([fn.role for fn in searchers])  # type: ignore[misc]
+            search.allow(
+                {
+                    self.api.role: SEARCHER,  # type: ignore[dict-item]
+                    self.deletion.role: ERASER,  # type: ignore[dict-item]
+                    self.indexer.role: INDEXER,  # type: ignore[dict-item]
+                },
+                admins=_context_list(self.node.try_get_context("opensearch_admins")),
+            )
         self.functions = [fn for fn in (self.api, self.authorizer, self.deletion, self.indexer) if fn is not None]
 
     def _function(
-        self, construct_id: str, name: str, *, memory: int, timeout: int, description: str
+        self,
+        construct_id: str,
+        name: str,
+        *,
+        memory: int,
+        timeout: int,
+        description: str,
+        reserved_concurrency: int | None = None,
     ) -> lambda_.Function:
         log_group = logs.LogGroup(
             self,
@@ -182,6 +214,7 @@ class Compute(Construct):
             log_group=log_group,
             role=role,
             environment=dict(self.environment),
+            reserved_concurrent_executions=reserved_concurrency,
         )
 
     def _allow_embeddings(self, fn: lambda_.Function) -> None:
@@ -189,3 +222,10 @@ class Compute(Construct):
             service="bedrock", account="", resource="foundation-model", resource_name=EMBEDDING_MODEL_ID
         )
         fn.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[model_arn]))
+
+
+def _context_list(value: object) -> list[str]:
+    """A context value given as a list or as a comma-separated string (``-c opensearch_admins=arn1,arn2``)."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return [str(part) for part in value] if isinstance(value, list) else []

@@ -6,14 +6,16 @@ the vectors kept in the table (exact search) and nothing here exists, so nothing
 Three policies guard the collection:
 - encryption: the stack's customer managed KMS key;
 - network: the collection endpoint only (no OpenSearch Dashboards), reached over HTTPS;
-- data access: only the Lambda roles given to :meth:`allow`, and only on this collection's indexes.
+- data access: only the Lambda roles given to :meth:`allow`, each with its own index permissions, only on
+  this collection's indexes. No function creates or changes an index (``agentmem create-index`` does, run
+  by a deployer whose principal is added with the ``opensearch_admins`` context).
 Every request is SigV4-signed by those roles, which also need ``aoss:APIAccessAll`` on this collection.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
@@ -21,13 +23,16 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_opensearchserverless as aoss
 from constructs import Construct
 
-INDEX_PERMISSIONS = [
-    "aoss:CreateIndex",
-    "aoss:DescribeIndex",
-    "aoss:UpdateIndex",
-    "aoss:ReadDocument",
-    "aoss:WriteDocument",
-]
+from agentmem.settings import OPENSEARCH_SERVERLESS_SERVICE
+
+SEARCHER = ["aoss:DescribeIndex", "aoss:ReadDocument", "aoss:WriteDocument"]
+"""The API: its health check describes the index, it searches and writes vectors in the request."""
+ERASER = ["aoss:ReadDocument", "aoss:WriteDocument"]
+"""The deletion steps: list, count and delete a user's vectors."""
+INDEXER = ["aoss:WriteDocument"]
+"""The stream indexer only writes (bulk index and delete)."""
+ADMIN = ["aoss:CreateIndex", "aoss:DescribeIndex", "aoss:UpdateIndex", "aoss:ReadDocument", "aoss:WriteDocument"]
+"""A deployer's ``agentmem create-index`` and ``agentmem reindex`` (the ``opensearch_admins`` context)."""
 
 
 class VectorSearch(Construct):
@@ -68,36 +73,44 @@ class VectorSearch(Construct):
         self.collection.add_resource_dependency(encryption)
         self.collection.add_resource_dependency(network)
         self.endpoint = self.collection.attr_collection_endpoint
+        self.signing_service = OPENSEARCH_SERVERLESS_SERVICE
         self.arn = self.collection.attr_arn
         self._key = key
 
-    def allow(self, roles: Sequence[iam.IRole]) -> None:
-        """Let exactly these roles use the collection's indexes (data access policy + IAM)."""
-        principals = [role.role_arn for role in roles]
+    def allow(self, grants: Mapping[iam.IRole, Sequence[str]], admins: Sequence[str] = ()) -> None:
+        """Let exactly these roles use the collection's indexes, each with its permissions (data policy + IAM).
+
+        ``admins`` (IAM principal ARNs) may also create, describe and update the index and read and write
+        its documents: what ``agentmem create-index`` and ``agentmem reindex`` need."""
+        collection = f"collection/{self.collection_name}"
+        index = f"index/{self.collection_name}/*"
+        statements = [
+            {
+                "Rules": [{"ResourceType": "index", "Resource": [index], "Permission": list(permissions)}],
+                "Principal": [role.role_arn],
+            }
+            for role, permissions in grants.items()
+        ]
+        if admins:
+            statements.append(
+                {
+                    "Rules": [
+                        {"ResourceType": "index", "Resource": [index], "Permission": ADMIN},
+                        {
+                            "ResourceType": "collection",
+                            "Resource": [collection],
+                            "Permission": ["aoss:DescribeCollectionItems"],
+                        },
+                    ],
+                    "Principal": list(admins),
+                }
+            )
         aoss.CfnAccessPolicy(
             self,
             "DataAccessPolicy",
             name=f"{self.collection_name}-data"[:32],
             type="data",
-            policy=Stack.of(self).to_json_string(
-                [
-                    {
-                        "Rules": [
-                            {
-                                "ResourceType": "index",
-                                "Resource": [f"index/{self.collection_name}/*"],
-                                "Permission": INDEX_PERMISSIONS,
-                            },
-                            {
-                                "ResourceType": "collection",
-                                "Resource": [f"collection/{self.collection_name}"],
-                                "Permission": ["aoss:DescribeCollectionItems"],
-                            },
-                        ],
-                        "Principal": principals,
-                    }
-                ]
-            ),
+            policy=Stack.of(self).to_json_string(statements),
         )
-        for role in roles:
+        for role in grants:
             role.add_to_principal_policy(iam.PolicyStatement(actions=["aoss:APIAccessAll"], resources=[self.arn]))

@@ -16,7 +16,18 @@ TABLE_READ_ACTIONS = [
     "dynamodb:DescribeTable",
 ]
 TABLE_WRITE_ACTIONS = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"]
+DELETION_ACTIONS = [
+    "dynamodb:GetItem",
+    "dynamodb:Query",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+]
+"""What the erasure steps do (agentmem.deletion): read the user's items, delete them in batches, write the
+mark, the status and the receipt."""
 KEY_ACTIONS = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
+KEY_READ_ACTIONS = ["kms:Decrypt", "kms:DescribeKey"]
 
 
 class Storage(Construct):
@@ -58,6 +69,17 @@ class Storage(Construct):
 
     def grant_actions(self, role: iam.IRole, actions: list[str]) -> None:
         self._grant(role, actions)
+
+    def grant_get_items(self, role: iam.IRole, partitions: list[str]) -> None:
+        """GetItem only, and only of items whose partition key matches one of ``partitions`` (wildcards)."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:GetItem"],
+                resources=[self.table.table_arn],
+                conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": partitions}},
+            )
+        )
+        role.add_to_principal_policy(iam.PolicyStatement(actions=KEY_READ_ACTIONS, resources=[self.key.key_arn]))
 
     def _grant(self, role: iam.IRole, actions: list[str]) -> None:
         """Explicit actions on this table and its key only (no wildcard actions, no index/* resources)."""

@@ -1,7 +1,7 @@
 """Workflow: the user-erasure state machine, defined by infra/workflows/delete_user.asl.json.
 
-The ASL file is the one the tests execute; CDK substitutes ``${DeletionStepsFunctionArn}`` and
-``${TableName}``. Standard type, logging ALL (without execution data: inputs name users), X-Ray on.
+The ASL file is the one the tests execute; CDK substitutes ``${DeletionStepsFunctionArn}``. Standard
+type, logging ALL (without execution data: inputs name users), X-Ray on.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.components.storage import Storage
-
 ASL_FILE = Path(__file__).resolve().parent.parent / "workflows" / "delete_user.asl.json"
 
 
@@ -26,7 +24,6 @@ class DeletionWorkflow(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        storage: Storage,
         steps_function: lambda_.IFunction,
         log_retention: logs.RetentionDays,
         production: bool,
@@ -42,21 +39,16 @@ class DeletionWorkflow(Construct):
             self,
             "DeleteUser",
             definition_body=sfn.DefinitionBody.from_file(str(ASL_FILE)),
-            definition_substitutions={
-                "DeletionStepsFunctionArn": steps_function.function_arn,
-                "TableName": storage.table.table_name,
-            },
+            definition_substitutions={"DeletionStepsFunctionArn": steps_function.function_arn},
             state_machine_type=sfn.StateMachineType.STANDARD,
             tracing_enabled=True,
             logs=sfn.LogOptions(destination=self.logs, level=sfn.LogLevel.ALL, include_execution_data=False),
         )
-        role = self.state_machine.role
-        # A definition read from a file gives CDK nothing to infer permissions from: grant them here.
-        role.add_to_principal_policy(
+        # A definition read from a file gives CDK nothing to infer permissions from: grant them here. Every
+        # Task invokes the steps Lambda (no direct SDK integration), so that is the role's only data grant.
+        self.state_machine.role.add_to_principal_policy(
             iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[steps_function.function_arn])
         )
-        # Direct SDK integrations of the ASL (${TableName}): item reads and writes on the one table.
-        storage.grant_read_write(role)
 
     def grant_start(self, role: iam.IRole) -> None:
         """Start executions and read their status (the API's DELETE {scope} and GET deletions)."""

@@ -160,3 +160,10 @@ def test_a_network_host_is_served_when_asked_explicitly_or_with_auth(live_server
         server = live_server_factory(args=("--workers", "1", "--host", "0.0.0.0", *options))
         assert httpx.get(f"{server.base_url}/v1/health").status_code == 200
         server.stop()
+
+
+def test_a_negative_worker_count_is_refused(tmp_path: Path) -> None:
+    command = [c if c != "1" else "-1" for c in serve_command(tmp_path, "--host", "127.0.0.1")]
+    done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--workers" in done.stderr

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import httpx
+
 from tests.e2e.conftest import LiveServer, ServerFactory
 from tests.support import text_entry
 
@@ -25,6 +27,17 @@ def served_by(log: Path) -> list[tuple[int, str, str, int]]:
     """(worker pid, method, target, status) of every request in the access log so far."""
     lines = log.read_text(encoding="utf-8").splitlines()
     return [(int(m[1]), m[2], m[3], int(m[4])) for m in map(_ACCESS.match, lines) if m]
+
+
+def logged_pid(log: Path, method: str, target: str, timeout: float = 10.0) -> int:
+    """The worker that served a request (its access-log line is written just after the answer is sent)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [pid for pid, m, t, _ in served_by(log) if (m, t) == (method, target)]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"{method} {target} is not in the access log"
+        time.sleep(0.05)
 
 
 def worker_pids(server: LiveServer) -> set[int]:
@@ -49,10 +62,13 @@ def test_concurrent_writes_across_worker_processes_are_all_kept(
     server, log = logged_server(live_server_factory, tmp_path, MEMORY_EMBEDDER="hashing")
     scopes = [f"/v1/apps/load/users/{quote(f'u/{n}', safe='')}" for n in range(2)]
 
-    # Given 16 clients, each on its own connection, writing 15 entries (one scope shared by all)
+    # Given 16 clients writing 15 entries each into two scopes, a new connection per request (so that
+    # every worker gets some)
     def writer(client_no: int) -> list[tuple[str, str]]:
         acknowledged = []
-        with server.client() as client:
+        with httpx.Client(
+            base_url=server.base_url, timeout=30, limits=httpx.Limits(max_keepalive_connections=0)
+        ) as client:
             for i in range(15):
                 scope = scopes[(client_no + i) % 2]
                 reply = client.post(f"{scope}/memories", json={"entry": text_entry(f"client {client_no} note {i}")})
@@ -95,7 +111,7 @@ def test_an_erasure_started_in_one_worker_finishes_while_another_answers(
         started = client.delete(path)
         assert started.status_code == 202
     deletion_id = started.json()["deletion_id"]
-    starter = next(pid for pid, method, target, _ in served_by(log) if method == "DELETE" and target == path)
+    starter = logged_pid(log, "DELETE", path)
 
     # And the status is polled on fresh connections, several at a time, until the other worker says it is done
     def poll(n: int) -> tuple[int, str]:
@@ -108,8 +124,10 @@ def test_an_erasure_started_in_one_worker_finishes_while_another_answers(
     deadline = time.monotonic() + 120
     while True:
         statuses.update(in_parallel([lambda n=n: poll(n) for n in range(len(statuses), len(statuses) + 4)], 4))
-        poll_pid = {int(t.rpartition("poll=")[2]): pid for pid, _, t, _ in served_by(log) if "poll=" in t}
-        done_elsewhere = [n for n, status in statuses.items() if status == "SUCCEEDED" and poll_pid[n] != starter]
+        succeeded = [n for n, status in statuses.items() if status == "SUCCEEDED"]
+        done_elsewhere = [
+            n for n in succeeded if logged_pid(log, "GET", f"{path}/deletions/{deletion_id}?poll={n}") != starter
+        ]
         if done_elsewhere:
             break
         assert time.monotonic() < deadline, f"no other worker saw the erasure finish: {statuses}"

@@ -1,75 +1,19 @@
-"""Synthesize the CDK app once per test session (both deployment shapes in one app).
-
-Every test of this tier is put in one xdist group (``make test`` runs ``--dist loadgroup``), so one
-worker synthesizes once and runs them all. Bundling is off (``aws:cdk:bundling-stacks``: ``[]``): the
-dependency layer is not built, nothing is downloaded, synthesis is offline; ``dependency_layer=source``
-keeps a local ``make layer`` build (120 MB) out of the test's assembly.
-"""
+"""The synthesized stacks (``synthesized`` is a session fixture of tests/conftest.py; see tests/synthesis.py)."""
 
 from __future__ import annotations
 
-import json
-import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+from tests.synthesis import DEV_TABLE, PROD_OPENSEARCH, Synthesized, mark_group
 
-INFRA_GROUP = "cdk-synth"
+__all__ = ["DEV_TABLE", "PROD_OPENSEARCH", "Synthesized", "resources"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).resolve().parent
-    for item in items:
-        if here in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(pytest.mark.xdist_group(INFRA_GROUP))
-
-
-@dataclass
-class Synthesized:
-    outdir: Path
-    templates: dict[str, dict[str, Any]]
-    """Stack name -> CloudFormation template (dict)."""
-    stacks: dict[str, Any]
-    """Stack name -> the MemoryServiceStack object."""
-
-    def template(self, name: str) -> Any:
-        from aws_cdk.assertions import Template
-
-        return Template.from_json(self.templates[name])
-
-    def template_path(self, name: str) -> Path:
-        return self.outdir / f"{name}.template.json"
-
-
-PROD_OPENSEARCH = "AgentMemory-prod"
-DEV_TABLE = "AgentMemory-dev"
-
-
-@pytest.fixture(scope="session")
-def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    """prod + OpenSearch and dev + table-only, with cdk-nag's AwsSolutions checks: synth raises on a finding."""
-    from aws_cdk import App, Validations
-    from cdk_nag import AwsSolutionsChecks
-
-    from infra.stack import DeploymentOptions, MemoryServiceStack
-
-    outdir = tmp_path_factory.mktemp("cdk.out")
-    app = App(outdir=str(outdir), context={"aws:cdk:bundling-stacks": [], "dependency_layer": "source"})
-    stacks = {
-        PROD_OPENSEARCH: MemoryServiceStack(
-            app, PROD_OPENSEARCH, options=DeploymentOptions(stage="prod", search_backend="opensearch")
-        ),
-        DEV_TABLE: MemoryServiceStack(app, DEV_TABLE, options=DeploymentOptions(stage="dev", search_backend="table")),
-    }
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    app.synth()
-    templates = {name: json.loads((outdir / f"{name}.template.json").read_text()) for name in stacks}
-    return Synthesized(outdir, templates, stacks)
+    mark_group(items, Path(__file__).resolve().parent)
 
 
 @pytest.fixture(scope="session")

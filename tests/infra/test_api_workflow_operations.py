@@ -154,7 +154,7 @@ def test_deletion_state_machine_comes_from_the_asl_file_with_logging_all_and_tra
             "StateMachineType": "STANDARD",
             "TracingConfiguration": {"Enabled": True},
             "LoggingConfiguration": {"Level": "ALL", "IncludeExecutionData": False, "Destinations": Match.any_value()},
-            "DefinitionSubstitutions": {"DeletionStepsFunctionArn": Match.any_value(), "TableName": Match.any_value()},
+            "DefinitionSubstitutions": {"DeletionStepsFunctionArn": Match.any_value()},
         },
     )
     from infra.components.workflow import ASL_FILE

@@ -8,7 +8,9 @@ from collections import Counter
 import pytest
 
 from agentmem import users
-from agentmem.container import Container, set_container
+from agentmem.container import Container, get_container, set_container
+from agentmem.deletion import steps
+from agentmem.deletion.runners import LocalRunner
 from agentmem.keys import UserRef
 from agentmem.stores.table import Table
 from tests.erasure_support import InMemoryVectorIndex, export_all, seed_user
@@ -244,3 +246,32 @@ def test_the_sample_step_event_runs_through_the_lambda_handler(table: Table, con
     result = handler(load_event("deletion_step_list_scopes.json"), None)
     # Then it answers the step's result
     assert result == {"scopes": [{"project_id": None}, {"project_id": "alpha"}], "next": None, "more": False}
+
+
+def test_a_re_sweep_waits_for_an_index_that_shows_deletes_late(api: ApiClient, table: Table, inline: Container) -> None:
+    # Given an external index that shows deletes only after its refresh (Serverless: about a minute)
+    class RefreshingIndex(InMemoryVectorIndex):
+        visibility_seconds = 60
+        sweeps = 0
+
+        def delete_user(self, user: UserRef) -> int:
+            self.sweeps += 1
+            return super().delete_user(user) if self.sweeps > 1 else 0
+
+    index = RefreshingIndex()
+    waits: list[float] = []
+    runner = LocalRunner(
+        lambda event: steps.run_step(get_container().deletion, event), background=False, sleep=waits.append
+    )
+    set_container(Container(inline.settings, table=inline.table, vector_index=index, deletion_runner=runner))
+    target = seed_user(api, table, UserRef("demo", "ana"), index)
+
+    # When the user is deleted
+    started = api.delete(target.path)
+
+    # Then the workflow waited the index's refresh once, between the sweep that left vectors and the next
+    status = api.get(f"{target.path}/deletions/{started.body['deletion_id']}").body
+    assert status["status"] == "SUCCEEDED"
+    assert index.sweeps == 2
+    assert [w for w in waits if w] == [60]
+    assert index.count_user(target.user) == 0

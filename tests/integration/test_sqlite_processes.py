@@ -7,6 +7,8 @@ import multiprocessing
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from agentmem.errors import ConditionFailed
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.stores.table import Condition
@@ -65,12 +67,18 @@ def test_processes_writing_one_file_lose_nothing(tmp_path: Path) -> None:
         table.close()
 
 
-def test_commits_are_synced_to_disk_before_they_return(tmp_path: Path) -> None:
+def test_item_writes_are_synced_to_disk_before_they_return(tmp_path: Path) -> None:
     table = SqliteTable(tmp_path / "durable.db")
     try:
         table.put({"pk": "P", "sk": "S"})
         conn: sqlite3.Connection = table._connection()  # the pragmas are per connection: read the table's own
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL: the WAL is fsynced on every commit
+        # A counter commits unsynced (it rides on the next synced commit), and puts the connection back
+        table.increment("P", "COUNTER", {"n": 1})
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+        with pytest.raises(ConditionFailed):
+            table.put({"pk": "P", "sk": "S"}, Condition(exists=False))
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
     finally:
         table.close()

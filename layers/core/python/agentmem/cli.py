@@ -40,6 +40,9 @@ def _serve(args: argparse.Namespace) -> int:
     from agentmem.container import get_container, set_container
     from agentmem.local.server import LocalServer, default_workers
 
+    if args.workers < 0:
+        print("agentmem serve: --workers must be 1 or more (0: one per core)", file=sys.stderr)
+        return 2
     set_container(None)
     container = get_container()
     settings = container.settings
@@ -241,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--workers",
         type=int,
         default=0,
-        help="worker processes, each serving one request at a time (default: one per core)",
+        help="worker processes, each serving one request at a time (default 0: one per core)",
     )
     serve.add_argument(
         "--allow-unauthenticated-network",

@@ -14,7 +14,7 @@
 | MEMORY_VECTOR_INDEX | `exact` (vectors in the table) or `opensearch` | `opensearch` with an endpoint, else `exact` |
 | MEMORY_OPENSEARCH_ENDPOINT | the OpenSearch URL (`https://...` is signed with SigV4) | unset |
 | MEMORY_OPENSEARCH_INDEX | the vector index name | `agent-memory-vectors` |
-| MEMORY_OPENSEARCH_SERVICE | SigV4 service: `es` (OpenSearch Service) or `aoss` (Serverless) | `es` |
+| MEMORY_OPENSEARCH_SERVICE | SigV4 service: `es` (Service) or `aoss` (Serverless) | `aoss` on `*.aoss.amazonaws.com` |
 | MEMORY_OPENSEARCH_ENGINE | k-NN engine of the mapping: `lucene` or `faiss` | `faiss` on https or aoss, else `lucene` |
 | MEMORY_DELETION_RUNNER | `local` (in-process) or `stepfunctions` | `stepfunctions` if the ARN is set |
 | MEMORY_DELETION_STATE_MACHINE_ARN | the delete_user state machine the API starts | unset |
@@ -31,7 +31,40 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Final, Literal
+
+
+class Env:
+    """The environment variables' names, written once: read here, set by the CDK stack (infra/)."""
+
+    STORE: Final = "MEMORY_STORE"
+    SQLITE_PATH: Final = "MEMORY_SQLITE_PATH"
+    TABLE_NAME: Final = "MEMORY_TABLE_NAME"
+    DYNAMODB_ENDPOINT_URL: Final = "MEMORY_DYNAMODB_ENDPOINT_URL"
+    AUTH: Final = "MEMORY_AUTH"
+    IDEMPOTENCY_TTL_SECONDS: Final = "MEMORY_IDEMPOTENCY_TTL_SECONDS"
+    EMBEDDER: Final = "MEMORY_EMBEDDER"
+    EMBEDDING_DIMENSION: Final = "MEMORY_EMBEDDING_DIMENSION"
+    BEDROCK_MODEL_ID: Final = "MEMORY_BEDROCK_MODEL_ID"
+    VECTOR_INDEX: Final = "MEMORY_VECTOR_INDEX"
+    OPENSEARCH_ENDPOINT: Final = "MEMORY_OPENSEARCH_ENDPOINT"
+    OPENSEARCH_INDEX: Final = "MEMORY_OPENSEARCH_INDEX"
+    OPENSEARCH_SERVICE: Final = "MEMORY_OPENSEARCH_SERVICE"
+    OPENSEARCH_ENGINE: Final = "MEMORY_OPENSEARCH_ENGINE"
+    DELETION_RUNNER: Final = "MEMORY_DELETION_RUNNER"
+    DELETION_STATE_MACHINE_ARN: Final = "MEMORY_DELETION_STATE_MACHINE_ARN"
+    DELETION_BATCH_SIZE: Final = "MEMORY_DELETION_BATCH_SIZE"
+    DELETION_WORKFLOW_PATH: Final = "MEMORY_DELETION_WORKFLOW_PATH"
+    DELETION_DRAIN_SECONDS: Final = "MEMORY_DELETION_DRAIN_SECONDS"
+    RECEIPT_KEY: Final = "MEMORY_RECEIPT_KEY"
+    RECEIPT_KEY_SECRET_ARN: Final = "MEMORY_RECEIPT_KEY_SECRET_ARN"
+
+
+ENV_NAMES: frozenset[str] = frozenset(value for name, value in vars(Env).items() if name.isupper())
+OPENSEARCH_SERVERLESS_SERVICE = "aoss"
+"""SigV4 service name of OpenSearch Serverless (the CDK stack sets it; an ``*.aoss.amazonaws.com`` host implies it)."""
+OPENSEARCH_SERVERLESS_HOST_SUFFIX = ".aoss.amazonaws.com"
+
 
 StoreKind = Literal["sqlite", "dynamodb"]
 EmbedderKind = Literal["none", "hashing", "local", "bedrock"]
@@ -78,56 +111,64 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
-        endpoint = env.get("MEMORY_DYNAMODB_ENDPOINT_URL") or None
+        endpoint = env.get(Env.DYNAMODB_ENDPOINT_URL) or None
         in_lambda = bool(env.get("AWS_LAMBDA_FUNCTION_NAME"))
-        store = _choice(env, "MEMORY_STORE", ("sqlite", "dynamodb"), "dynamodb" if endpoint or in_lambda else "sqlite")
+        store = _choice(env, Env.STORE, ("sqlite", "dynamodb"), "dynamodb" if endpoint or in_lambda else "sqlite")
         embedder = _choice(
-            env, "MEMORY_EMBEDDER", ("none", "hashing", "local", "bedrock"), "local" if store == "sqlite" else "none"
+            env, Env.EMBEDDER, ("none", "hashing", "local", "bedrock"), "local" if store == "sqlite" else "none"
         )
-        opensearch_endpoint = env.get("MEMORY_OPENSEARCH_ENDPOINT") or None
+        opensearch_endpoint = env.get(Env.OPENSEARCH_ENDPOINT) or None
         vector_index = _choice(
-            env, "MEMORY_VECTOR_INDEX", ("exact", "opensearch"), "opensearch" if opensearch_endpoint else "exact"
+            env, Env.VECTOR_INDEX, ("exact", "opensearch"), "opensearch" if opensearch_endpoint else "exact"
         )
         if vector_index == "opensearch" and not opensearch_endpoint:
             raise ValueError("MEMORY_VECTOR_INDEX=opensearch needs MEMORY_OPENSEARCH_ENDPOINT")
-        service = _choice(env, "MEMORY_OPENSEARCH_SERVICE", ("es", "aoss"), "es")
+        service = _choice(env, Env.OPENSEARCH_SERVICE, ("es", "aoss"), _signing_service(opensearch_endpoint))
         # AWS (https, Serverless) runs faiss; the local node of `make opensearch` has only lucene (no native libs).
         on_aws = service == "aoss" or (opensearch_endpoint or "").startswith("https://")
-        engine = _choice(env, "MEMORY_OPENSEARCH_ENGINE", ("lucene", "faiss"), "faiss" if on_aws else "lucene")
+        engine = _choice(env, Env.OPENSEARCH_ENGINE, ("lucene", "faiss"), "faiss" if on_aws else "lucene")
         if service == "aoss" and engine == "lucene":
             raise ValueError("MEMORY_OPENSEARCH_ENGINE=lucene is not available on OpenSearch Serverless: use faiss")
-        dimension = env.get("MEMORY_EMBEDDING_DIMENSION")
-        state_machine = env.get("MEMORY_DELETION_STATE_MACHINE_ARN") or None
+        dimension = env.get(Env.EMBEDDING_DIMENSION)
+        state_machine = env.get(Env.DELETION_STATE_MACHINE_ARN) or None
         runner = _choice(
-            env, "MEMORY_DELETION_RUNNER", ("local", "stepfunctions"), "stepfunctions" if state_machine else "local"
+            env, Env.DELETION_RUNNER, ("local", "stepfunctions"), "stepfunctions" if state_machine else "local"
         )
         if runner == "stepfunctions" and not state_machine:
             raise ValueError("MEMORY_DELETION_RUNNER=stepfunctions needs MEMORY_DELETION_STATE_MACHINE_ARN")
-        auth = _choice(env, "MEMORY_AUTH", ("none", "required"), "required" if in_lambda else "none")
+        auth = _choice(env, Env.AUTH, ("none", "required"), "required" if in_lambda else "none")
         return cls(
             store=store,  # type: ignore[arg-type]
-            sqlite_path=env.get("MEMORY_SQLITE_PATH") or _DEFAULTS.sqlite_path,
-            table_name=env.get("MEMORY_TABLE_NAME") or _DEFAULTS.table_name,
+            sqlite_path=env.get(Env.SQLITE_PATH) or _DEFAULTS.sqlite_path,
+            table_name=env.get(Env.TABLE_NAME) or _DEFAULTS.table_name,
             dynamodb_endpoint_url=endpoint,
             aws_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
-            idempotency_ttl_seconds=int(env.get("MEMORY_IDEMPOTENCY_TTL_SECONDS") or _DEFAULTS.idempotency_ttl_seconds),
+            idempotency_ttl_seconds=int(env.get(Env.IDEMPOTENCY_TTL_SECONDS) or _DEFAULTS.idempotency_ttl_seconds),
             embedder=embedder,  # type: ignore[arg-type]
             embedding_dimension=int(dimension) if dimension else None,
-            bedrock_model_id=env.get("MEMORY_BEDROCK_MODEL_ID") or _DEFAULTS.bedrock_model_id,
+            bedrock_model_id=env.get(Env.BEDROCK_MODEL_ID) or _DEFAULTS.bedrock_model_id,
             vector_index=vector_index,  # type: ignore[arg-type]
             opensearch_endpoint=opensearch_endpoint,
-            opensearch_index=env.get("MEMORY_OPENSEARCH_INDEX") or _DEFAULTS.opensearch_index,
+            opensearch_index=env.get(Env.OPENSEARCH_INDEX) or _DEFAULTS.opensearch_index,
             opensearch_service=service,
             opensearch_engine=engine,  # type: ignore[arg-type]
             deletion_runner=runner,  # type: ignore[arg-type]
             deletion_state_machine_arn=state_machine,
-            deletion_batch_size=int(env.get("MEMORY_DELETION_BATCH_SIZE") or _DEFAULTS.deletion_batch_size),
-            deletion_workflow_path=env.get("MEMORY_DELETION_WORKFLOW_PATH") or None,
-            deletion_drain_seconds=int(env.get("MEMORY_DELETION_DRAIN_SECONDS") or _DEFAULTS.deletion_drain_seconds),
-            receipt_key=env.get("MEMORY_RECEIPT_KEY") or DEVELOPMENT_RECEIPT_KEY,
-            receipt_key_secret_arn=env.get("MEMORY_RECEIPT_KEY_SECRET_ARN") or None,
+            deletion_batch_size=int(env.get(Env.DELETION_BATCH_SIZE) or _DEFAULTS.deletion_batch_size),
+            deletion_workflow_path=env.get(Env.DELETION_WORKFLOW_PATH) or None,
+            deletion_drain_seconds=int(env.get(Env.DELETION_DRAIN_SECONDS) or _DEFAULTS.deletion_drain_seconds),
+            receipt_key=env.get(Env.RECEIPT_KEY) or DEVELOPMENT_RECEIPT_KEY,
+            receipt_key_secret_arn=env.get(Env.RECEIPT_KEY_SECRET_ARN) or None,
             auth=auth,  # type: ignore[arg-type]
         )
+
+
+def _signing_service(endpoint: str | None) -> str:
+    """``aoss`` for an OpenSearch Serverless collection endpoint (``*.aoss.amazonaws.com``), else ``es``."""
+    from urllib.parse import urlparse
+
+    host = urlparse(endpoint or "").hostname or ""
+    return OPENSEARCH_SERVERLESS_SERVICE if host.endswith(OPENSEARCH_SERVERLESS_HOST_SUFFIX) else "es"
 
 
 def _choice(env: Mapping[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:

@@ -186,7 +186,14 @@ class DeletionService:
         pk, sk = records.request_key(user.app, deletion_id)
         sweeps = int(self._table.increment(pk, sk, {"sweeps": 1}).get("sweeps", 0))
         clean = remaining == 0
-        return {"clean": clean, "give_up": not clean and sweeps >= self._max_sweeps, "sweeps": sweeps}
+        # An index that shows deletes late (Serverless) is given that long before the next sweep and count.
+        resweep = self._vectors.visibility_seconds if self._vectors is not None and not clean else 0
+        return {
+            "clean": clean,
+            "give_up": not clean and sweeps >= self._max_sweeps,
+            "sweeps": sweeps,
+            "resweep_seconds": resweep,
+        }
 
     def write_receipt(self, user: UserRef, deletion_id: str) -> None:
         self._update_request(user.app, deletion_id, status="SUCCEEDED", finished_at=self._now())

@@ -26,6 +26,7 @@ from gunicorn.workers.gthread import ThreadWorker
 
 from agentmem.api.http import MAX_BODY_BYTES
 from agentmem.local.events import LocalContext, rest_event
+from agentmem.models.responses import error_body as envelope
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
@@ -36,9 +37,8 @@ _HOP_BY_HOP = {"connection", "content-length", "keep-alive", "transfer-encoding"
 
 
 def error_body(code: str, message: str) -> bytes:
-    """The API.md error body, for the answers given before the handler (no Lambda request id: a fresh one)."""
-    error = {"code": code, "message": message, "request_id": str(uuid.uuid4())}
-    return json.dumps({"error": error}).encode()
+    """The API's error envelope, for the answers given before the handler (no Lambda request id: a fresh one)."""
+    return json.dumps(envelope(code, message, str(uuid.uuid4()))).encode()
 
 
 def _status_line(status: int) -> str:

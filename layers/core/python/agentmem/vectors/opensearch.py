@@ -228,6 +228,10 @@ def cosine_from_score(score: float) -> float:
     return max(0.0, min(1.0, 2.0 * score - 1.0))
 
 
+SERVERLESS_REFRESH_SECONDS = 60
+"""OpenSearch Serverless makes writes and deletes searchable on its own schedule, about once a minute."""
+
+
 class OpenSearchVectorIndex:
     name = "opensearch"
     derived = True
@@ -261,6 +265,7 @@ class OpenSearchVectorIndex:
         # Read-your-writes: writes wait for the refresh that makes them searchable (OpenSearch Service, the
         # local node). Serverless rejects the refresh parameter and refreshes on its own (~60 s): no wait.
         self._refresh: bool | str = (False if service == "aoss" else "wait_for") if refresh is None else refresh
+        self.visibility_seconds = 0 if self._refresh else SERVERLESS_REFRESH_SECONDS
 
     @property
     def client(self) -> Any:
@@ -312,24 +317,21 @@ class OpenSearchVectorIndex:
 
     # -- writes --------------------------------------------------------------------------------------
 
-    def _bulk(self, lines: list[dict[str, Any]]) -> None:
+    def _bulk(self, lines: list[dict[str, Any]]) -> int:
+        """Send the actions in chunks; return how many took effect (a delete of a missing document did not)."""
+        done = 0
         for start in range(0, len(lines), _BULK_CHUNK * 2):
             chunk = lines[start : start + _BULK_CHUNK * 2]
             kwargs: dict[str, Any] = {"body": chunk}
             if self._refresh:
                 kwargs["refresh"] = self._refresh
             response = self._call("bulk", self.client.bulk, **kwargs)
-            if response.get("errors"):
-                failed = [
-                    next(iter(item.values()))
-                    for item in response.get("items", [])
-                    if next(iter(item.values())).get("status", 200) >= 300
-                    and next(iter(item.values())).get("status") != 404
-                ]
-                if failed:
-                    raise Unavailable(
-                        f"OpenSearch rejected {len(failed)} bulk actions", code="vector_index_unavailable"
-                    )
+            results = [next(iter(item.values())) for item in response.get("items", [])]
+            failed = [r for r in results if r.get("status", 200) >= 300 and r.get("status") != 404]
+            if failed:
+                raise Unavailable(f"OpenSearch rejected {len(failed)} bulk actions", code="vector_index_unavailable")
+            done += sum(1 for r in results if r.get("status", 200) < 300)
+        return done
 
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         lines: list[dict[str, Any]] = []
@@ -423,9 +425,9 @@ class OpenSearchVectorIndex:
         return self._delete_ids(self._ids_matching(scope_filter([scope])))
 
     def _delete_ids(self, ids: Sequence[str]) -> int:
-        if ids:
-            self._bulk([{"delete": {"_index": self.index, "_id": i}} for i in ids])
-        return len(ids)
+        """Delete by id; count only the documents that were there (a sweep that runs again before a
+        Serverless collection refreshes lists deleted documents once more: they are not counted twice)."""
+        return self._bulk([{"delete": {"_index": self.index, "_id": i}} for i in ids]) if ids else 0
 
     def count_user(self, user: UserRef) -> int:
         response = self._call("count", self.client.count, index=self.index, body={"query": user_filter(user)})

@@ -1,0 +1,188 @@
+"""The cloud rehearsal tier: each stack deployed into moto from its template, the README flow run through it.
+
+The stacks are synthesized once per session (``synthesized``, shared with tests/infra: same xdist
+group). Each stack's deployment lives for this package only (``scope="package"``: moto's state must not
+outlive these tests on the worker), and the README flow runs once per stack; the tests then read its
+answers and the AWS calls it recorded. The grants no call used are printed in the terminal summary.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cloud.rehearsal import BedrockSwitch, Deployment, Gateway
+from tests.synthesis import DEV_TABLE, PROD_OPENSEARCH, Synthesized, mark_group
+
+APP, OTHER_APP, USER = "shop", "clinic", "alice"
+SCOPE = f"/v1/apps/{APP}/users/{USER}"
+STACKS = [DEV_TABLE, PROD_OPENSEARCH]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_group(items, Path(__file__).resolve().parent)
+
+
+@dataclass
+class Flow:
+    deployment: Deployment
+    replies: dict[str, Any] = field(default_factory=dict)
+    indexer_batches: list[dict[str, Any]] = field(default_factory=list)
+    vectors_after_erasure: int | None = None
+
+    @property
+    def opensearch(self) -> bool:
+        return "indexer" in self.deployment.functions
+
+
+def _entry(text: str) -> dict[str, Any]:
+    return {"content": {"role": "user", "parts": [{"text": text}]}, "author": "user"}
+
+
+def _until(condition: Any, what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.2)
+
+
+def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
+    """The README's flow as a tenant runs it against the deployed API, plus the operator's steps."""
+    from agentmem.stores.dynamo_table import DynamoTable
+    from agentmem.tenancy.keys import TenantService
+    from agentmem.vectors.opensearch import OpenSearchVectorIndex
+
+    flow = Flow(deployment)
+    gateway = Gateway(deployment)
+    # The operator (docs/deploy.md): keys for two tenants; with OpenSearch, the index (agentmem create-index).
+    tenants = TenantService(DynamoTable(deployment.table_name))
+    key = tenants.create_key(APP).secret
+    other_key = tenants.create_key(OTHER_APP).secret
+    operator_index = None
+    if flow.opensearch:
+        assert opensearch_url is not None
+        index_name = deployment.functions["api"].variables.get("MEMORY_OPENSEARCH_INDEX", "agent-memory-vectors")
+        operator_index = OpenSearchVectorIndex(opensearch_url, index=index_name, engine="lucene")
+        operator_index.create_index(1024)
+
+    def call(name: str, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        reply = gateway.request(method, path, body, **kw)
+        flow.replies[name] = reply
+        return reply
+
+    def export_all(name: str) -> None:
+        """GET export, following next_cursor to the end; the pages' sections joined under ``name``."""
+        pages = [call(name, "GET", f"{SCOPE}/export", api_key=key)]
+        while pages[-1].status == 200 and pages[-1].body.get("next_cursor"):
+            pages.append(
+                call(name, "GET", f"{SCOPE}/export", query={"cursor": pages[-1].body["next_cursor"]}, api_key=key)
+            )
+        assert all(page.status == 200 for page in pages), [page.body for page in pages]
+        joined = {"entries": [], "episodes": [], "graph": {"entities": [], "relations": [], "observations": []}}
+        for page in pages:
+            joined["entries"] += page.body["entries"]
+            joined["episodes"] += page.body["episodes"]
+            for kind in joined["graph"]:
+                joined["graph"][kind] += page.body["graph"][kind]
+        flow.replies[name] = type(pages[0])(200, joined, {})
+
+    def pump() -> None:
+        if flow.opensearch:
+            flow.indexer_batches += deployment.pump_stream()
+
+    call("health", "GET", "/v1/health")
+    call("no_key", "POST", f"{SCOPE}/memories/search", {"query": "dark mode"})
+    call("bad_key", "POST", f"{SCOPE}/memories/search", {"query": "dark mode"}, api_key="amk_nope_nope")
+    call("other_tenant", "POST", f"{SCOPE}/memories/search", {"query": "dark mode"}, api_key=other_key)
+    call(
+        "store_session",
+        "PUT",
+        f"{SCOPE}/sessions/chat-1/memories",
+        {"entries": [_entry("I prefer dark mode in every editor"), _entry("My dog is called Pixel")]},
+        api_key=key,
+    )
+    call(
+        "store_project",
+        "POST",
+        f"{SCOPE}/memories",
+        {"entry": _entry("Budget is 2k EUR"), "project_id": "trip"},
+        api_key=key,
+    )
+    BedrockSwitch.down = True  # an entry stored while the embedder is down: the indexer embeds it later
+    try:
+        call("store_while_embedder_down", "POST", f"{SCOPE}/memories", {"entry": _entry("My cat is Miso")}, api_key=key)
+    finally:
+        BedrockSwitch.down = False
+    pump()
+
+    def found(name: str, query: str, text: str) -> bool:
+        reply = call(name, "POST", f"{SCOPE}/memories/search", {"query": query, "mode": "semantic"}, api_key=key)
+        texts = [e["content"]["parts"][0]["text"] for e in (reply.body or {}).get("entries", [])]
+        return reply.status == 200 and not reply.body.get("degraded") and text in texts[:1]
+
+    # The vector index refreshes on its own schedule (Serverless has no refresh parameter).
+    _until(lambda: found("semantic_search", "my dog is called Pixel", "My dog is called Pixel"), "semantic search")
+    if flow.opensearch:
+        _until(lambda: found("semantic_search_embedded_later", "my cat is Miso", "My cat is Miso"), "the indexer")
+    note = call("store_note", "POST", f"{SCOPE}/memories", {"entry": _entry("A note to forget")}, api_key=key)
+    call("forget_note", "DELETE", f"{SCOPE}/memories/{note.body['id']}", api_key=key)
+    call("store_chat_2", "PUT", f"{SCOPE}/sessions/chat-2/memories", {"entries": [_entry("Forget me")]}, api_key=key)
+    call("forget_session", "DELETE", f"{SCOPE}/sessions/chat-2", api_key=key)
+    call("keyword_search", "POST", f"{SCOPE}/memories/search", {"query": "dark mode", "mode": "keyword"}, api_key=key)
+    call("project_list", "GET", f"{SCOPE}/memories", query={"project_id": "trip"}, api_key=key)
+    call(
+        "remember",
+        "POST",
+        f"{SCOPE}/graph/tools/remember",
+        {"entity": "Pixel", "entity_type": "dog", "facts": ["likes the beach"]},
+        api_key=key,
+    )
+    call(
+        "relate",
+        "POST",
+        f"{SCOPE}/graph/tools/relate",
+        {"source": "alice", "relation": "owns", "target": "Pixel"},
+        api_key=key,
+    )
+    call("profile_card", "GET", f"{SCOPE}/graph/profile-card", api_key=key)
+    call("graph_search", "GET", f"{SCOPE}/graph/search", query={"q": "Pixel"}, api_key=key)
+    export_all("export")
+    erase = call("erase", "DELETE", SCOPE, api_key=key)
+    assert erase.status == 202, erase.body
+    deletion = f"{SCOPE}/deletions/{erase.body['deletion_id']}"
+
+    def finished() -> bool:
+        reply = call("deletion_status", "GET", deletion, api_key=key)
+        return reply.status == 200 and reply.body["status"] != "RUNNING"
+
+    _until(finished, "the erasure workflow", timeout=300)  # the template's drain Wait alone is 30 s
+    export_all("export_after_erasure")
+    pump()
+    if operator_index is not None:
+        from agentmem.keys import UserRef
+
+        # The end state, once the index has refreshed (the indexer's last batch replays the stream's older
+        # changes before its REMOVEs: a vector may come back for a moment and go again).
+        operator_index.client.indices.refresh(index=operator_index.index)
+        flow.vectors_after_erasure = operator_index.count_user(UserRef(APP, USER))
+    return flow
+
+
+@pytest.fixture(scope="package", params=STACKS)
+def flow(request: pytest.FixtureRequest, synthesized: Synthesized) -> Iterator[Flow]:
+    """One stack deployed and the README flow run through it (once per stack for the whole tier)."""
+    stack = request.param
+    opensearch_url = None
+    if stack == PROD_OPENSEARCH:
+        opensearch_url = request.getfixturevalue("opensearch_node").url
+    deployment = Deployment(synthesized, stack, opensearch_url=opensearch_url)
+    with deployment.deployed():
+        yield run_readme_flow(deployment, opensearch_url)

@@ -1,0 +1,726 @@
+"""The cloud rehearsal: one synthesized stack deployed into moto, its functions run as Lambda would run them.
+
+- Resources: the table (from the template's own properties), its KMS key, the receipt secret, the DLQ
+  and the deletion state machine (the template's definition asset with its DefinitionSubstitutions)
+  are created in moto; every intrinsic of the template resolves to them (tests/cloud/template.py).
+- Functions: each one's environment is its ``Environment.Variables`` resolved, plus what the Lambda
+  runtime adds (region, function name, the role's credentials); only ``MEMORY_OPENSEARCH_ENDPOINT`` is
+  overridden (the test node, whose index the operator creates with the lucene engine).
+  Its real handler (functions/<name>/handler.py) is called with that environment and its own container,
+  one invocation at a time (each function is its own process in Lambda).
+- Calls: a botocore ``before-call`` hook records every AWS call with the principal whose credentials
+  signed it (each role has its own access key; moto's Step Functions signs with ``ak``), and the
+  OpenSearch transport records every HTTP request of the function running it. ``violations`` checks
+  them against the role policies and the collection's data-access policy of the template.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any
+from unittest import mock
+
+from tests.cloud.iam import Policy, matches
+from tests.cloud.template import ACCOUNT, REGION, Template
+from tests.synthesis import Synthesized
+
+OPERATOR = "operator"
+STATE_MACHINE_KEY = "ak"  # the access key moto's Step Functions interpreter signs its Lambda invokes with
+OVERRIDDEN = ("MEMORY_OPENSEARCH_ENDPOINT",)
+"""The one value the rehearsal changes: the collection endpoint becomes the test node. The engine is not a
+function's setting (no function creates the index; the stack sets none): the operator's create-index
+makes the node's index with lucene, as the node needs, where AWS gets faiss."""
+_IAM_PREFIX = {
+    "bedrock-runtime": "bedrock",
+    "dynamodb-streams": "dynamodb",
+    "sfn": "states",
+    "secrets-manager": "secretsmanager",
+}
+_IAM_ACTION = {("lambda", "Invoke"): "InvokeFunction"}
+_TRANSACT = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
+
+
+@dataclass(frozen=True)
+class Call:
+    """One authorization request: who, which IAM action, on which resource, with which condition keys."""
+
+    principal: str
+    action: str
+    resource: str
+    context: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    api: str = ""
+    """The API call it came from (``dynamodb:TransactWriteItems``, ``POST /_bulk``)."""
+
+    def condition_keys(self) -> dict[str, tuple[str, ...]]:
+        return dict(self.context)
+
+
+@dataclass
+class Function:
+    logical_id: str
+    name: str
+    """functions/<name>/handler.py"""
+    role: str
+    """The role's logical id."""
+    role_arn: str
+    access_key: str
+    variables: dict[str, str]
+    """Environment.Variables, resolved."""
+    policy: Policy
+    handler: Callable[[Any, Any], Any] | None = None
+    container: Any = None
+    session: Any = None
+    """The process's default boto3 session (its credentials are the role's)."""
+
+
+class Recorder:
+    """Every AWS call and OpenSearch request made while the rehearsal runs."""
+
+    def __init__(self, principals: Mapping[str, str]) -> None:
+        self.principals = dict(principals)  # access key -> principal
+        self.calls: list[Call] = []
+        self.unattributed: list[str] = []
+        self._lock = threading.Lock()
+        self.current = threading.local()
+        self.table_key = "pk"
+
+    def _add(self, calls: Sequence[Call]) -> None:
+        with self._lock:
+            self.calls.extend(calls)
+
+    # -- botocore ------------------------------------------------------------------------------------
+
+    def provide_params(self, params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["rehearsal_params"] = dict(params)  # the call's own parameters, read again in before_call
+
+    def before_call(self, model: Any, context: Mapping[str, Any], request_signer: Any = None, **_: Any) -> None:
+        credentials = getattr(request_signer, "_credentials", None)
+        key = getattr(credentials, "access_key", None)
+        principal = self.principals.get(str(key))
+        service_id = model.service_model.service_id.hyphenize()
+        api = f"{service_id}:{model.name}"
+        if principal is None:
+            self.unattributed.append(f"{api} signed by {key!r}")
+            return
+        if principal == OPERATOR:
+            return
+        try:
+            requests = self._requests(service_id, model.name, context["rehearsal_params"])
+        except Exception as exc:  # never break the function under test: report it instead
+            self.unattributed.append(f"{api} by {principal}: not understood ({type(exc).__name__}: {exc})")
+            return
+        self._add([Call(principal, *request, api=api) for request in requests])
+
+    def _requests(self, service: str, operation: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        prefix = _IAM_PREFIX.get(service, service)
+        action = f"{prefix}:{_IAM_ACTION.get((prefix, operation), operation)}"
+        arn = f"arn:aws:{{}}:{REGION}:{ACCOUNT}:{{}}"
+        if service == "dynamodb":
+            if operation == "TransactWriteItems":
+                out = []
+                for item in params["TransactItems"]:
+                    ((kind, op),) = item.items()
+                    out.append(
+                        self._dynamodb(f"dynamodb:{_TRANSACT[kind]}", op["TableName"], [op.get("Key") or op["Item"]])
+                    )
+                return out
+            if operation in ("BatchWriteItem", "BatchGetItem"):
+                out = []
+                for table, requests in params["RequestItems"].items():
+                    if operation == "BatchGetItem":
+                        keys = requests["Keys"]
+                    else:
+                        keys = [r.get("PutRequest", {}).get("Item") or r["DeleteRequest"]["Key"] for r in requests]
+                    out.append(self._dynamodb(action, table, keys))
+                return out
+            if operation == "Query":
+                return [self._dynamodb(action, params["TableName"], [], query=params)]
+            keys = [params[k] for k in ("Key", "Item") if k in params]
+            return [self._dynamodb(action, params["TableName"], keys)]
+        if service == "dynamodb-streams":
+            return [(action, params.get("StreamArn") or str(params.get("ShardIterator", "")).split("|")[0] or "*")]
+        if service == "secrets-manager":
+            return [(action, params["SecretId"])]
+        if service == "sfn":
+            return [(action, params.get("stateMachineArn") or params["executionArn"])]
+        if service == "bedrock-runtime":
+            return [(action, f"arn:aws:bedrock:{REGION}::foundation-model/{params['modelId']}")]
+        if service == "lambda":
+            name = params["FunctionName"]
+            return [(action, name if name.startswith("arn:") else arn.format("lambda", f"function:{name}"))]
+        if service == "sqs":
+            name = params["QueueUrl"].rstrip("/").rsplit("/", 1)[-1]
+            return [(action, arn.format("sqs", name))]
+        raise AssertionError(f"the rehearsal has no resource mapping for {service}:{operation}")
+
+    def _dynamodb(
+        self, action: str, table: str, keys: Sequence[Mapping[str, Any]], query: Mapping[str, Any] | None = None
+    ) -> tuple[Any, ...]:
+        resource = table if table.startswith("arn:") else f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table}"
+        leading = [str(next(iter(k[self.table_key].values()))) for k in keys if self.table_key in k]
+        if query is not None:
+            leading.append(self._query_partition(query))
+        return (action, resource, (("dynamodb:LeadingKeys", tuple(leading)),))
+
+    def _query_partition(self, query: Mapping[str, Any]) -> str:
+        names = {v: k for k, v in (query.get("ExpressionAttributeNames") or {}).items()}
+        attribute = names.get(self.table_key, self.table_key)
+        found = re.search(rf"{re.escape(attribute)}\s*=\s*(:\w+)", query["KeyConditionExpression"])
+        assert found, f"no partition key equality in {query['KeyConditionExpression']}"
+        return str(next(iter(query["ExpressionAttributeValues"][found.group(1)].values())))
+
+    # -- OpenSearch HTTP -----------------------------------------------------------------------------
+
+    def http(self, collection_arn: str, collection: str, method: str, url: str, body: Any) -> None:
+        principal = getattr(self.current, "principal", None)
+        if principal is None or principal == OPERATOR:
+            return
+        api = f"{method} {url.split('?')[0]}"
+        calls = [Call(principal, "aoss:APIAccessAll", collection_arn, api=api)]
+        for permission, index in aoss_permissions(method, url, body):
+            calls.append(Call(principal, permission, f"index/{collection}/{index}", api=api))
+        self._add(calls)
+
+
+def aoss_permissions(method: str, url: str, body: Any) -> list[tuple[str, str]]:
+    """The data-access permissions an OpenSearch Serverless request needs, per index it touches."""
+    path = url.split("?")[0].strip("/")
+    parts = path.split("/") if path else []
+    if parts and parts[-1] == "_bulk":
+        return [
+            ("aoss:WriteDocument", index) for index in sorted(_bulk_indexes(body, parts[0] if len(parts) > 1 else ""))
+        ]
+    if not parts or parts[0].startswith("_"):
+        raise AssertionError(f"the rehearsal has no aoss mapping for {method} {url}")
+    index, rest = parts[0], parts[1:]
+    if not rest:
+        permission = {"HEAD": "DescribeIndex", "GET": "DescribeIndex", "PUT": "CreateIndex", "DELETE": "DeleteIndex"}
+        return [(f"aoss:{permission[method]}", index)]
+    if rest[0] in ("_search", "_count", "_msearch", "_mget") or (rest[0] == "_doc" and method in ("GET", "HEAD")):
+        return [("aoss:ReadDocument", index)]
+    if rest[0] in ("_doc", "_create", "_update", "_delete_by_query", "_update_by_query"):
+        return [("aoss:WriteDocument", index)]
+    if rest[0] in ("_mapping", "_settings"):
+        return [("aoss:DescribeIndex" if method in ("GET", "HEAD") else "aoss:UpdateIndex", index)]
+    raise AssertionError(f"the rehearsal has no aoss mapping for {method} {url}")
+
+
+def _bulk_indexes(body: Any, default: str) -> set[str]:
+    """The indexes a bulk body's action lines name (a delete has no source line after it)."""
+    text = body.decode() if isinstance(body, bytes) else str(body or "")
+    lines = iter(line for line in text.splitlines() if line.strip())
+    indexes: set[str] = set()
+    for line in lines:
+        ((verb, meta),) = json.loads(line).items()
+        indexes.add(str(meta.get("_index") or default))
+        if verb != "delete":
+            next(lines, None)
+    return indexes
+
+
+def data_policy_allows(policies: Sequence[Any], principal: str, permission: str, resource: str) -> bool:
+    """OpenSearch Serverless data-access policies: a rule of a policy naming the principal grants it."""
+    kind = resource.split("/", 1)[0]
+    for policy in policies:
+        for block in policy:
+            if principal not in block.get("Principal", []):
+                continue
+            for rule in block["Rules"]:
+                if rule["ResourceType"] != kind:
+                    continue
+                if any(matches(r, resource) for r in rule["Resource"]) and any(
+                    matches(p, permission, case_sensitive=False) for p in rule["Permission"]
+                ):
+                    return True
+    return False
+
+
+class Deployment:
+    """One synthesized stack brought up in moto (inside ``deployed()``), its functions invocable."""
+
+    def __init__(self, synthesized: Synthesized, stack: str, *, opensearch_url: str | None = None) -> None:
+        self.stack = stack
+        self.synthesized = synthesized
+        self.template = Template(stack, synthesized.templates[stack])
+        self.opensearch_url = opensearch_url
+        self.functions: dict[str, Function] = {}
+        self.recorder: Recorder | None = None
+        self.state_machine_role = ""
+        self.state_machine_arn = ""
+        self.table_name = ""
+        self.stream_arn = ""
+        self.collection = ""
+        self.collection_arn = ""
+        self.data_policies: list[Any] = []
+        self._lock = threading.Lock()
+        self._stream_positions: dict[str, str] = {}
+
+    # -- bringing it up ------------------------------------------------------------------------------
+
+    @contextmanager
+    def deployed(self) -> Iterator[Deployment]:
+        import boto3
+        import botocore.handlers
+        from moto import mock_aws
+
+        from tests.conftest import _serialise_moto_dynamodb
+
+        _serialise_moto_dynamodb()
+        self.recorder = Recorder({OPERATOR: OPERATOR})
+        hooks = [("provide-client-params", self.recorder.provide_params), ("before-call", self.recorder.before_call)]
+        botocore.handlers.BUILTIN_HANDLERS.extend(hooks)  # every botocore session made from now on
+        boto3.DEFAULT_SESSION = None
+        config = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+        try:
+            with (
+                mock_aws(config=config),  # type: ignore[arg-type]
+                mock.patch("moto.awslambda_simple.models.LambdaSimpleBackend.invoke", self._route_invoke),
+                mock.patch("moto.bedrockruntime.models.BedrockRuntimeBackend.invoke_model", _titan_embedding),
+                mock.patch("opensearchpy.transport.Transport.perform_request", self._opensearch_request()),
+                self._operator_environment(),
+            ):
+                self._create_resources()
+                self._read_functions()
+                self.recorder.table_key = self._partition_key
+                self.recorder.principals.update({fn.access_key: fn.role for fn in self.functions.values()})
+                self.recorder.principals[STATE_MACHINE_KEY] = self.state_machine_role
+                yield self
+        finally:
+            for hook in hooks:
+                botocore.handlers.BUILTIN_HANDLERS.remove(hook)
+            boto3.DEFAULT_SESSION = None
+            from agentmem.container import set_container
+
+            set_container(None)
+
+    @contextmanager
+    def _operator_environment(self) -> Iterator[None]:
+        """The deployer's shell: its own credentials, no function's settings."""
+        with _swapped_environment(
+            {
+                "AWS_ACCESS_KEY_ID": OPERATOR,
+                "AWS_SECRET_ACCESS_KEY": "operator-secret",
+                "AWS_REGION": REGION,
+                "AWS_DEFAULT_REGION": REGION,
+            }
+        ):
+            yield
+
+    def _create_resources(self) -> None:
+        import boto3
+
+        t = self.template
+        key_id = t.one("AWS::KMS::Key")
+        key = boto3.client("kms", region_name=REGION).create_key(Description=key_id)["KeyMetadata"]
+        t.bind(key_id, key["KeyId"], Arn=key["Arn"])
+
+        table_id = t.one("AWS::DynamoDB::Table")
+        props = t.resolve(t.properties(table_id))
+        self.table_name = f"{self.stack}-{table_id}"
+        self._partition_key = next(k["AttributeName"] for k in props["KeySchema"] if k["KeyType"] == "HASH")
+        stream = props["StreamSpecification"]
+        created = boto3.client("dynamodb", region_name=REGION).create_table(
+            TableName=self.table_name,
+            KeySchema=props["KeySchema"],
+            AttributeDefinitions=props["AttributeDefinitions"],
+            BillingMode=props["BillingMode"],
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]},
+            SSESpecification={
+                "Enabled": props["SSESpecification"]["SSEEnabled"],
+                "SSEType": props["SSESpecification"]["SSEType"],
+                "KMSMasterKeyId": props["SSESpecification"]["KMSMasterKeyId"],
+            },
+        )["TableDescription"]
+        self.stream_arn = created["LatestStreamArn"]
+        t.bind(table_id, self.table_name, Arn=created["TableArn"], StreamArn=self.stream_arn)
+
+        secret_id = t.one("AWS::SecretsManager::Secret")
+        secret = boto3.client("secretsmanager", region_name=REGION).create_secret(
+            Name=secret_id, SecretString=uuid.uuid4().hex + uuid.uuid4().hex
+        )
+        t.bind(secret_id, secret["ARN"])
+
+        for queue_id in t.of_type("AWS::SQS::Queue"):
+            sqs = boto3.client("sqs", region_name=REGION)
+            url = sqs.create_queue(QueueName=queue_id)["QueueUrl"]
+            arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            t.bind(queue_id, url, Arn=arn, QueueName=queue_id)
+
+        for collection_id in t.of_type("AWS::OpenSearchServerless::Collection"):
+            self.collection = t.properties(collection_id)["Name"]
+            self.collection_arn = f"arn:aws:aoss:{REGION}:{ACCOUNT}:collection/{collection_id.lower()}"
+            endpoint = f"https://{collection_id.lower()}.{REGION}.aoss.amazonaws.com"
+            t.bind(collection_id, collection_id.lower(), Arn=self.collection_arn, CollectionEndpoint=endpoint)
+        self.data_policies = [
+            json.loads(t.resolve(props["Policy"]))
+            for name, resource in t.of_type("AWS::OpenSearchServerless::AccessPolicy").items()
+            if (props := resource["Properties"])["Type"] == "data"
+        ]
+
+        machine_id = t.one("AWS::StepFunctions::StateMachine")
+        machine = t.properties(machine_id)
+        location = t.resolve(machine["DefinitionS3Location"])
+        definition = t.substitute(
+            self.synthesized.asset(self.stack, location["Key"]).read_text(),
+            t.resolve(machine.get("DefinitionSubstitutions", {})),
+        )
+        self.state_machine_role = machine["RoleArn"]["Fn::GetAtt"][0]
+        self.state_machine_arn = boto3.client("stepfunctions", region_name=REGION).create_state_machine(
+            name=machine_id,
+            definition=definition,
+            roleArn=t.resolve(machine["RoleArn"]),
+            type=machine["StateMachineType"],
+        )["stateMachineArn"]
+        t.bind(machine_id, self.state_machine_arn, Name=machine_id)
+
+    def _read_functions(self) -> None:
+        t = self.template
+        for logical_id, resource in t.of_type("AWS::Lambda::Function").items():
+            props = resource["Properties"]
+            name = props["Handler"].split(".", 1)[0]
+            role = props["Role"]["Fn::GetAtt"][0]
+            variables = {k: str(v) for k, v in t.resolve(props.get("Environment", {}).get("Variables", {})).items()}
+            self.functions[name] = Function(
+                logical_id=logical_id,
+                name=name,
+                role=role,
+                role_arn=t.resolve(props["Role"]),
+                access_key=f"AKIA{role}",
+                variables=variables,
+                policy=self.role_policy(role),
+            )
+
+    def role_policy(self, role: str) -> Policy:
+        """Every identity policy attached to the role in the template (inline, AWS::IAM::Policy, managed)."""
+        t = self.template
+        role_props = t.properties(role)
+        assert not role_props.get("ManagedPolicyArns"), f"{role}: managed policies are not modelled"
+        documents = [t.resolve(p["PolicyDocument"]) for p in role_props.get("Policies", [])]
+        for policy in t.of_type("AWS::IAM::Policy").values():
+            if {"Ref": role} in policy["Properties"].get("Roles", []):
+                documents.append(t.resolve(policy["Properties"]["PolicyDocument"]))
+        return Policy.from_documents(documents)
+
+    def role_arn(self, role: str) -> str:
+        return str(self.template.resolve({"Fn::GetAtt": [role, "Arn"]}))
+
+    # -- running functions ---------------------------------------------------------------------------
+
+    def lambda_environment(self, fn: Function) -> dict[str, str]:
+        """What the function's process sees: the template's variables, the two overrides, Lambda's own."""
+        env = dict(fn.variables)
+        if self.opensearch_url is not None and "MEMORY_OPENSEARCH_ENDPOINT" in env:
+            env["MEMORY_OPENSEARCH_ENDPOINT"] = self.opensearch_url
+        env.update(
+            AWS_REGION=REGION,
+            AWS_DEFAULT_REGION=REGION,
+            AWS_LAMBDA_FUNCTION_NAME=fn.logical_id,
+            AWS_EXECUTION_ENV="AWS_Lambda_python3.14",
+            AWS_ACCESS_KEY_ID=fn.access_key,
+            AWS_SECRET_ACCESS_KEY="lambda-role-secret",
+            AWS_SESSION_TOKEN=f"session-of-{fn.role}",
+        )
+        return env
+
+    def invoke(self, name: str, event: Any) -> Any:
+        """Run the function's real handler once, in its environment, as its role."""
+        import boto3
+
+        from agentmem.container import Container, set_container
+        from agentmem.secrets import read_secret
+        from agentmem.settings import Settings
+
+        fn = self.functions[name]
+        assert self.recorder is not None
+        with self._lock, _swapped_environment(self.lambda_environment(fn), clear=("MEMORY_", "POWERTOOLS_", "AWS_")):
+            if fn.session is None:
+                fn.session = boto3.Session()
+            saved_session, boto3.DEFAULT_SESSION = boto3.DEFAULT_SESSION, fn.session
+            if fn.handler is None:
+                fn.handler = import_module(f"functions.{name}.handler").handler
+            if fn.container is None:
+                fn.container = Container(Settings.from_env())
+            read_secret.cache_clear()  # a per-process cache: another function's read is not this one's
+            set_container(fn.container)
+            self.recorder.current.principal = fn.role
+            try:
+                return fn.handler(event, _LambdaContext(fn.logical_id))
+            finally:
+                self.recorder.current.principal = None
+                set_container(None)
+                boto3.DEFAULT_SESSION = saved_session
+
+    def _route_invoke(
+        self, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any
+    ) -> bytes:
+        """moto's Lambda without Docker echoes payloads: run the function the ARN names instead."""
+        fn = next(f for f in self.functions.values() if function_name.endswith(f":{f.logical_id}"))
+        try:
+            result = self.invoke(fn.name, json.loads(body))
+        except Exception as exc:
+            response_headers["x-amz-function-error"] = "Unhandled"
+            return json.dumps({"errorType": type(exc).__name__, "errorMessage": str(exc)}).encode()
+        return json.dumps(result).encode()
+
+    def _opensearch_request(self) -> Callable[..., Any]:
+        from opensearchpy.transport import Transport
+
+        original = Transport.perform_request
+        deployment = self
+
+        def perform_request(
+            transport: Any, method: str, url: str, params: Any = None, body: Any = None, **kw: Any
+        ) -> Any:
+            assert deployment.recorder is not None
+            deployment.recorder.http(deployment.collection_arn, deployment.collection, method, url, body)
+            return original(transport, method, url, params=params, body=body, **kw)
+
+        return perform_request
+
+    def pump_stream(self) -> list[dict[str, Any]]:
+        """The indexer's event source mapping: read new stream records as the indexer's role, invoke it."""
+        import boto3
+
+        fn = self.functions["indexer"]
+        streams = boto3.client(
+            "dynamodbstreams",
+            region_name=REGION,
+            # botocore now resolves account-based endpoints (<account>.streams-ddb...); moto matches the regional one
+            endpoint_url=f"https://streams.dynamodb.{REGION}.amazonaws.com",
+            aws_access_key_id=fn.access_key,
+            aws_secret_access_key="lambda-role-secret",
+            aws_session_token=f"session-of-{fn.role}",
+        )
+        responses = []
+        for shard in streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]:
+            shard_id = shard["ShardId"]
+            after = self._stream_positions.get(shard_id)
+            iterator = streams.get_shard_iterator(
+                StreamArn=self.stream_arn,
+                ShardId=shard_id,
+                **(
+                    {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": after}
+                    if after
+                    else {"ShardIteratorType": "TRIM_HORIZON"}
+                ),
+            )["ShardIterator"]
+            records = streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]
+            for start in range(0, len(records), 100):  # the mapping's batch size
+                batch = records[start : start + 100]
+                event = {"Records": [{**_wire(r), "eventSourceARN": self.stream_arn} for r in batch]}
+                response = self.invoke("indexer", event)
+                failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+                processor = import_module("functions.indexer.handler").processor
+                errors = [repr(e[1]) for e in processor.exceptions if e] if failed else []
+                names = [
+                    r["eventName"] + " " + str(r["dynamodb"]["Keys"])
+                    for r in batch
+                    if r["dynamodb"]["SequenceNumber"] in failed
+                ]
+                responses.append({**response, "failed_records": names, "errors": errors})
+                self._stream_positions[shard_id] = batch[-1]["dynamodb"]["SequenceNumber"]
+        return responses
+
+    # -- checking ------------------------------------------------------------------------------------
+
+    def principal_arn(self, role: str) -> str:
+        return self.role_arn(role)
+
+    def policy_of(self, role: str) -> Policy:
+        for fn in self.functions.values():
+            if fn.role == role:
+                return fn.policy
+        return self.role_policy(role)
+
+    def violations(self) -> list[str]:
+        """Every recorded call its principal's role (and, for OpenSearch, the data policy) does not allow."""
+        assert self.recorder is not None
+        found = [f"a call the rehearsal could not attribute: {u}" for u in self.recorder.unattributed]
+        for call in self.recorder.calls:
+            if call.resource.startswith("index/"):
+                if not data_policy_allows(
+                    self.data_policies, self.role_arn(call.principal), call.action, call.resource
+                ):
+                    found.append(f"{call.principal}: data policy denies {call.action} on {call.resource} ({call.api})")
+                continue
+            decision = self.policy_of(call.principal).evaluate(call.action, call.resource, call.condition_keys())
+            if not decision.allowed:
+                found.append(
+                    f"{call.principal}: {call.action} on {call.resource} {call.condition_keys()} ({call.api}) "
+                    + ("explicitly denied" if decision.denied_by else "not allowed")
+                )
+        return found
+
+    def unused_grants(self) -> dict[str, list[str]]:
+        """Per role: (action, resource) grants of its policies that no recorded call used."""
+        assert self.recorder is not None
+        roles = {fn.role for fn in self.functions.values()} | {self.state_machine_role}
+        unused: dict[str, list[str]] = {}
+        for role in sorted(roles):
+            calls = [c for c in self.recorder.calls if c.principal == role and not c.resource.startswith("index/")]
+            for statement in self.policy_of(role).statements:
+                if statement.effect != "Allow":
+                    continue
+                for action in statement.actions:
+                    for resource in statement.resources:
+                        if not any(
+                            matches(action, c.action, case_sensitive=False) and matches(resource, c.resource)
+                            for c in calls
+                        ):
+                            unused.setdefault(role, []).append(f"{action} on {resource}")
+        return unused
+
+    def calls_by_role(self) -> dict[str, list[str]]:
+        assert self.recorder is not None
+        out: dict[str, set[str]] = {}
+        for call in self.recorder.calls:
+            out.setdefault(call.principal, set()).add(f"{call.action} on {call.resource}")
+        return {role: sorted(calls) for role, calls in sorted(out.items())}
+
+
+class _LambdaContext:
+    def __init__(self, name: str) -> None:
+        self.function_name = name
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+        self.memory_limit_in_mb = 1024
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{name}"
+        self.log_stream_name = "rehearsal"
+
+    @staticmethod
+    def get_remaining_time_in_millis() -> int:
+        return 30_000
+
+
+@contextmanager
+def _swapped_environment(values: Mapping[str, str], clear: Sequence[str] = ()) -> Iterator[None]:
+    """Set ``values`` (after removing every variable starting with a ``clear`` prefix); restore on exit."""
+    saved = dict(os.environ)
+    for name in list(os.environ):
+        if name.startswith(tuple(clear)):
+            del os.environ[name]
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name in list(os.environ):
+            if name not in saved:
+                del os.environ[name]
+        os.environ.update(saved)
+
+
+def _wire(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A GetRecords record as the event source mapping delivers it: JSON, Binary as base64, times as epochs."""
+    import base64
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, bytes):
+            return base64.b64encode(value).decode()
+        if hasattr(value, "timestamp"):
+            return int(value.timestamp())
+        raise TypeError(type(value).__name__)
+
+    return json.loads(json.dumps(record, default=plain))  # type: ignore[no-any-return]
+
+
+class BedrockSwitch:
+    """Whether the fake Titan answers (an embedder outage is a ThrottlingException from the service)."""
+
+    down = False
+
+
+def _titan_embedding(backend: Any, payload: dict[str, Any], model_id: str) -> dict[str, Any]:
+    """Titan Text Embeddings v2 as moto does not model it: a deterministic vector of the asked size.
+
+    moto's InvokeModel answers ``{}``; the request shape is checked here as Titan v2 checks it, and the
+    answer has Titan's fields (``embedding``, ``inputTextTokenCount``)."""
+    from moto.core.exceptions import ServiceException
+
+    from agentmem.embeddings.hashing import HashingEmbedder
+
+    if BedrockSwitch.down:
+        raise ServiceException("ThrottlingException", "Too many requests, please wait before trying again.")
+    if model_id != "amazon.titan-embed-text-v2:0" or set(payload) - {"inputText", "dimensions", "normalize"}:
+        raise ServiceException("ValidationException", f"malformed Titan v2 request for {model_id}")
+    dimension = int(payload.get("dimensions", 1024))
+    vector = HashingEmbedder(dimension).embed([payload["inputText"]])[0]
+    return {"embedding": vector, "inputTextTokenCount": len(payload["inputText"].split())}
+
+
+class Gateway:
+    """API Gateway in front of the functions: the REQUEST authorizer for tenant routes, then the API."""
+
+    def __init__(self, deployment: Deployment) -> None:
+        t = deployment.template
+        self.deployment = deployment
+        self.stage = str(t.properties(t.one("AWS::ApiGateway::Stage"))["StageName"])
+        self.api_id = t.one("AWS::ApiGateway::RestApi").lower()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        api_key: str | None = None,
+        query: Mapping[str, Any] | None = None,
+    ) -> Any:
+        from urllib.parse import urlencode
+
+        from agentmem.local.events import rest_event
+        from tests.support import Reply
+
+        headers = {"content-type": "application/json"}
+        if api_key is not None:
+            headers["x-api-key"] = api_key
+        event = rest_event(
+            method,
+            path,
+            query=urlencode(query or {}, doseq=True),
+            headers=headers,
+            body=json.dumps(body) if body is not None else None,
+            stage=self.stage,
+        )
+        if path.startswith("/v1/apps/"):
+            method_arn = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{self.api_id}/{self.stage}/{method}{path}"
+            if api_key is None:  # identity source missing: API Gateway answers 401 without calling the authorizer
+                return Reply(401, {"error": {"code": "unauthorized"}}, {})
+            try:
+                answer = self.deployment.invoke(
+                    "authorizer", {"type": "REQUEST", "methodArn": method_arn, **{k: event[k] for k in _AUTH_FIELDS}}
+                )
+            except Exception as exc:
+                if str(exc) != "Unauthorized":  # API Gateway's 401 is this one message; anything else is a 500
+                    raise
+                return Reply(401, {"error": {"code": "unauthorized"}}, {})
+            allowed = Policy.from_documents([answer["policyDocument"]]).evaluate("execute-api:Invoke", method_arn)
+            if not allowed.allowed:
+                return Reply(403, {"error": {"code": "forbidden"}}, {})
+            context = {k: v if isinstance(v, str | int | bool) else str(v) for k, v in answer["context"].items()}
+            event["requestContext"]["authorizer"] = {"principalId": answer["principalId"], **context}
+        result = self.deployment.invoke("api", event)
+        raw = result.get("body") or ""
+        return Reply(result["statusCode"], json.loads(raw) if raw else None, dict(result.get("headers") or {}))
+
+
+_AUTH_FIELDS = (
+    "resource",
+    "path",
+    "httpMethod",
+    "headers",
+    "multiValueHeaders",
+    "queryStringParameters",
+    "multiValueQueryStringParameters",
+    "pathParameters",
+    "stageVariables",
+    "requestContext",
+)

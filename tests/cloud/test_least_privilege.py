@@ -1,0 +1,130 @@
+"""What each role may do, read from the template and held against what the rehearsal saw it do.
+
+Each test here failed on the stack as it was (the defects of issue 9): the authorizer could Query and
+BatchGetItem every memory, the state machine role held table and key grants its Tasks never use, the
+API role could create and update OpenSearch indexes, the deletion steps had no reserved concurrency,
+and the environment names were typed again in infra/.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agentmem.settings import ENV_NAMES
+from tests.cloud.conftest import Flow
+from tests.cloud.rehearsal import Deployment, data_policy_allows
+from tests.synthesis import PROD_OPENSEARCH
+
+
+def _table_and_key(d: Deployment) -> tuple[str, str]:
+    t = d.template
+    return (
+        t.physical[t.one("AWS::DynamoDB::Table")].attributes["Arn"],
+        t.physical[t.one("AWS::KMS::Key")].attributes["Arn"],
+    )
+
+
+def _role_of(d: Deployment, name: str) -> str:
+    return d.functions[name].role
+
+
+def test_the_authorizer_reads_only_the_key_lookup_and_tenant_items(flow: Flow) -> None:
+    d = flow.deployment
+    table, key = _table_and_key(d)
+    policy = d.functions["authorizer"].policy
+    # What it did: GetItem of a key lookup (K#...) and of a tenant record (T#...), nothing else
+    calls = [c for c in d.recorder.calls if c.principal == _role_of(d, "authorizer")]  # type: ignore[union-attr]
+    assert {c.action for c in calls} == {"dynamodb:GetItem"}
+    assert {c.condition_keys()["dynamodb:LeadingKeys"][0][:2] for c in calls} == {"K#", "T#"}
+    # What it may do: exactly that
+    assert policy.evaluate("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["K#abc"]}).allowed
+    assert policy.evaluate("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["T#shop"]}).allowed
+    assert not policy.evaluate("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["S#shop#alice#"]}).allowed
+    for action in ("dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:Scan", "dynamodb:PutItem"):
+        assert not policy.evaluate(action, table, {"dynamodb:LeadingKeys": ["K#abc"]}).allowed, action
+    assert policy.evaluate("kms:Decrypt", key).allowed
+    assert not policy.evaluate("kms:GenerateDataKey", key).allowed
+
+
+def test_the_state_machine_role_only_invokes_the_deletion_steps(flow: Flow) -> None:
+    d = flow.deployment
+    table, key = _table_and_key(d)
+    steps = d.template.resolve({"Fn::GetAtt": [d.functions["deletion"].logical_id, "Arn"]})
+    calls = {(c.action, c.resource) for c in d.recorder.calls if c.principal == d.state_machine_role}  # type: ignore[union-attr]
+    assert calls == {("lambda:InvokeFunction", steps)}
+    policy = d.policy_of(d.state_machine_role)
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:DeleteItem"):
+        assert not policy.evaluate(action, table).allowed, action
+    for action in ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"):
+        assert not policy.evaluate(action, key).allowed, action
+
+
+@pytest.mark.parametrize("flow", [PROD_OPENSEARCH], indirect=True)
+def test_the_indexer_may_write_back_the_embedding_of_a_pending_entry(flow: Flow) -> None:
+    d = flow.deployment
+    table, _ = _table_and_key(d)
+    puts = [c for c in d.recorder.calls if c.principal == _role_of(d, "indexer") and c.action == "dynamodb:PutItem"]  # type: ignore[union-attr]
+    assert puts, "the rehearsal never made the indexer embed a pending entry"
+    assert all(d.functions["indexer"].policy.evaluate(c.action, c.resource, c.condition_keys()).allowed for c in puts)
+    assert not d.functions["indexer"].policy.evaluate("dynamodb:Query", table).allowed
+
+
+@pytest.mark.parametrize("flow", [PROD_OPENSEARCH], indirect=True)
+def test_the_opensearch_data_policy_gives_each_role_only_what_it_uses(flow: Flow) -> None:
+    d = flow.deployment
+    index = f"index/{d.collection}/agent-memory-vectors"
+    permissions = ("CreateIndex", "UpdateIndex", "DeleteIndex", "DescribeIndex", "ReadDocument", "WriteDocument")
+
+    def granted(name: str) -> set[str]:
+        arn = d.role_arn(_role_of(d, name))
+        return {p for p in permissions if data_policy_allows(d.data_policies, arn, f"aoss:{p}", index)}
+
+    assert granted("api") == {"DescribeIndex", "ReadDocument", "WriteDocument"}
+    assert granted("deletion") == {"ReadDocument", "WriteDocument"}
+    assert granted("indexer") == {"WriteDocument"}
+    assert granted("authorizer") == set()
+    # And what they used is inside that (the rehearsal's OpenSearch requests, mapped to permissions)
+    used = {(c.principal, c.action) for c in d.recorder.calls if c.resource.startswith("index/")}  # type: ignore[union-attr]
+    assert {role for role, _ in used} == {_role_of(d, name) for name in ("api", "deletion", "indexer")}
+    for role, action in used:
+        assert data_policy_allows(d.data_policies, d.role_arn(role), action, index), (role, action)
+
+
+def _max_parallel_tasks(states: dict[str, Any]) -> int:
+    """At most how many Task states of this state list run at once."""
+    widest = 0
+    for state in states.values():
+        if state["Type"] == "Task":
+            width = 1
+        elif state["Type"] == "Parallel":
+            width = sum(_max_parallel_tasks(branch["States"]) for branch in state["Branches"])
+        elif state["Type"] == "Map":
+            inner = state.get("ItemProcessor") or state["Iterator"]
+            concurrency = state.get("MaxConcurrency", 0)
+            assert concurrency > 0, "an unbounded Map could use any number of Lambdas"
+            width = concurrency * _max_parallel_tasks(inner["States"])
+        else:
+            width = 0
+        widest = max(widest, width)
+    return widest
+
+
+def test_the_deletion_steps_have_reserved_concurrency_for_two_full_erasures(flow: Flow) -> None:
+    d = flow.deployment
+    machine = d.template.properties(d.template.one("AWS::StepFunctions::StateMachine"))
+    key = d.template.resolve(machine["DefinitionS3Location"])["Key"]
+    definition = json.loads(d.synthesized.asset(d.stack, key).read_text())
+    per_execution = _max_parallel_tasks(definition["States"])
+    reserved = d.template.properties(d.functions["deletion"].logical_id).get("ReservedConcurrentExecutions")
+    assert per_execution == 5
+    assert reserved is not None, "the deletion steps share the account's concurrency with every tenant's requests"
+    assert reserved >= 2 * per_execution
+
+
+def test_every_variable_the_template_sets_is_a_setting(flow: Flow) -> None:
+    for fn in flow.deployment.functions.values():
+        ours = {name for name in fn.variables if not name.startswith("POWERTOOLS_")}
+        assert ours <= ENV_NAMES, (fn.name, ours - ENV_NAMES)

@@ -1,0 +1,110 @@
+"""The deployed shape, rehearsed: each stack's functions configured only from its template, run on moto.
+
+Per stack (table-only and prod with OpenSearch): the README flow answers as API.md says through the
+authorizer and the API, the indexer makes pending entries searchable, the template's own state machine
+erases the user, and every AWS call each function made is allowed by its role in the template.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentmem.settings import Env, Settings
+from tests.cloud.conftest import Flow
+from tests.cloud.rehearsal import OVERRIDDEN
+from tests.synthesis import PROD_OPENSEARCH
+
+
+def test_the_readme_flow_answers_through_the_authorizer_and_the_api(flow: Flow) -> None:
+    r = flow.replies
+    assert r["health"].status == 200
+    assert r["no_key"].status == 401
+    assert r["bad_key"].status == 401
+    assert r["other_tenant"].status == 403, r["other_tenant"].body
+    assert r["store_session"].status == 200
+    assert r["store_session"].body["stored"] == 2
+    assert r["store_project"].status == 201, r["store_project"].body
+    assert r["store_while_embedder_down"].status == 201, r["store_while_embedder_down"].body
+    assert r["store_note"].status == 201
+    assert r["forget_note"].status == 204, r["forget_note"].body
+    assert r["store_chat_2"].status == 200
+    assert (r["forget_session"].status, r["forget_session"].body) == (200, {"deleted": 1})
+    assert r["semantic_search"].body["entries"][0]["content"]["parts"][0]["text"] == "My dog is called Pixel"
+    assert "degraded" not in r["semantic_search"].body
+    keyword = [e["content"]["parts"][0]["text"] for e in r["keyword_search"].body["entries"]]
+    assert keyword == ["I prefer dark mode in every editor"]
+    assert "Budget is 2k EUR" in [e["content"]["parts"][0]["text"] for e in r["project_list"].body["entries"]]
+    assert r["remember"].status == 200
+    assert r["relate"].status == 200
+    assert "Pixel" in r["profile_card"].body["text"]
+    assert any(result["entity"]["name"] == "Pixel" for result in r["graph_search"].body["results"])
+    exported = {e["content"]["parts"][0]["text"] for e in r["export"].body["entries"]}
+    assert exported == {
+        "I prefer dark mode in every editor",
+        "My dog is called Pixel",
+        "Budget is 2k EUR",
+        "My cat is Miso",
+    }
+
+
+def test_the_templates_state_machine_erases_the_user(flow: Flow) -> None:
+    status = flow.replies["deletion_status"].body
+    assert status["status"] == "SUCCEEDED", status
+    assert status["deleted"]["entries"] == 4
+    after = flow.replies["export_after_erasure"].body
+    assert after["entries"] == []
+    assert after["graph"]["entities"] == []
+    if flow.opensearch:
+        assert status["deleted"]["vectors"] == 4
+        assert flow.vectors_after_erasure == 0
+
+
+@pytest.mark.parametrize("flow", [PROD_OPENSEARCH], indirect=True)
+def test_the_indexer_embeds_an_entry_stored_while_the_embedder_was_down(flow: Flow) -> None:
+    assert flow.indexer_batches
+    failed = [(b["failed_records"], b["errors"]) for b in flow.indexer_batches if b["batchItemFailures"]]
+    assert failed == []
+    miso = flow.replies["semantic_search_embedded_later"].body["entries"][0]
+    assert miso["content"]["parts"][0]["text"] == "My cat is Miso"
+    writes = [c for c in flow.deployment.recorder.calls if c.principal.startswith("ComputeIndexerRole")]  # type: ignore[union-attr]
+    assert any(c.action == "dynamodb:PutItem" for c in writes), "the indexer never wrote an embedding back"
+
+
+def test_each_function_runs_with_the_environment_its_template_gives_it(flow: Flow) -> None:
+    d = flow.deployment
+    table = d.template.physical[d.template.one("AWS::DynamoDB::Table")].ref
+    secret = d.template.physical[d.template.one("AWS::SecretsManager::Secret")].ref
+    assert set(d.functions) == (
+        {"api", "authorizer", "deletion", "indexer"} if flow.opensearch else {"api", "authorizer", "deletion"}
+    )
+    for fn in d.functions.values():
+        process = d.lambda_environment(fn)
+        changed = {k for k, v in fn.variables.items() if process.get(k) != v} | (set(process) - set(fn.variables))
+        assert changed - set(OVERRIDDEN) == {k for k in process if k.startswith("AWS_")}, fn.name
+        settings = Settings.from_env(fn.variables)
+        assert (settings.store, settings.table_name) == ("dynamodb", table), fn.name
+        assert (settings.auth, settings.embedder) == ("required", "bedrock"), fn.name
+        assert settings.receipt_key_secret_arn == secret, fn.name
+        if flow.opensearch:
+            assert settings.vector_index == "opensearch", fn.name
+            assert settings.opensearch_endpoint
+            assert settings.opensearch_endpoint.endswith(".aoss.amazonaws.com")
+            assert settings.opensearch_service == "aoss", f"{fn.name} would sign OpenSearch Serverless requests as es"
+            assert fn.variables.get(Env.OPENSEARCH_SERVICE) == "aoss", "the stack says the signing service itself"
+        else:
+            assert (settings.vector_index, settings.opensearch_endpoint) == ("exact", None), fn.name
+    assert Settings.from_env(d.functions["api"].variables).deletion_state_machine_arn == d.state_machine_arn
+
+
+def test_every_aws_call_is_allowed_by_the_callers_role(flow: Flow, record_property: Any) -> None:
+    d = flow.deployment
+    stack = d.stack
+    for role, calls in d.calls_by_role().items():
+        record_property(f"rehearsal:{stack} calls of {role}", "; ".join(calls))
+    for role, grants in d.unused_grants().items():
+        record_property(f"rehearsal:{stack} grants of {role} no call used", "; ".join(grants))
+    assert d.recorder is not None
+    assert d.recorder.calls
+    assert d.violations() == []

@@ -1,0 +1,77 @@
+"""Synthesize the CDK app once per test session (both deployment shapes in one app).
+
+Shared by the infra tier (assertions, cdk-nag, cfn-lint) and the cloud rehearsal tier (the template
+driven against moto). Both tiers are put in one xdist group (``make test`` runs ``--dist loadgroup``),
+so one worker synthesizes once and runs them all. Bundling is off (``aws:cdk:bundling-stacks``: ``[]``):
+the dependency layer is not built, nothing is downloaded, synthesis is offline; ``dependency_layer=source``
+keeps a local ``make layer`` build (120 MB) out of the test's assembly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+SYNTH_GROUP = "cdk-synth"
+PROD_OPENSEARCH = "AgentMemory-prod"
+DEV_TABLE = "AgentMemory-dev"
+
+
+def mark_group(items: list[pytest.Item], folder: Path) -> None:
+    """Put every collected test under ``folder`` in the synthesizing xdist group."""
+    for item in items:
+        if folder in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.xdist_group(SYNTH_GROUP))
+
+
+@dataclass
+class Synthesized:
+    outdir: Path
+    templates: dict[str, dict[str, Any]]
+    """Stack name -> CloudFormation template (dict)."""
+    stacks: dict[str, Any]
+    """Stack name -> the MemoryServiceStack object."""
+
+    def template(self, name: str) -> Any:
+        from aws_cdk.assertions import Template
+
+        return Template.from_json(self.templates[name])
+
+    def template_path(self, name: str) -> Path:
+        return self.outdir / f"{name}.template.json"
+
+    def asset(self, name: str, object_key: str) -> Path:
+        """The staged file of the asset a template names by its S3 object key."""
+        manifest = json.loads((self.outdir / f"{name}.assets.json").read_text())
+        for asset in manifest["files"].values():
+            if any(d["objectKey"] == object_key for d in asset["destinations"].values()):
+                return self.outdir / asset["source"]["path"]
+        raise KeyError(f"{name}: no asset with object key {object_key}")
+
+
+def synthesize(outdir: Path) -> Synthesized:
+    """prod + OpenSearch and dev + table-only, with cdk-nag's AwsSolutions checks: synth raises on a finding."""
+    from aws_cdk import App, Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    from infra.stack import DeploymentOptions, MemoryServiceStack
+
+    app = App(outdir=str(outdir), context={"aws:cdk:bundling-stacks": [], "dependency_layer": "source"})
+    stacks = {
+        PROD_OPENSEARCH: MemoryServiceStack(
+            app, PROD_OPENSEARCH, options=DeploymentOptions(stage="prod", search_backend="opensearch")
+        ),
+        DEV_TABLE: MemoryServiceStack(app, DEV_TABLE, options=DeploymentOptions(stage="dev", search_backend="table")),
+    }
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    templates = {name: json.loads((outdir / f"{name}.template.json").read_text()) for name in stacks}
+    return Synthesized(outdir, templates, stacks)

@@ -87,7 +87,63 @@ def main() -> None:
         page = service.query(scope, where, limit=20)
         assert len(page.entries) == 20
         report("POST memories/query limit 20, filter 1%", timed([lambda: service.query(scope, where, limit=20)] * runs))
+        exact = service.vector_index
+        assert exact is not None
         table.close()
+    _opensearch(scope, matrix, embedder.model_id, exact)
+
+
+def _opensearch(scope: object, matrix: object, model: str, exact: object) -> None:
+    """The same vectors and metadata in the OpenSearch node: the filter pushed into the k-NN query."""
+    import uuid
+
+    import numpy as np
+    from benchlib import report, timed
+
+    from agentmem.memory.filters import both, live, parse
+    from agentmem.vectors.opensearch import OpenSearchVectorIndex
+    from agentmem.vectors.port import VectorRecord
+    from tests.opensearch_node import running
+
+    assert isinstance(matrix, np.ndarray)
+    with running() as node:
+        index = OpenSearchVectorIndex(
+            node.url, index=f"bench-filters-{uuid.uuid4().hex[:8]}", engine="lucene", timeout=60
+        )
+        index.create_index(DIMENSION)
+        started = time.perf_counter()
+        for start in range(0, COUNT, 5000):
+            index.upsert(
+                [
+                    VectorRecord(
+                        scope,  # type: ignore[arg-type]
+                        f"01FILTER{i:018d}",
+                        matrix[i].tolist(),
+                        model,
+                        author="user",
+                        timestamp="2026-06-01T00:00:00.000Z",
+                        metadata={"tag": f"t{i % TAGS}", "n": i},
+                    )
+                    for i in range(start, start + 5000)
+                ]
+            )
+        print(f"  OpenSearch: bulk upsert of {COUNT} vectors with metadata: {time.perf_counter() - started:.0f} s")
+        rng = np.random.default_rng(9)
+        queries = rng.standard_normal((30, DIMENSION)).astype("<f4")
+        where = both(parse({"tag": "t7"}), live("2026-06-01T00:00:00.000Z"))
+        recalls = []
+        for query in queries:
+            truth = {h.entry_id for h in exact.search([scope], query, 10, model, where)}  # type: ignore[attr-defined]
+            found = {h.entry_id for h in index.search([scope], query.tolist(), 10, model, where)}  # type: ignore[list-item]
+            recalls.append(len(truth & found) / len(truth))
+        print(f"  OpenSearch k-NN with the 1% filter, recall@10 against exact: {sum(recalls) / len(recalls):.3f}")
+        for label, condition in (("no filter", None), ("filter 1%", where)):
+            calls = [
+                lambda q=q, c=condition: index.search([scope], q.tolist(), 10, model, c)  # type: ignore[list-item,misc]
+                for q in queries
+            ]
+            report(f"OpenSearch k-NN top_k 10, {label}", timed(calls))
+        index.client.indices.delete(index=index.index)
 
 
 if __name__ == "__main__":

@@ -145,17 +145,12 @@ class Compute(Construct):
                 "Indexer", "indexer", memory=1024, timeout=120, description="table stream -> OpenSearch"
             )
             # PutItem: an entry stored while the embedder was down gets its vector written back (conditional on the
-            # entry still existing); UpdateItem: the tenant's embedding counters (metering) and an entry removed by
-            # TTL taken out of its partition's statistics; GetItem/DeleteItem/BatchWriteItem: what pointed at it.
+            # entry still existing); UpdateItem: the tenant's embedding counters (metering), and the partition's
+            # statistics when DynamoDB TTL removed an entry, whose postings, pointer and session row go by
+            # BatchWriteItem/DeleteItem (agentmem/memory/expiry.py). It reads no items.
             storage.grant_actions(
                 self.indexer.role,  # type: ignore[arg-type]
-                [
-                    "dynamodb:GetItem",
-                    "dynamodb:PutItem",
-                    "dynamodb:UpdateItem",
-                    "dynamodb:DeleteItem",
-                    "dynamodb:BatchWriteItem",
-                ],
+                ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"],
             )
             self._allow_embeddings(self.indexer)
             self.indexer.add_event_source(

@@ -15,8 +15,9 @@ A ``timestamp`` value in RFC 3339 is compared in the stored form (UTC, milliseco
 (each value of ``$in``/``$nin``) and every ``$and``/``$or``/``$not`` counts as one condition; more than
 :data:`MAX_CONDITIONS`, an unknown operator or a malformed document raises :class:`InvalidInput` (422).
 
-Backends evaluate the tree: :func:`matches` over the table's items (SQLite and DynamoDB, and the exact
-vector index over its cached rows); the OpenSearch adapter translates it into its k-NN filter.
+Backends evaluate the tree: :func:`compile_filter` (once per search) or :func:`matches` over the table's
+items (SQLite and DynamoDB, and the exact vector index over its cached rows); the OpenSearch adapter
+translates it into its k-NN filter.
 """
 
 from __future__ import annotations
@@ -235,32 +236,55 @@ def _ordered(held: Any, op: str, wanted: Scalar) -> bool:
     return _ORDER[op](held, wanted)
 
 
-Lookup = Callable[[Field], Any]
+Predicate = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
+"""``predicate(builtins, metadata)``: whether an entry with these fields matches."""
 
 
-def evaluate(node: Node, lookup: Lookup) -> bool:
-    """Whether the entry whose fields ``lookup`` returns (``None`` when absent) matches ``node``."""
+def compile_filter(node: Node) -> Predicate:
+    """The tree as one closure, built once and called per entry (the exact index calls it per cached row)."""
     if isinstance(node, And):
-        return all(evaluate(p, lookup) for p in node.parts)
+        parts = [compile_filter(p) for p in node.parts]
+        return lambda b, m: all(p(b, m) for p in parts)
     if isinstance(node, Or):
-        return any(evaluate(p, lookup) for p in node.parts)
+        parts = [compile_filter(p) for p in node.parts]
+        return lambda b, m: any(p(b, m) for p in parts)
     if isinstance(node, Not):
-        return not evaluate(node.part, lookup)
-    held = lookup(node.field)
+        inner = compile_filter(node.part)
+        return lambda b, m: not inner(b, m)
+    name = node.field.name
+    get: Callable[[Mapping[str, Any], Mapping[str, Any]], Any] = (
+        (lambda b, m: b.get(name)) if node.field.builtin else (lambda b, m: m.get(name))
+    )
     if isinstance(node, Exists):
-        return (held is not None) == node.present
+        present = node.present
+        return lambda b, m: (get(b, m) is not None) == present
     if isinstance(node, In):
-        found = held is not None and any(_equal(held, v) for v in node.values)
-        return found != node.negate
-    if node.op in ("$eq", "$ne"):
-        return (held is not None and _equal(held, node.value)) == (node.op == "$eq")
-    return held is not None and _ordered(held, node.op, node.value)
+        values, negate = node.values, node.negate
+
+        def within(b: Mapping[str, Any], m: Mapping[str, Any]) -> bool:
+            held = get(b, m)
+            return (held is not None and any(_equal(held, v) for v in values)) != negate
+
+        return within
+    op, wanted = node.op, node.value
+    if op in ("$eq", "$ne"):
+        equal = op == "$eq"
+
+        def compare(b: Mapping[str, Any], m: Mapping[str, Any]) -> bool:
+            held = get(b, m)
+            return (held is not None and _equal(held, wanted)) == equal
+
+        return compare
+
+    def ordered(b: Mapping[str, Any], m: Mapping[str, Any]) -> bool:
+        held = get(b, m)
+        return held is not None and _ordered(held, op, wanted)
+
+    return ordered
 
 
 def matches(node: Node | None, builtins: Mapping[str, Any], metadata: Mapping[str, Any]) -> bool:
-    if node is None:
-        return True
-    return evaluate(node, lambda f: builtins.get(f.name) if f.builtin else metadata.get(f.name))
+    return node is None or compile_filter(node)(builtins, metadata)
 
 
 def live(now: str) -> Node:

@@ -274,7 +274,9 @@ class MemoryService:
         now = self._now()
         known: dict[str, Item] = {}
         warnings: list[str] = []
-        keyword = self._keyword(scope, query)
+        keyword: list[tuple[str, str, float]] = []
+        if mode != "semantic":
+            keyword = self._keyword(scope, query)
         if where is not None and mode == "hybrid":  # combine the evidence of matching entries only
             keyword = [hit for hit, _ in self._select(keyword, max(CANDIDATES, top_k), where, now, known)]
         scored = calibration.keyword(keyword)
@@ -295,8 +297,8 @@ class MemoryService:
             except Exception as error:  # embedder or index down: keyword matching still answers
                 logger.warning("semantic search failed; keyword fallback", extra={"error": type(error).__name__})
                 warnings = [f"{mode} search is unavailable right now; these are keyword results"]
+                scored = calibration.keyword(keyword if mode == "hybrid" else self._keyword(scope, query))
                 mode = "keyword"
-                scored = calibration.keyword(keyword)
         selected = self._select(_at_least(scored, min_score), top_k, where, now, known)
         budget = Budget()
         entries = _within(budget, [records.entry_from_item(item, hit[2]) for hit, item in selected])

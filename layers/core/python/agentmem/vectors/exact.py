@@ -28,7 +28,7 @@ from agentmem.embeddings.codec import MODEL_ATTR, VECTOR_ATTR
 from agentmem.errors import ConditionFailed
 from agentmem.keys import Scope, UserRef
 from agentmem.memory import records
-from agentmem.memory.filters import Node, matches
+from agentmem.memory.filters import Node, compile_filter
 from agentmem.search.inverted_index import InvertedIndex
 from agentmem.stores.table import Condition, Table, query_all
 from agentmem.users import registered_scopes
@@ -194,14 +194,15 @@ class ExactVectorIndex:
         import numpy as np
 
         query = np.asarray(vector, dtype=np.float32)
+        predicate = compile_filter(where) if where is not None else None
         hits: list[VectorHit] = []
         for scope in scopes:
             held = self._matrix(scope.partition).by_model.get(model_id)
             if held is None or held.matrix.shape[1] != query.shape[0]:
                 continue
             ids, matrix = held.ids, held.matrix
-            if where is not None:
-                keep = [i for i, (builtins, metadata) in enumerate(held.rows) if matches(where, builtins, metadata)]
+            if predicate is not None:
+                keep = [i for i, (builtins, metadata) in enumerate(held.rows) if predicate(builtins, metadata)]
                 if not keep:
                     continue
                 ids, matrix = [ids[i] for i in keep], matrix[keep]

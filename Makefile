@@ -66,7 +66,12 @@ lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: $(VENV)/.dev $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) ## print latency and quality figures
+# The bench-only environment: the pinned peers (bench/requirements.txt), not installed by `make test`.
+$(VENV)/.bench: $(VENV)/.dev bench/requirements.txt
+	$(PIP) -r bench/requirements.txt
+	touch $@
+
+bench: $(VENV)/.bench $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) ## print latency and quality figures (ONLY="adk mcp" selects sections)
 	$(BIN)/python bench/run.py $(ONLY)
 
 synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too)

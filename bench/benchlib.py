@@ -48,3 +48,110 @@ def sentence(rng: random.Random, words: list[str], length: tuple[int, int] = (8,
     """Words drawn by a Zipf law over content words: a few are common, most are rare, as in real notes."""
     weights = _zipf_weights(len(words))
     return " ".join(rng.choices(words, weights=weights, k=rng.randint(*length)))
+
+
+# -- the real local server and a keep-alive REST client -------------------------------------------
+
+
+def server_environment(embedder: str = "none") -> dict[str, str]:
+    """The environment of a bench's own server or stdio process: no MEMORY_* of the caller, our tree first."""
+    import os
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
+    env.update(
+        {"MEMORY_EMBEDDER": embedder, "PYTHONPATH": os.pathsep.join([str(root / "layers/core/python"), str(root)])}
+    )
+    return env
+
+
+class LocalServer:
+    """``agentmem serve`` (gunicorn worker processes) on a free loopback port, on a SQLite file."""
+
+    def __init__(self, db: object, *, workers: int = 0, embedder: str = "none") -> None:
+        import socket
+        import subprocess
+        import sys
+        import urllib.request
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        command = [sys.executable, "-m", "agentmem.cli", "serve", "--port", str(self.port), "--db", str(db)]
+        if workers:
+            command += ["--workers", str(workers)]
+        self._process = subprocess.Popen(
+            command, env=server_environment(embedder), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        self.base = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.base + "/v1/health", timeout=1):
+                    return
+            except OSError:
+                if self._process.poll() is not None:
+                    break
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("the local server did not start")
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=15)
+            except Exception:
+                self._process.kill()
+                self._process.wait()
+
+    def __enter__(self) -> LocalServer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+class Rest:
+    """One keep-alive HTTP/1.1 connection (stdlib http.client: little client overhead in the figures)."""
+
+    def __init__(self, port: int) -> None:
+        import http.client
+
+        self._connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+
+    def call(self, method: str, path: str, body: object = None, expect: int | None = None) -> object:
+        import json
+
+        payload = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if payload is not None else {}
+        self._connection.request(method, path, body=payload, headers=headers)
+        response = self._connection.getresponse()
+        data = response.read()
+        if (expect is not None and response.status != expect) or response.status >= 400:
+            raise RuntimeError(f"{method} {path}: {response.status} {data[:300]!r}")
+        return json.loads(data) if data else None
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+def ratio(ours_ms: float, peer_ms: float) -> str:
+    """Ours over the peer's (below 1: we are faster)."""
+    return f"{ours_ms / peer_ms:6.2f}x" if peer_ms > 0 else "     -"
+
+
+# -- W1 (issue 11): N memories as N/10 sessions of 10 turns, 200 keyword queries of 2-4 words ---------
+
+
+def w1(memories: int, queries: int = 200, seed: int = 1) -> tuple[list[list[str]], list[tuple[str, str]]]:
+    """The sessions (10 turns each) and (query, the memory it was taken from), generated deterministically."""
+    rng = random.Random(seed)
+    words = vocabulary()
+    sessions = [[sentence(rng, words) for _ in range(10)] for _ in range(memories // 10)]
+    asked = []
+    for _ in range(queries):
+        target = rng.choice(rng.choice(sessions))
+        asked.append((" ".join(rng.sample(target.split(), rng.randint(2, 4))), target))
+    return sessions, asked

@@ -1,4 +1,5 @@
-"""`make bench`: run every bench/bench_*.py module's main() and print its figures."""
+"""`make bench`: run every bench/bench_*.py module's main() and print its figures (figures on stdout,
+progress on stderr). Arguments (``make bench ONLY="adk mcp"``) select modules by name without ``bench_``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import importlib.util
 import os
 import sys
 import time
+import traceback
 import warnings
 from pathlib import Path
 
@@ -20,6 +22,7 @@ def main() -> int:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     only = set(sys.argv[1:])
+    failed = []
     for path in sorted(HERE.glob("bench_*.py")):
         if only and path.stem.removeprefix("bench_") not in only:
             continue
@@ -30,9 +33,17 @@ def main() -> int:
         spec.loader.exec_module(module)
         print(f"\n## {path.stem}", flush=True)
         started = time.perf_counter()
-        module.main()
+        try:
+            module.main()
+        except Exception:  # one section failing leaves the others' figures
+            traceback.print_exc()
+            failed.append(path.stem)
+            print(f"({path.stem} FAILED after {time.perf_counter() - started:.1f} s)", flush=True)
+            continue
         print(f"({path.stem} took {time.perf_counter() - started:.1f} s)", flush=True)
-    return 0
+    if failed:
+        print(f"failed sections: {', '.join(failed)}", flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

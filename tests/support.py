@@ -103,8 +103,8 @@ def load_event(name: str) -> dict[str, Any]:
     return json.loads((EVENTS_DIR / name).read_text())  # type: ignore[no-any-return]
 
 
-def count_items(table: object) -> int:
-    """How many items the store holds (to prove a rejected request wrote nothing).
+def stored_keys(table: object) -> list[tuple[str, str]]:
+    """Every (pk, sk) the store holds, sorted (to prove a rejected request wrote nothing).
 
     The tenant's daily usage counters are left out: metering counts every request, rejected ones
     included, and is bookkeeping of the tenant, not data of the user.
@@ -116,8 +116,15 @@ def count_items(table: object) -> int:
     if isinstance(table, SqliteTable):
         rows = table._connection().execute("SELECT pk, sk FROM items").fetchall()
     elif isinstance(table, DynamoTable):
-        items = table.client.scan(TableName=table.table_name, ProjectionExpression="pk, sk")["Items"]
-        rows = [(item["pk"]["S"], item["sk"]["S"]) for item in items]
+        rows = []
+        pages = table.client.get_paginator("scan").paginate(TableName=table.table_name, ProjectionExpression="pk, sk")
+        for page in pages:
+            rows += [(item["pk"]["S"], item["sk"]["S"]) for item in page["Items"]]
     else:
         raise TypeError(f"unknown table {type(table).__name__}")
-    return sum(1 for pk, sk in rows if not (pk.startswith("T#") and sk.startswith(USAGE_SK_PREFIX)))
+    return sorted((pk, sk) for pk, sk in rows if not (pk.startswith("T#") and sk.startswith(USAGE_SK_PREFIX)))
+
+
+def count_items(table: object) -> int:
+    """How many items the store holds (see :func:`stored_keys`)."""
+    return len(stored_keys(table))

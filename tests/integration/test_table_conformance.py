@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from agentmem.errors import ConditionFailed, InvalidInput
+from agentmem.errors import ConditionFailed, InvalidInput, PayloadTooLarge
 from agentmem.stores.table import Add, Check, Condition, Delete, Put, Table, query_all
 
 
@@ -196,3 +196,29 @@ def test_transaction_refuses_two_operations_on_one_item(table: Table) -> None:
     with pytest.raises(InvalidInput):
         table.transact_write([Put({"pk": "p", "sk": "a"}), Delete("p", "a")])
     assert table.get("p", "a") is None
+
+
+def test_keys_and_items_over_dynamodb_limits_are_refused_alike_and_nothing_is_written(table: Table) -> None:
+    ok = {"pk": "p", "sk": "fine", "v": "x"}
+    huge = {"pk": "p", "sk": "huge", "blob": "A" * (400 * 1024)}
+    # Given keys and an item each just over DynamoDB's limits: every adapter refuses them the same way
+    with pytest.raises(InvalidInput) as long_sk:
+        table.put({"pk": "p", "sk": "s" * 1025})
+    assert long_sk.value.code == "key_too_long"
+    with pytest.raises(InvalidInput) as long_pk:
+        table.put({"pk": "p" * 2049, "sk": "s"})
+    assert long_pk.value.code == "key_too_long"
+    with pytest.raises(PayloadTooLarge) as big:
+        table.put(huge)
+    assert big.value.code == "item_too_large"
+    # And a batch or a transaction holding one such item writes none of its items
+    with pytest.raises(PayloadTooLarge):
+        table.batch_write(puts=[ok, huge])
+    with pytest.raises(PayloadTooLarge):
+        table.transact_write([Put(ok), Put(huge)])
+    assert table.query("p").items == []
+    # While keys and an item at the limits are stored
+    table.put({"pk": "p" * 2048, "sk": "s" * 1024})
+    table.put({"pk": "p", "sk": "big", "blob": "A" * (390 * 1024)})
+    assert table.get("p" * 2048, "s" * 1024) is not None
+    assert table.get("p", "big") is not None

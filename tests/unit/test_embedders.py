@@ -155,3 +155,26 @@ def test_local_model_embeds_paraphrases_closer_across_languages() -> None:
     # A Spanish paraphrase with no shared word lands nearer the right memory
     query = embed_query(embedder, "¿Qué alimentos no puede comer mi hija?")
     assert _cosine(query, stored[0]) > _cosine(query, stored[1])
+
+
+_LOAD_AND_REPORT_POLICY = (
+    "import os; from agentmem.embeddings.local import LocalEmbedder; "
+    "LocalEmbedder().embed(['a note']); print(os.environ.get('OMP_WAIT_POLICY'))"
+)
+
+
+@pytest.mark.parametrize(("given", "loaded_with"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_local_model_loads_its_openmp_engine_with_sleeping_idle_threads(given: str | None, loaded_with: str) -> None:
+    """libgomp's default spins idle threads, which on shared cores made embedding tens of times slower;
+    the engine reads the policy once, when loaded: the embedder sets PASSIVE first unless one was chosen."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    out = subprocess.run(
+        [sys.executable, "-c", _LOAD_AND_REPORT_POLICY], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == loaded_with

@@ -17,8 +17,18 @@ def test_cjk_text_gives_characters_and_pairs() -> None:
     assert index_tokens("住在東京") == ["住", "在", "東", "京", "住在", "在東", "東京"]
 
 
-def test_overlong_tokens_are_not_indexed() -> None:
-    assert index_tokens("x" * 33 + " short") == ["short"]
+def test_overlong_tokens_are_indexed_by_a_short_digest_that_only_the_same_word_matches() -> None:
+    tokens = index_tokens("x" * 33 + " short")
+    assert tokens[1:] == ["short"]
+    assert tokens[0].startswith("~")
+    assert len(tokens[0]) <= 32
+    assert index_tokens("x" * 33) == tokens[:1]
+    assert index_tokens("x" * 34) != tokens[:1]
+
+
+def test_a_text_is_indexed_by_its_first_32_distinct_tokens() -> None:
+    words = [f"word{i:03d}" for i in range(100)]
+    assert index_tokens(" ".join(words + words)) == words[:32]
 
 
 def test_score_adds_three_for_name_two_for_type_one_per_observation() -> None:

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from agentmem.errors import InvalidInput
 
 MAX_ID_BYTES = 256
+MAX_PARTITION_BYTES = 2048
+"""DynamoDB's partition-key limit: an escaped ``#`` or ``%`` takes three bytes, so three ids of 256
+bytes full of them would not fit."""
 
 SCOPE_TAG = "S"
 USER_TAG = "U"
@@ -80,6 +83,15 @@ class Scope:
     app: str
     user: str
     project_id: str | None = None
+
+    def __post_init__(self) -> None:
+        size = len(self.partition.encode("utf-8", "surrogatepass"))
+        if size > MAX_PARTITION_BYTES:
+            raise InvalidInput(
+                f"app, user and project_id are {size} bytes together once encoded (# and % count three); "
+                f"the limit is {MAX_PARTITION_BYTES}",
+                code="invalid_id",
+            )
 
     @property
     def user_ref(self) -> UserRef:

@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agentmem import __version__
 from agentmem.api import middlewares, tenancy
-from agentmem.api.http import JSON, MAX_BODY_BYTES, documented, error_response, error_result, json_response
+from agentmem.api.http import JSON, MAX_BODY_BYTES, documented, error_response, error_result, json_response, parse_body
 from agentmem.api.routes import graph, mcp, memories, service, users
 from agentmem.api.routes import tenancy as tenancy_routes
 from agentmem.budget import dumps
@@ -23,7 +23,9 @@ from agentmem.errors import MemoryServiceError
 from agentmem.observability import logger, metrics, trace_handler
 
 # Each answer is checked against its route's response model (a mismatch is our bug: 500, logged).
-app = APIGatewayRestResolver(enable_validation=True, serializer=dumps, response_validation_error_http_code=500)
+app = APIGatewayRestResolver(
+    enable_validation=True, serializer=dumps, response_validation_error_http_code=500, json_body_deserializer=parse_body
+)
 app.use(middlewares=[middlewares.project_in_body, middlewares.idempotency])
 app.include_router(memories.router)
 app.include_router(service.router)
@@ -111,8 +113,8 @@ _ERROR_REF = "#/components/schemas/ErrorBody"
 
 def _oversized(event: dict[str, Any]) -> dict[str, Any] | None:
     body = event.get("body") or ""
-    if len(body) <= MAX_BODY_BYTES:
-        return None
+    if len(body) * 4 <= MAX_BODY_BYTES or len(body.encode("utf-8", "surrogatepass")) <= MAX_BODY_BYTES:
+        return None  # (bytes, not characters: 6 MB of CJK text is 2 M characters)
     request_id = str((event.get("requestContext") or {}).get("requestId", ""))
     return error_result(413, "payload_too_large", f"the request body exceeds {MAX_BODY_BYTES} bytes", request_id)
 

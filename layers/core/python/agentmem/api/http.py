@@ -3,6 +3,7 @@ path ids and their decoding."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any, TypeVar
 from urllib.parse import unquote
@@ -12,11 +13,14 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from agentmem.budget import dumps
+from agentmem.errors import MalformedRequest
 from agentmem.keys import ID_JSON_SCHEMA, Scope, UserRef, validate_project
 from agentmem.models.responses import ErrorBody, error_body
 
 JSON = "application/json"
 MAX_BODY_BYTES = 6 * 1024 * 1024
+MAX_JSON_DEPTH = 64
+"""Arrays and objects nest at most this deep in a request body (function-call arguments included)."""
 SCOPE_PATH = "/v1/apps/<app>/users/<user>"
 _SCOPE_RE = re.compile(r"^/v1/apps/([^/]+)/users/([^/]+)")
 T = TypeVar("T")
@@ -57,6 +61,36 @@ def documented(status: int, description: str, *errors: int) -> dict[int, OpenAPI
     for code in sorted({*ALWAYS, *errors}):
         out[code] = {"description": _REASONS[code], "content": {JSON: {"model": ErrorBody}}}
     return out
+
+
+def parse_body(body: str) -> Any:
+    """The request body as JSON, refused (400) when it nests deeper than ``MAX_JSON_DEPTH`` or holds a
+    string no UTF-8 store can hold (a lone surrogate such as ``"\\ud800"``)."""
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        raise MalformedRequest(
+            f"the request body nests deeper than {MAX_JSON_DEPTH} levels", code="json_too_deep"
+        ) from None
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        node, depth = pending.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                raise MalformedRequest(
+                    "the request body holds a lone surrogate escape (\\ud800..\\udfff): not valid Unicode",
+                    code="invalid_unicode",
+                ) from None
+        elif isinstance(node, dict | list):
+            if depth >= MAX_JSON_DEPTH:
+                raise MalformedRequest(
+                    f"the request body nests deeper than {MAX_JSON_DEPTH} levels", code="json_too_deep"
+                )
+            children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+            pending.extend((child, depth + 1) for child in children)
+    return value
 
 
 def json_response(status_code: int, body: Any) -> Response[Any]:

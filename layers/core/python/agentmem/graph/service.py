@@ -31,25 +31,25 @@ from typing import Any
 from agentmem import users
 from agentmem.budget import CARD_BUDGET_BYTES, Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
-from agentmem.errors import ConditionFailed, Conflict, InvalidInput, MalformedRequest, NotFound
+from agentmem.errors import ConditionFailed, Conflict, InvalidInput, MalformedRequest, NotFound, PayloadTooLarge
 from agentmem.graph import records
 from agentmem.keys import Scope, validate_id
-from agentmem.models.memory import MemoryEntry
-from agentmem.search.inverted_index import InvertedIndex
+from agentmem.models.memory import MAX_TEXT_BYTES, MemoryEntry
+from agentmem.search.inverted_index import InvertedIndex, index_terms, terms_per_document
 from agentmem.search.tokenize import graph_tokens, tokenize
-from agentmem.stores.table import Check, Condition, Delete, Item, Key, Put, Table, WriteOp, query_all
+from agentmem.stores.table import Check, Condition, Delete, Item, Key, Put, Table, WriteOp, check_items, query_all
 
 DEFAULT_TYPE = "general"
-MAX_INDEXED_TOKEN = 32
-"""Longer tokens are neither indexed nor scored (they would overflow DynamoDB's 1 KiB sort key)."""
+MAX_GRAPH_TERMS = 32
+"""Distinct tokens a name, a type, an observation or a query is indexed and scored by (the first ones)."""
 _OBSERVATIONS_PER_TRANSACTION = 30
 _MAX_ATTEMPTS = 20
 _CARD_HEADER = "[Known about the user]"
 
 
 def index_tokens(text: str) -> list[str]:
-    """The distinct graph tokens of ``text`` (SPEC section 2), in order of first appearance."""
-    return [t for t in dict.fromkeys(graph_tokens(text)) if len(t) <= MAX_INDEXED_TOKEN]
+    """The first ``MAX_GRAPH_TERMS`` distinct graph tokens of ``text`` (SPEC section 2), in order."""
+    return list(dict.fromkeys(graph_tokens(text)))[:MAX_GRAPH_TERMS]
 
 
 def score_entity(query: Sequence[str], name: str, entity_type: str, observations: Iterable[str]) -> int:
@@ -907,20 +907,26 @@ class GraphMemoryService:
         """Store the turns of a session as episodes (replacing that session's episodes in this scope)."""
         validate_id(session_id, "session_id")
         self._begin_write(scope)
-        self._register(scope)
         partition = scope.partition
         session_prefix = records.episode_session_prefix(session_id)
         old_ids = [i["sk"][len(session_prefix) :] for i in query_all(self._table, partition, session_prefix)]
         items: list[Item] = []
         side: list[Item] = []
         now = self._clock()
+        max_terms = terms_per_document(len(entries))
         for entry in entries:
             text = entry.content.text()
             if not text.strip():
                 continue
+            size = len(text.encode("utf-8"))
+            if size > MAX_TEXT_BYTES:
+                raise PayloadTooLarge(
+                    f"an entry holds {size} bytes of text; the limit is {MAX_TEXT_BYTES}", code="entry_too_large"
+                )
             moment = entry.timestamp or now
             episode_id = new_id(int(moment.timestamp() * 1000))
             tokens = tokenize(text)
+            terms = index_terms(tokens, max_terms)
             items.append(
                 {
                     "pk": partition,
@@ -931,12 +937,14 @@ class GraphMemoryService:
                     "author": entry.author,
                     "text": text,
                     "timestamp": format_timestamp(moment),
-                    "tokens": sorted(set(tokens)),
+                    "tokens": sorted(terms),
                     "length": len(tokens),
                 }
             )
             side.append({"pk": partition, "sk": session_prefix + episode_id})
-            side += self._episodes.postings(partition, episode_id, tokens)
+            side += self._episodes.postings(partition, episode_id, terms, len(tokens))
+        check_items([*side, *items])  # a rejected write must leave nothing behind
+        self._register(scope)
         self._table.batch_write(puts=side)
         self._episodes.record(partition, docs=len(items), length=sum(int(i["length"]) for i in items))
         self._table.batch_write(puts=items)

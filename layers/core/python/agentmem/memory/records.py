@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -94,10 +95,12 @@ def entry_item(
     content: dict[str, Any],
     author: str | None,
     timestamp: str,
-    tokens: list[str],
+    terms: Iterable[str],
+    length: int,
     metadata: dict[str, Any] | None = None,
     expires_at: datetime | None = None,
 ) -> Item:
+    """``terms`` lists the distinct tokens the entry is indexed under (to find its postings again)."""
     item: Item = {
         "pk": scope.partition,
         "sk": entry_sk(entry_id),
@@ -107,8 +110,8 @@ def entry_item(
         "content": json.dumps(content, ensure_ascii=False, separators=(",", ":")),
         "author": author,
         "timestamp": timestamp,
-        "tokens": sorted(set(tokens)),
-        "length": len(tokens),
+        "tokens": sorted(terms),
+        "length": length,
     }
     if metadata:
         item[METADATA] = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))

@@ -34,12 +34,18 @@ from agentmem.embeddings.port import Embedder, embed_query, embedder_health
 from agentmem.errors import ConditionFailed, InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable
 from agentmem.keys import Scope, UserRef, scope_of_partition, validate_id
 from agentmem.memory import filters, records
-from agentmem.models.memory import MAX_TEXT_BYTES, MemoryEntry, SearchMode, StoredEntry
+from agentmem.models.memory import MAX_ENTRY_BYTES, MAX_TEXT_BYTES, MemoryEntry, SearchMode, StoredEntry
 from agentmem.observability import logger
 from agentmem.search import calibration
-from agentmem.search.inverted_index import InvertedIndex
+from agentmem.search.inverted_index import (
+    MAX_QUERY_TERMS,
+    MAX_TERMS_PER_DOCUMENT,
+    InvertedIndex,
+    index_terms,
+    terms_per_document,
+)
 from agentmem.search.tokenize import tokenize
-from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Item, Key, Table, query_all
+from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Item, Key, Table, check_items, query_all
 from agentmem.vectors.indexing import record_for_item
 from agentmem.vectors.port import VectorIndex
 
@@ -81,7 +87,8 @@ class EntryPage:
 @dataclass(frozen=True, slots=True)
 class _PreparedEntry:
     item: Item
-    tokens: list[str]
+    terms: dict[str, int]
+    length: int
     scope: Scope
     has_text: bool
     text: str = ""
@@ -124,7 +131,10 @@ class MemoryService:
         """Store a finished conversation, replacing what this session held in this scope."""
         validate_id(session_id, "session_id")
         self.ensure_writable(scope.user_ref)
-        prepared = [p for p in (self._prepare(scope, e, session_id, ttl_seconds) for e in entries) if p.has_text]
+        max_terms = terms_per_document(len(entries))
+        prepared = [
+            p for p in (self._prepare(scope, e, session_id, max_terms, ttl_seconds) for e in entries) if p.has_text
+        ]
         skipped = len(entries) - len(prepared)
         generation = new_id()
         if not prepared:
@@ -159,14 +169,15 @@ class MemoryService:
         if session_id is not None:
             validate_id(session_id, "session_id")
         self.ensure_writable(scope.user_ref)
-        prepared = self._prepare(scope, entry, session_id, ttl_seconds)
+        prepared = self._prepare(scope, entry, session_id, MAX_TERMS_PER_DOCUMENT, ttl_seconds)
         indexing = self._write([prepared], session_id, generation="")
         stored = records.entry_from_item(prepared.item)
         return stored.model_copy(update={"indexing": indexing}) if indexing else stored
 
     def _prepare(
-        self, scope: Scope, entry: MemoryEntry, session_id: str | None, ttl_seconds: int | None = None
+        self, scope: Scope, entry: MemoryEntry, session_id: str | None, max_terms: int, ttl_seconds: int | None = None
     ) -> _PreparedEntry:
+        """Build the entry item and check it against every limit (nothing is written before all pass)."""
         text = entry.content.text()
         size = len(text.encode("utf-8"))
         if size > MAX_TEXT_BYTES:
@@ -181,6 +192,7 @@ class MemoryService:
         expires_at = entry.expires_at
         if expires_at is None and ttl_seconds is not None:
             expires_at = self._clock() + timedelta(seconds=ttl_seconds)
+        terms = index_terms(tokens, max_terms)
         item = records.entry_item(
             scope,
             entry_id,
@@ -188,11 +200,17 @@ class MemoryService:
             content=entry.content.to_json(),
             author=entry.author,
             timestamp=format_timestamp(moment),
-            tokens=tokens,
+            terms=terms,
+            length=len(tokens),
             metadata=entry.metadata,
             expires_at=expires_at,
         )
-        return _PreparedEntry(item, tokens, scope, has_text=bool(text.strip()), text=text)
+        size = len(item["content"].encode("utf-8"))
+        if size > MAX_ENTRY_BYTES:
+            raise PayloadTooLarge(
+                f"an entry's content is {size} bytes as JSON; the limit is {MAX_ENTRY_BYTES}", code="entry_too_large"
+            )
+        return _PreparedEntry(item, terms, len(tokens), scope, has_text=bool(text.strip()), text=text)
 
     def _embed(self, prepared: Sequence[_PreparedEntry]) -> bool:
         """Put the vector and model id on each entry item (one batch); False when the embedder failed."""
@@ -234,17 +252,21 @@ class MemoryService:
         side_items: list[Item] = [users.registry_item(scope)]
         for p in prepared:
             entry_id = p.item["id"]
-            own = [records.pointer_item(scope, entry_id), *self._index.postings(scope.partition, entry_id, p.tokens)]
+            own = [
+                records.pointer_item(scope, entry_id),
+                *self._index.postings(scope.partition, entry_id, p.terms, p.length),
+            ]
             if session_id is not None:
                 own.append(records.session_index_item(scope, session_id, entry_id, generation))
             if TTL_ATTRIBUTE in p.item:  # what points at an expiring entry expires with it (DynamoDB TTL too)
                 own = [{**item, TTL_ATTRIBUTE: p.item[TTL_ATTRIBUTE]} for item in own]
             side_items.extend(own)
+        check_items([*side_items, *(p.item for p in prepared)])  # a rejected write must leave nothing behind
         self._table.batch_write(puts=side_items)
         self._table.batch_write(puts=[p.item for p in prepared])
         # The stats version moves after the entries exist, so a reader that sees the new version also sees
         # the new entries (ExactVectorIndex keys its cache on it).
-        self._index.record(scope.partition, docs=len(prepared), length=sum(len(p.tokens) for p in prepared))
+        self._index.record(scope.partition, docs=len(prepared), length=sum(p.length for p in prepared))
         return self._upsert_vectors(prepared, vectors_ok)
 
     def ensure_writable(self, user: UserRef) -> None:
@@ -426,11 +448,16 @@ class MemoryService:
     def delete_entries(self, scope: Scope, query: str | None, where: filters.Node | None = None) -> int:
         """Delete the entries of exactly this scope that hold every token of ``query`` and match ``where``
         (at least one of the two is required)."""
-        tokens = tokenize(query or "")
+        tokens = list(dict.fromkeys(tokenize(query or "")))
         if query and query.strip() and not tokens:
             raise MalformedRequest("the query has no searchable words, so it would delete nothing", code="empty_query")
         if not tokens and where is None:
             raise MalformedRequest("give a query, a filter or both: either selects what to delete", code="empty_query")
+        if len(tokens) > MAX_QUERY_TERMS:
+            raise InvalidInput(
+                f"the query has {len(tokens)} distinct words; a delete takes at most {MAX_QUERY_TERMS}",
+                code="query_too_long",
+            )
         self.ensure_writable(scope.user_ref)
         if tokens:
             ids = sorted(self._index.documents_with_all(scope.partition, tokens))

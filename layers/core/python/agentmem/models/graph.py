@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, WithJsonSchema, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictStr,
+    WithJsonSchema,
+    model_validator,
+)
 
 from agentmem.keys import validate_id
 from agentmem.models.memory import (
@@ -15,9 +22,12 @@ from agentmem.models.memory import (
     MemoryEntry,
     ProjectId,
     SessionId,
+    Timestamp,
 )
 
 MAX_FACTS_PER_REQUEST = 100
+MAX_OBSERVATIONS_PER_REQUEST = 500
+"""Observations one ``POST /graph/entities`` may carry in all (each writes 3 items and its postings)."""
 MAX_TYPE_BYTES = 256
 
 
@@ -50,12 +60,6 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    if value is not None and value.tzinfo is None:
-        raise ValueError("timestamps must carry a time zone (RFC 3339, e.g. 2026-06-01T09:30:00Z)")
-    return value
-
-
 class EntityIn(_Strict):
     name: EntityName
     entity_type: EntityType | None = None
@@ -66,26 +70,23 @@ class CreateEntitiesRequest(_Strict):
     entities: list[EntityIn] = Field(min_length=1, max_length=MAX_ENTRIES_PER_REQUEST)
     project_id: ProjectId | None = None
 
+    @model_validator(mode="after")
+    def _bounded(self) -> CreateEntitiesRequest:
+        total = sum(len(e.observations) for e in self.entities)
+        if total > MAX_OBSERVATIONS_PER_REQUEST:
+            raise ValueError(f"{total} observations in all; a request holds at most {MAX_OBSERVATIONS_PER_REQUEST}")
+        return self
+
 
 class AddObservationsRequest(_Strict):
     observations: list[Fact] = Field(min_length=1, max_length=MAX_FACTS_PER_REQUEST)
-    valid_from: datetime | None = None
+    valid_from: Timestamp | None = None
     project_id: ProjectId | None = None
-
-    @field_validator("valid_from")
-    @classmethod
-    def _tz(cls, value: datetime | None) -> datetime | None:
-        return _aware(value)
 
 
 class InvalidateRequest(_Strict):
-    valid_to: datetime | None = None
+    valid_to: Timestamp | None = None
     project_id: ProjectId | None = None
-
-    @field_validator("valid_to")
-    @classmethod
-    def _tz(cls, value: datetime | None) -> datetime | None:
-        return _aware(value)
 
 
 class SupersedeRequest(_Strict):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
@@ -18,6 +18,8 @@ MAX_METADATA_KEYS = 32
 MAX_METADATA_STRING_BYTES = 1024
 MAX_METADATA_LIST = 32
 MAX_TTL_SECONDS = 315_360_000
+MAX_ENTRY_BYTES = 256 * 1024
+"""An entry's content (every part, inline data included) as JSON: it must fit one 400 KB table item."""
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 
@@ -31,6 +33,23 @@ def _id(field: str) -> AfterValidator:
 
     return AfterValidator(check)
 
+
+def utc_moment(value: datetime, field: str = "the time") -> datetime:
+    """``value`` in UTC; refuses a naive time or one that leaves the calendar once converted."""
+    if value.tzinfo is None:
+        raise ValueError(f"{field} must carry a time zone (RFC 3339, e.g. 2026-06-01T09:30:00Z)")
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{field} is out of range once converted to UTC") from None
+
+
+def _utc(value: datetime) -> datetime:
+    return utc_moment(value)
+
+
+Timestamp = Annotated[datetime, AfterValidator(_utc)]
+"""An RFC 3339 time with a zone, held in UTC."""
 
 ID_SCHEMA = WithJsonSchema({"type": "string", **ID_JSON_SCHEMA})
 """An id as the OpenAPI document states it (the byte limit is checked by :func:`validate_id`)."""
@@ -89,11 +108,11 @@ class MemoryEntry(BaseModel):
 
     content: Content
     author: str | None = Field(default=None, max_length=256)
-    timestamp: Annotated[datetime | None, _aware("timestamp")] = None
+    timestamp: Timestamp | None = None
     metadata: Metadata | None = Field(
         default=None, description="at most 32 keys; values: string (<= 1 KiB), number, boolean, list of <= 32 strings"
     )
-    expires_at: Annotated[datetime | None, _aware("expires_at")] = Field(
+    expires_at: Timestamp | None = Field(
         default=None, description="never returned after this time; removed within 48 hours"
     )
 

@@ -5,6 +5,11 @@ distinct token, ``<ns>T#<token>#<doc id>`` with the token's frequency and the do
 the document's own partition. A per-partition statistics item holds the document count and total
 length that BM25 needs. A search reads one posting range per query token: its cost grows with the
 number of matches, never with the size of the partition.
+
+Costs are capped (docs/search.md): a document is indexed under at most :data:`MAX_TERMS_PER_DOCUMENT`
+distinct tokens (its most frequent ones), a write request indexes at most :data:`TERMS_PER_REQUEST`
+postings in all (:func:`terms_per_document` shares them among its documents), and a query reads the
+postings of at most :data:`MAX_QUERY_TERMS` distinct tokens.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agentmem.errors import ConditionFailed
@@ -21,6 +26,31 @@ from agentmem.stores.table import Condition, Item, Key, Table, query_all
 
 K1 = 1.2
 B = 0.75
+MAX_TERMS_PER_DOCUMENT = 1000
+"""Distinct tokens one document is indexed under (64 KiB of CJK text holds ~42,000)."""
+TERMS_PER_REQUEST = 20_000
+"""Posting items one write request may create: 500 entries get 40 distinct tokens each."""
+MAX_QUERY_TERMS = 32
+"""Distinct query tokens whose postings a search reads (the first ones); later ones are ignored."""
+
+
+def terms_per_document(documents: int) -> int:
+    """The per-document cap of a write of ``documents`` documents: ``TERMS_PER_REQUEST`` shared out."""
+    return max(1, min(MAX_TERMS_PER_DOCUMENT, TERMS_PER_REQUEST // max(documents, 1)))
+
+
+def index_terms(tokens: Sequence[str], limit: int = MAX_TERMS_PER_DOCUMENT) -> dict[str, int]:
+    """The (token, frequency) pairs a document is indexed under: its ``limit`` most frequent distinct
+    tokens, ties in order of first appearance."""
+    counts = Counter(tokens)
+    if len(counts) <= limit:
+        return dict(counts)
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:limit])
+
+
+def query_terms(tokens: Iterable[str]) -> list[str]:
+    """The distinct tokens of a query that are looked up: the first ``MAX_QUERY_TERMS``."""
+    return list(dict.fromkeys(tokens))[:MAX_QUERY_TERMS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +72,11 @@ class InvertedIndex:
     def _token_prefix(self, token: str) -> str:
         return f"{self._ns}T#{escape(token)}#"
 
-    def postings(self, partition: str, doc_id: str, tokens: Sequence[str]) -> list[Item]:
-        """The posting items for one document (write them with the document)."""
-        counts = Counter(tokens)
-        length = len(tokens)
+    def postings(self, partition: str, doc_id: str, terms: Mapping[str, int], length: int) -> list[Item]:
+        """The posting items for one document of ``length`` tokens (write them with the document)."""
         return [
             {"pk": partition, "sk": self._token_prefix(token) + doc_id, "tf": tf, "dl": length}
-            for token, tf in counts.items()
+            for token, tf in terms.items()
         ]
 
     def posting_keys(self, partition: str, doc_id: str, tokens: Iterable[str]) -> list[Key]:
@@ -90,7 +118,7 @@ class InvertedIndex:
         The score divides the BM25 sum by the sum of the query tokens' IDFs, so a document that holds
         every query token once, at average length, scores 1; the score is capped at 1.
         """
-        query = list(dict.fromkeys(tokens))
+        query = query_terms(tokens)
         if not query:
             return []
         docs = 0

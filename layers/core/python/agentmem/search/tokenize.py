@@ -2,12 +2,20 @@
 
 Runs of CJK characters (Han, kana, Hangul) have no spaces between words, so each character and each
 adjacent pair of characters is a token: a query for 東京 matches 我住在東京 through the pair 東京.
+
+A token longer than :data:`MAX_TOKEN_CHARS` (a hex dump, a base64 string) is replaced by a fixed-size
+digest of itself, so every index key stays far under DynamoDB's 1 KiB sort-key limit while the same
+long word in a query still matches.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
+
+MAX_TOKEN_CHARS = 32
+"""Longer tokens are indexed and searched as ``~`` and 20 hex digits of their BLAKE2b digest."""
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -45,22 +53,27 @@ def _fold(word: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
+_CJK_RUN = re.compile("([" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES) + "]+)")
+
+
 def _split_cjk(run: str) -> list[tuple[bool, str]]:
     """Split an alphanumeric run into (is_cjk, segment) pieces."""
-    pieces: list[tuple[bool, str]] = []
-    for ch in run:
-        flag = is_cjk(ch)
-        if pieces and pieces[-1][0] == flag:
-            pieces[-1] = (flag, pieces[-1][1] + ch)
-        else:
-            pieces.append((flag, ch))
-    return pieces
+    # re.split with a group alternates: non-CJK, CJK, non-CJK, ... (empty pieces at the ends)
+    return [(i % 2 == 1, piece) for i, piece in enumerate(_CJK_RUN.split(run)) if piece]
+
+
+def _bounded(token: str) -> str:
+    if len(token) <= MAX_TOKEN_CHARS:
+        return token
+    # "~" never occurs in a real token (tokens are alphanumeric), so a digest never equals a word.
+    return "~" + hashlib.blake2b(token.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
 
 
 def tokenize(text: str, *, min_length: int = 2, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
     """Tokens in order of appearance (with repeats).
 
-    Non-CJK words shorter than ``min_length`` are dropped unless they are numbers; stopwords are dropped.
+    Non-CJK words shorter than ``min_length`` are dropped unless they are numbers; stopwords are dropped;
+    words longer than :data:`MAX_TOKEN_CHARS` become their digest.
     """
     tokens: list[str] = []
     for run in _WORD.findall(unicodedata.normalize("NFKC", text).lower()):
@@ -73,7 +86,7 @@ def tokenize(text: str, *, min_length: int = 2, stopwords: frozenset[str] = STOP
             if not word or word in stopwords:
                 continue
             if len(word) >= min_length or word.isdigit():
-                tokens.append(word)
+                tokens.append(_bounded(word))
     return tokens
 
 

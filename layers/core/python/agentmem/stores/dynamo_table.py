@@ -25,6 +25,7 @@ from agentmem.stores.table import (
     Page,
     Put,
     WriteOp,
+    check_items,
     is_expired,
 )
 
@@ -244,12 +245,14 @@ class DynamoTable:
     # -- writes ------------------------------------------------------------------------------------
 
     def put(self, item: Item, condition: Condition | None = None) -> None:
+        check_items([item])
         self._call("put_item", TableName=self.table_name, Item=self._to_wire(item), **self._conditional_args(condition))
 
     def delete(self, pk: str, sk: str, condition: Condition | None = None) -> None:
         self._call("delete_item", TableName=self.table_name, Key=self._key(pk, sk), **self._conditional_args(condition))
 
     def batch_write(self, puts: Sequence[Item] = (), deletes: Sequence[Key] = ()) -> None:
+        check_items(puts)
         requests: dict[Key, dict[str, Any]] = {}
         for item in puts:
             requests[(item["pk"], item["sk"])] = {"PutRequest": {"Item": self._to_wire(item)}}
@@ -273,6 +276,7 @@ class DynamoTable:
         cancel each other, and a cancelled transaction wrote nothing, so running it again is safe."""
         if len(ops) > MAX_TRANSACTION_ITEMS:
             raise InvalidInput(f"a transaction holds at most {MAX_TRANSACTION_ITEMS} items")
+        check_items(op.item for op in ops if isinstance(op, Put))
         items = [self._transact_item(op) for op in ops]
         if not items:
             return

@@ -31,6 +31,7 @@ from agentmem.stores.table import (
     Page,
     Put,
     WriteOp,
+    check_items,
     is_expired,
     op_key,
     prefix_upper_bound,
@@ -239,6 +240,7 @@ class SqliteTable:
         )
 
     def put(self, item: Item, condition: Condition | None = None) -> None:
+        check_items([item])
         with self._write() as conn:
             if condition is not None and not _holds(condition, self._get(conn, item["pk"], item["sk"])):
                 raise ConditionFailed("the item is not in the state the write required")
@@ -253,6 +255,7 @@ class SqliteTable:
     def batch_write(self, puts: Sequence[Item] = (), deletes: Sequence[Key] = ()) -> None:
         if not puts and not deletes:
             return
+        check_items(puts)
         with self._write() as conn:
             for item in puts:
                 self._upsert(conn, item)
@@ -264,6 +267,7 @@ class SqliteTable:
         keys = [op_key(op) for op in ops]
         if len(set(keys)) != len(keys):
             raise InvalidInput("a transaction cannot hold two operations on one item")
+        check_items(op.item for op in ops if isinstance(op, Put))
         with self._write() as conn:
             current = [self._get(conn, *key) for key in keys]
             for op, item in zip(ops, current, strict=True):

@@ -9,9 +9,11 @@ asks for ``include_expired``).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+from agentmem.errors import InvalidInput, PayloadTooLarge
 
 Item = dict[str, Any]
 Key = tuple[str, str]
@@ -72,6 +74,10 @@ class Page:
 
 
 MAX_TRANSACTION_ITEMS = 100
+MAX_ITEM_BYTES = 400 * 1024
+"""DynamoDB's item size limit (attribute names and values), enforced on every adapter alike."""
+MAX_PARTITION_KEY_BYTES = 2048
+MAX_SORT_KEY_BYTES = 1024
 
 
 @runtime_checkable
@@ -121,6 +127,50 @@ class Table(Protocol):
     def ping(self) -> None:
         """Raise Unavailable when the store cannot be reached."""
         ...
+
+
+def _size(value: Any) -> int:
+    """The bytes DynamoDB counts for one attribute value (numbers: an upper bound)."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    if value is None or isinstance(value, bool):
+        return 1
+    if isinstance(value, int):
+        return 1 + (len(str(abs(value))) + 1) // 2 + 1
+    if isinstance(value, Mapping):
+        return 3 + sum(_size(k) + _size(v) + 1 for k, v in value.items())
+    if isinstance(value, list | tuple | set | frozenset):
+        return 3 + sum(_size(v) + 1 for v in value)
+    return len(str(value).encode("utf-8", "surrogatepass"))
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    """The size of an item as DynamoDB counts it against :data:`MAX_ITEM_BYTES`."""
+    return sum(_size(name) + _size(value) for name, value in item.items())
+
+
+def check_items(items: Iterable[Mapping[str, Any]]) -> None:
+    """Refuse items no adapter may store: keys or items over DynamoDB's limits.
+
+    Services call this on everything a request will write, before its first write, so a refused
+    request leaves nothing behind and gets the same answer from every table.
+    """
+    for item in items:
+        pk = _size(item["pk"])
+        sk = _size(item["sk"])
+        if pk > MAX_PARTITION_KEY_BYTES or sk > MAX_SORT_KEY_BYTES:
+            raise InvalidInput(
+                f"the ids of this request are too long once encoded (a key of {max(pk, sk)} bytes)",
+                code="key_too_long",
+            )
+        size = item_size(item)
+        if size > MAX_ITEM_BYTES:
+            raise PayloadTooLarge(
+                f"an item of this request would be {size} bytes stored; the limit is {MAX_ITEM_BYTES}",
+                code="item_too_large",
+            )
 
 
 def is_expired(item: Mapping[str, Any], now: float | None = None) -> bool:

@@ -34,7 +34,7 @@ from agentmem.models.graph import (
     RememberRequest,
     SupersedeRequest,
 )
-from agentmem.models.memory import MAX_TEXT_BYTES
+from agentmem.models.memory import MAX_TEXT_BYTES, utc_moment
 from agentmem.models.responses import (
     Entities,
     EntityHistory,
@@ -74,9 +74,10 @@ def _moment(value: str | None, field: str) -> datetime | None:
         moment = datetime.fromisoformat(value)
     except ValueError:
         raise InvalidInput(f"{field} must be an RFC 3339 timestamp", code="invalid_timestamp") from None
-    if moment.tzinfo is None:
-        raise InvalidInput(f"{field} must carry a time zone (e.g. 2026-06-01T09:30:00Z)", code="invalid_timestamp")
-    return moment
+    try:
+        return utc_moment(moment, field)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), code="invalid_timestamp") from None
 
 
 @router.post(

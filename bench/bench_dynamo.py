@@ -1,0 +1,231 @@
+"""DynamoDB calls and items per operation, counted by a botocore event hook on moto (in-process
+``mock_aws``), for the memory and graph writes and reads of W1 and W2: the deterministic cost figure of
+the write path (moto's wall time is an emulator's and is printed only beside it; a real round trip is
+~5-10 ms in region, so calls x that is the better estimate of cloud latency).
+
+Items written: PutItem, UpdateItem, DeleteItem 1 each, BatchWriteItem its requests, TransactWriteItems
+its Put/Update/Delete (ConditionChecks apart). Items read: GetItem 1 when found, BatchGetItem and
+TransactGetItems their responses, Query and Scan their Count. Run: ``python bench/run.py dynamo``.
+
+moto 5.2 backs up the whole table once per item of every TransactWriteItems (a deep copy each, kept
+for a rollback): a transaction of 100 items on a table of a few thousand copied it 100 times, and one
+graph write ran for many minutes and gigabytes. Here it is copied once per transaction (the rollback
+is the same); the counts come from the client and do not depend on it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from benchlib import sentence, vocabulary
+
+REGION = "us-east-1"
+SEED_SESSIONS = 2
+
+
+class CallCounter:
+    """Counts every DynamoDB call a client makes, by operation, with the items it writes and reads."""
+
+    def __init__(self, client: Any) -> None:
+        self._lock = threading.Lock()
+        self.reset()
+        client.meta.events.register("provide-client-params.dynamodb.*", self._request)
+        client.meta.events.register("after-call.dynamodb.*", self._response)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls: Counter[str] = Counter()
+            self.written = 0
+            self.checks = 0
+            self.read = 0
+
+    def _request(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        name = model.name
+        written = checks = 0
+        if name in ("PutItem", "UpdateItem", "DeleteItem"):
+            written = 1
+        elif name == "BatchWriteItem":
+            written = sum(len(requests) for requests in params.get("RequestItems", {}).values())
+        elif name == "TransactWriteItems":
+            for op in params.get("TransactItems", []):
+                if "ConditionCheck" in op:
+                    checks += 1
+                else:
+                    written += 1
+        with self._lock:
+            self.calls[name] += 1
+            self.written += written
+            self.checks += checks
+
+    def _response(self, parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        name = model.name
+        read = 0
+        if name == "GetItem":
+            read = int("Item" in parsed)
+        elif name == "BatchGetItem":
+            read = sum(len(items) for items in parsed.get("Responses", {}).values())
+        elif name == "TransactGetItems":
+            read = len(parsed.get("Responses", []))
+        elif name in ("Query", "Scan"):
+            read = int(parsed.get("Count", 0))
+        with self._lock:
+            self.read += read
+
+
+def copy_tables_once_per_transaction() -> None:
+    """moto's transaction backup, one deep copy per table per transaction instead of one per item."""
+    import copy
+
+    from moto.dynamodb import models
+
+    original = models.DynamoDBBackend.transact_write_items
+
+    class _Once:
+        def __init__(self) -> None:
+            self.copies: dict[int, Any] = {}
+
+        def deepcopy(self, value: Any, memo: Any = None) -> Any:
+            if not isinstance(value, models.Table):
+                return copy.deepcopy(value, memo)
+            if id(value) not in self.copies:
+                self.copies[id(value)] = copy.deepcopy(value, memo)
+            return self.copies[id(value)]
+
+    def transact_write_items(self: Any, transact_items: Any) -> Any:
+        models.copy = _Once()  # type: ignore[assignment]
+        try:
+            return original(self, transact_items)
+        finally:
+            models.copy = copy  # type: ignore[assignment]
+
+    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+def _measure(
+    counter: CallCounter, label: str, calls: list[Callable[[], object]], per: tuple[str, int] | None = None
+) -> None:
+    counter.reset()
+    seconds = []
+    for call in calls:
+        started = time.perf_counter()
+        call()
+        seconds.append((time.perf_counter() - started) * 1000)
+    n = len(calls)
+    total = sum(counter.calls.values())
+    breakdown = ", ".join(f"{op} {count / n:.1f}" for op, count in counter.calls.most_common())
+    line = (
+        f"{label:<44} calls {total / n:7.1f}  written {counter.written / n:7.1f}  read {counter.read / n:7.1f}  "
+        f"checks {counter.checks / n:5.1f}"
+    )
+    if per is not None:
+        unit, count = per
+        line += f"  | written per {unit} {counter.written / n / count:5.2f}"
+    print(f"{line}  (moto p50 {statistics.median(seconds):.0f} ms, n={n})", flush=True)
+    print(f"{'':<46}{breakdown}", flush=True)
+
+
+def main() -> None:
+    for name, value in {
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+    }.items():
+        os.environ.setdefault(name, value)
+    import boto3
+    from moto import mock_aws
+
+    from agentmem.graph.service import GraphMemoryService
+    from agentmem.keys import Scope
+    from agentmem.memory.service import MemoryService
+    from agentmem.models.memory import MemoryEntry
+    from agentmem.stores.dynamo_table import DynamoTable
+
+    rng = random.Random(5)
+    words = vocabulary()
+
+    def entry(length: tuple[int, int] = (25, 25)) -> MemoryEntry:
+        text = sentence(rng, words, length)
+        return MemoryEntry.model_validate({"content": {"role": "user", "parts": [{"text": text}]}, "author": "user"})
+
+    copy_tables_once_per_transaction()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name=REGION)
+        table = DynamoTable("bench", client=client)
+        table.create()
+        counter = CallCounter(client)
+        print("per operation (mean): DynamoDB calls, items written, items read, condition checks", flush=True)
+
+        memory = MemoryService(table)  # no embedder: the item cost of the table alone
+        scope = Scope("bench", "w1")
+        # moto copies its whole table for every transaction: seeding stays small (the counts barely move)
+        print(f"  memory: seeding {SEED_SESSIONS} sessions of 10 turns", file=sys.stderr, flush=True)
+        for index in range(SEED_SESSIONS):
+            memory.add_session(scope, f"seed{index}", [entry((8, 20)) for _ in range(10)])
+        _measure(
+            counter,
+            f"memory add_entry (25 words), {SEED_SESSIONS * 10} in scope",
+            [lambda: memory.add_entry(scope, entry())] * 5,
+        )
+        sessions = [[entry((8, 20)) for _ in range(10)] for _ in range(2)]
+        _measure(
+            counter,
+            "memory add_session (10 turns of 8-20 words)",
+            [lambda s=s, i=i: memory.add_session(scope, f"new{i}", s) for i, s in enumerate(sessions)],
+            per=("memory", 10),
+        )
+        queries = [" ".join(rng.sample(sentence(rng, words, (8, 12)).split(), 3)) for _ in range(10)]
+        _measure(
+            counter,
+            "memory keyword search (3 words, top 10)",
+            [lambda q=q: memory.search(scope, q, top_k=10, mode="keyword") for q in queries],
+        )
+
+        graph = GraphMemoryService(table)
+        gscope = Scope("bench", "w2")
+        names = [f"Entity{i:05d}" for i in range(100)]
+
+        def batch(start: int) -> list[dict[str, Any]]:
+            return [
+                {"name": n, "entity_type": "person", "observations": [sentence(rng, words, (6, 12)) for _ in range(5)]}
+                for n in names[start : start + 100]
+            ]
+
+        print("  graph: create_entities", file=sys.stderr, flush=True)
+        _measure(
+            counter,
+            "graph create_entities 100x5 (new entities)",
+            [lambda: graph.create_entities(gscope, batch(0))],
+            per=("observation", 500),
+        )
+        relations = [
+            {"source": rng.choice(names), "relation_type": "knows", "target": rng.choice(names)} for _ in range(100)
+        ]
+        _measure(counter, "graph create_relations 100", [lambda: graph.create_relations(gscope, relations)])
+        _measure(
+            counter,
+            "graph add_observations 5 to a known entity",
+            [
+                lambda n=n: graph.add_observations(gscope, n, [sentence(rng, words, (6, 12)) for _ in range(5)])
+                for n in rng.sample(names, 5)
+            ],
+            per=("observation", 5),
+        )
+        _measure(
+            counter,
+            "graph search_nodes (one word, limit 10)",
+            [lambda w=w: graph.search_nodes(gscope, w, limit=10) for w in rng.sample(words[:300], 20)],
+        )
+        _measure(counter, "graph open_nodes (3 names)", [lambda: graph.open_nodes(gscope, rng.sample(names, 3))] * 20)
+        _measure(counter, "graph read_graph (first page, 100 entities)", [lambda: graph.read_graph(gscope)])
+
+
+if __name__ == "__main__":
+    main()

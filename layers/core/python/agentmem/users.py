@@ -111,8 +111,11 @@ class GuardedTable:
         limit: int | None = None,
         descending: bool = False,
         start_after: str | None = None,
+        include_expired: bool = False,
     ) -> Page:
-        return self._table.query(pk, prefix, limit=limit, descending=descending, start_after=start_after)
+        return self._table.query(
+            pk, prefix, limit=limit, descending=descending, start_after=start_after, include_expired=include_expired
+        )
 
     def ping(self) -> None:
         self._table.ping()

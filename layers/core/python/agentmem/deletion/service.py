@@ -149,7 +149,7 @@ class DeletionService:
 
     def delete_scope_batch(self, scope: Scope, deletion_id: str) -> dict[str, Any]:
         """Delete at most one batch of the scope partition's items; ``more`` says whether to call again."""
-        page = self._table.query(scope.partition, limit=self._batch_size)
+        page = self._table.query(scope.partition, limit=self._batch_size, include_expired=True)
         tally: Tally[str] = Tally()
         for item in page.items:
             kind = records.classify(item)
@@ -177,7 +177,7 @@ class DeletionService:
     def verify(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
         """Both stores hold nothing for the user (the registry and the mark aside, removed last)."""
         remaining = sum(
-            len(self._table.query(scope.partition, limit=1).items)
+            len(self._table.query(scope.partition, limit=1, include_expired=True).items)
             for scope in users.registered_scopes(self._table, user)
         )
         remaining += len(self._user_items(user, keep_registry=True, limit=1))
@@ -231,7 +231,8 @@ class DeletionService:
         for scope in scopes:
             after = resume_after if resume_scope == _scope_order(scope) else None
             while True:
-                result = self._table.query(scope.partition, limit=200, start_after=after)
+                # Expired entries still held are exported too, with their expires_at (API.md).
+                result = self._table.query(scope.partition, limit=200, start_after=after, include_expired=True)
                 for item in result.items:
                     exported = _export_item(item)
                     after = item["sk"]
@@ -279,7 +280,7 @@ class DeletionService:
         keys: list[Key] = []
         start: str | None = None
         while len(keys) < limit:
-            page = self._table.query(user.partition, limit=limit, start_after=start)
+            page = self._table.query(user.partition, limit=limit, start_after=start, include_expired=True)
             for item in page.items:
                 sk = item["sk"]
                 if sk == users.DELETION_MARK or (keep_registry and sk.startswith(users.SCOPE_REGISTRY)):

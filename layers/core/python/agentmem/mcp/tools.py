@@ -16,9 +16,18 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from agentmem.graph import tools as graph_tools
 from agentmem.mcp.results import ToolResult, fit_list, graph_result, json_result, reference_entity, reference_relation
+from agentmem.memory import filters
 from agentmem.models.content import Content, Part
 from agentmem.models.graph import MAX_FACTS_PER_REQUEST, EntityName, EntityType, Fact
-from agentmem.models.memory import MAX_ENTRIES_PER_REQUEST, MAX_TEXT_BYTES, MemoryEntry, SearchMode, SessionId
+from agentmem.models.memory import (
+    MAX_ENTRIES_PER_REQUEST,
+    MAX_TEXT_BYTES,
+    FilterDocument,
+    MemoryEntry,
+    Metadata,
+    SearchMode,
+    SessionId,
+)
 
 if TYPE_CHECKING:
     from agentmem.graph.service import GraphMemoryService
@@ -210,11 +219,13 @@ class _SearchMemory(_Strict):
     top_k: int = Field(default=10, ge=1, le=100)
     mode: SearchMode | None = None
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    filter: FilterDocument | None = None
 
 
 class _AddMemory(_Strict):
     text: StrictStr = Field(min_length=1, max_length=MAX_TEXT_BYTES)
     session_id: SessionId | None = None
+    metadata: Metadata | None = None
 
 
 class _ProfileCard(_Strict):
@@ -371,7 +382,14 @@ def _open_nodes(services: Services, scope: Scope, arguments: dict[str, Any]) -> 
 
 def _search_memory(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
     args = parse(_SearchMemory, "search_memory", arguments)
-    result = services.memory.search(scope, args.query, top_k=args.top_k, min_score=args.min_score, mode=args.mode)
+    result = services.memory.search(
+        scope,
+        args.query,
+        top_k=args.top_k,
+        min_score=args.min_score,
+        mode=args.mode,
+        where=filters.parse(args.filter),
+    )
     payload: dict[str, Any] = {"entries": [e.to_json() for e in result.entries], "mode": result.mode}
     if result.degraded:
         payload["degraded"] = True
@@ -381,7 +399,9 @@ def _search_memory(services: Services, scope: Scope, arguments: dict[str, Any]) 
 
 def _add_memory(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
     args = parse(_AddMemory, "add_memory", arguments)
-    entry = MemoryEntry(content=Content(role="user", parts=[Part({"text": args.text})]), author="user")
+    entry = MemoryEntry(
+        content=Content(role="user", parts=[Part({"text": args.text})]), author="user", metadata=args.metadata
+    )
     stored = services.memory.add_entry(scope, entry, session_id=args.session_id)
     return json_result(stored.to_json(), items_stored=1)
 

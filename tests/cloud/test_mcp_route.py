@@ -141,6 +141,7 @@ def test_keys_on_the_mcp_route(flow: Flow, gateway: Gateway) -> None:
     # No key, or an unknown one: the template's 401
     missing = gateway.request("POST", path, ping)
     assert (missing.status, missing.body["error"]["code"]) == (401, "unauthorized")
+    assert "Authorization: Bearer" in missing.body["error"]["message"]  # the answer says how MCP clients send it
     unknown = gateway.request("POST", path, ping, headers={"Authorization": "Bearer amk_nope_nope"})
     assert unknown.status == 401
     # Another app's key: 403, nothing answered for this app

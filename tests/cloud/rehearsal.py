@@ -737,10 +737,10 @@ class Gateway:
                 authorizers[props["AuthorizerId"]["Ref"]] if kind == "CUSTOM" else None,
             )
         self.paths = {"/"} | {path_of({"Ref": i}) for i in parts}
+        responses = [r["Properties"] for r in t.of_type("AWS::ApiGateway::GatewayResponse").values()]
         self.responses = {
             props["ResponseType"]: (int(props["StatusCode"]), props["ResponseTemplates"]["application/json"])
-            for resource in t.of_type("AWS::ApiGateway::GatewayResponse").values()
-            if (props := resource["Properties"])
+            for props in responses
         }
 
     def route(self, path: str) -> tuple[str, dict[str, str]] | None:

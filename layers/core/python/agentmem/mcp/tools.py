@@ -118,6 +118,18 @@ def _relation_schema(*, closed: bool) -> dict[str, Any]:
     )
 
 
+def _entity_texts_schema(texts: str, entity_description: str, texts_description: str) -> dict[str, Any]:
+    """An item of add_observations (``contents``) and delete_observations (``observations``): an entity's
+    name and observation texts."""
+    return _object(
+        {
+            "entityName": {"type": "string", "description": entity_description},
+            texts: {"type": "array", "items": {"type": "string"}, "description": texts_description},
+        },
+        ["entityName", texts],
+    )
+
+
 _CUT = {
     "truncated": {"type": "boolean", "description": "present and true when the result was cut to fit"},
     "message": {"type": "string", "description": "what was cut and how to see the rest"},
@@ -505,19 +517,10 @@ REFERENCE_TOOLS: list[Tool] = [
                 {
                     "observations": {
                         "type": "array",
-                        "items": _object(
-                            {
-                                "entityName": {
-                                    "type": "string",
-                                    "description": "The name of the entity to add the observations to",
-                                },
-                                "contents": {
-                                    "type": "array",
-                                    "items": {"type": "string"},
-                                    "description": "An array of observation contents to add",
-                                },
-                            },
-                            ["entityName", "contents"],
+                        "items": _entity_texts_schema(
+                            "contents",
+                            "The name of the entity to add the observations to",
+                            "An array of observation contents to add",
                         ),
                     }
                 },
@@ -576,19 +579,10 @@ REFERENCE_TOOLS: list[Tool] = [
                 {
                     "deletions": {
                         "type": "array",
-                        "items": _object(
-                            {
-                                "entityName": {
-                                    "type": "string",
-                                    "description": "The name of the entity containing the observations",
-                                },
-                                "observations": {
-                                    "type": "array",
-                                    "items": {"type": "string"},
-                                    "description": "An array of observations to delete",
-                                },
-                            },
-                            ["entityName", "observations"],
+                        "items": _entity_texts_schema(
+                            "observations",
+                            "The name of the entity containing the observations",
+                            "An array of observations to delete",
                         ),
                     }
                 },

@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 
 from agentmem.client import AsyncMemoryClient, MemoryClient, RetryPolicy
 from agentmem.errors import NotFound, RateLimited, Unavailable
-from tests.e2e.conftest import LiveServer, ServerFactory, free_port, start_server
+from tests.e2e.conftest import LiveServer, MotoEndpoint, ServerFactory, free_port, start_server
 
 FAST = RetryPolicy(retries=3, base=0.05, cap=0.2)
 
@@ -192,25 +191,9 @@ def test_a_throttled_request_is_retried_then_raises(quota_server: tuple[LiveServ
     ]
 
 
-@pytest.fixture
-def moto_endpoint() -> Iterator[tuple[str, list[Any]]]:
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    servers = [ThreadedMotoServer(ip_address="127.0.0.1", port=port)]
-    servers[0].start()
-    yield f"http://127.0.0.1:{port}", servers
-    servers[-1].stop()
-
-
-def test_a_write_answered_503_is_retried_once_the_table_is_back(
-    moto_endpoint: tuple[str, list[Any]], tmp_path: Path
-) -> None:
-    from moto.server import ThreadedMotoServer
-
-    endpoint, motos = moto_endpoint
+def test_a_write_answered_503_is_retried_once_the_table_is_back(moto_endpoint: MotoEndpoint, tmp_path: Path) -> None:
     log = tmp_path / "access.log"
-    env = {"MEMORY_DYNAMODB_ENDPOINT_URL": endpoint, "MEMORY_EMBEDDER": "hashing"}
+    env = {"MEMORY_DYNAMODB_ENDPOINT_URL": moto_endpoint.url, "MEMORY_EMBEDDER": "hashing"}
     server = start_server(tmp_path / "unused.db", env, args=("--workers", "1", "--access-log"), output=log)
     path = "/v1/apps/a/users/u/memories"
 
@@ -218,8 +201,7 @@ def test_a_write_answered_503_is_retried_once_the_table_is_back(
         deadline = time.monotonic() + 60
         while ("POST", path, 503) not in _access_log(log) and time.monotonic() < deadline:
             time.sleep(0.05)
-        motos.append(ThreadedMotoServer(ip_address="127.0.0.1", port=int(endpoint.rsplit(":", 1)[1])))
-        motos[-1].start()  # the in-process moto keeps its tables across the restart
+        moto_endpoint.start_again()
 
     async def scenario() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         retry = RetryPolicy(retries=6, base=0.2, cap=1.0)
@@ -227,7 +209,7 @@ def test_a_write_answered_503_is_retried_once_the_table_is_back(
             memory = client.user("a", "u")
             await memory.add_entry("stored before the outage")
             # Given the table goes down
-            motos[0].stop()
+            moto_endpoint.stop()
             back = threading.Thread(target=restart_after_first_503)
             back.start()
             # When a write is sent: the first attempt is answered 503, the table comes back, a retry lands

@@ -31,6 +31,7 @@ class InMemoryVectorIndex:
 
     name = "in-memory-test-double"
     derived = True
+    visibility_seconds = 0
 
     def __init__(self) -> None:
         self._records: dict[tuple[Scope, str], VectorRecord] = {}

@@ -32,7 +32,7 @@ from agentmem.stores.table import Condition, Item, Key, Table
 from agentmem.vectors.port import VectorIndex
 
 DEFAULT_BATCH_SIZE = 500
-DEFAULT_MAX_SWEEPS = 5
+DEFAULT_MAX_SWEEPS = 6
 DEFAULT_SCOPE_PAGE = 200
 """Scopes per Map run: 200 project ids of at most 256 bytes keep a state far below 256 KiB."""
 EXPORT_PAGE_ITEMS = 500
@@ -186,7 +186,21 @@ class DeletionService:
         pk, sk = records.request_key(user.app, deletion_id)
         sweeps = int(self._table.increment(pk, sk, {"sweeps": 1}).get("sweeps", 0))
         clean = remaining == 0
-        return {"clean": clean, "give_up": not clean and sweeps >= self._max_sweeps, "sweeps": sweeps}
+        return {
+            "clean": clean,
+            "give_up": not clean and sweeps >= self._max_sweeps,
+            "sweeps": sweeps,
+            "resweep_seconds": self._resweep_seconds(sweeps) if not clean else 0,
+        }
+
+    def _resweep_seconds(self, sweeps: int) -> int:
+        """The wait before sweep ``sweeps + 1``: doubling from 2 s, up to how late the index shows deletes.
+
+        Deletes on OpenSearch Serverless show in counts only after its refresh (about a minute): the
+        waits 2, 4, 8, 16 and 32 s let the sixth count see them. An index that shows them at once waits
+        2 s per sweep, time for a write that raced the mark to land before it is swept again."""
+        late = self._vectors.visibility_seconds if self._vectors is not None else 0
+        return min(2**sweeps, max(2, late))
 
     def write_receipt(self, user: UserRef, deletion_id: str) -> None:
         self._update_request(user.app, deletion_id, status="SUCCEEDED", finished_at=self._now())

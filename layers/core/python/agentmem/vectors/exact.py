@@ -74,6 +74,7 @@ class ExactVectorIndex:
     name = "exact"
     derived = False
     """The vectors are the table's own, not a copy: a rebuild must not delete them."""
+    visibility_seconds = 0
 
     def __init__(self, table: Table) -> None:
         self._table = table

@@ -228,6 +228,10 @@ def cosine_from_score(score: float) -> float:
     return max(0.0, min(1.0, 2.0 * score - 1.0))
 
 
+SERVERLESS_REFRESH_SECONDS = 60
+"""OpenSearch Serverless makes writes and deletes searchable on its own schedule, about once a minute."""
+
+
 class OpenSearchVectorIndex:
     name = "opensearch"
     derived = True
@@ -261,6 +265,7 @@ class OpenSearchVectorIndex:
         # Read-your-writes: writes wait for the refresh that makes them searchable (OpenSearch Service, the
         # local node). Serverless rejects the refresh parameter and refreshes on its own (~60 s): no wait.
         self._refresh: bool | str = (False if service == "aoss" else "wait_for") if refresh is None else refresh
+        self.visibility_seconds = 0 if self._refresh else SERVERLESS_REFRESH_SECONDS
 
     @property
     def client(self) -> Any:

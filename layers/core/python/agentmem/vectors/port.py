@@ -44,6 +44,9 @@ class VectorIndex(Protocol):
     """True when the index holds copies of the table's vectors (OpenSearch): erasure must empty it on its
     own, and a rebuild may drop and rewrite it. False when the vectors are the entry items' own (exact):
     they go with the entries, and a rebuild must never strip them."""
+    visibility_seconds: int
+    """How long a write or delete can take to show in searches and counts (0: at once). Erasure waits
+    that long before sweeping again when its verification still counts vectors."""
 
     def upsert(self, records: Sequence[VectorRecord]) -> None: ...
 

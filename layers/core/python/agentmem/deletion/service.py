@@ -200,7 +200,7 @@ class DeletionService:
         waits 2, 4, 8, 16 and 32 s let the sixth count see them. An index that shows them at once waits
         2 s per sweep, time for a write that raced the mark to land before it is swept again."""
         late = self._vectors.visibility_seconds if self._vectors is not None else 0
-        return min(2**sweeps, max(2, late))
+        return min(int(2**sweeps), max(2, late))
 
     def write_receipt(self, user: UserRef, deletion_id: str) -> None:
         self._update_request(user.app, deletion_id, status="SUCCEEDED", finished_at=self._now())

@@ -58,7 +58,8 @@ def main() -> None:
                     content={"role": "user", "parts": [{"text": " ".join(tokens) + f" {i}"}]},
                     author="user",
                     timestamp=f"2026-{1 + i % 12:02d}-01T00:00:00.000Z",
-                    tokens=tokens,
+                    terms=tokens,
+                    length=len(tokens),
                     metadata={"tag": f"t{i % TAGS}", "n": i},
                 )
                 item[VECTOR_ATTR] = matrix[i].tobytes()

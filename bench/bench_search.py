@@ -183,7 +183,8 @@ def latency(count: int, dimension: int = 384, searches: int = 200) -> tuple[floa
                 content={"role": "user", "parts": [{"text": f"memory number {i}"}]},
                 author="user",
                 timestamp="2026-06-01T00:00:00Z",
-                tokens=["memory", "number"],
+                terms=["memory", "number"],
+                length=2,
             )
             item[VECTOR_ATTR] = matrix[i].tobytes()
             item[MODEL_ATTR] = model

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -32,6 +32,9 @@ from agentmem.models.memory import (
 )
 from agentmem.models.responses import Deleted, Entry, EntryPage, SearchResults, SessionStored
 from agentmem.observability import MetricUnit, metrics
+
+if TYPE_CHECKING:
+    from agentmem.memory import service
 
 router = Router()
 
@@ -101,9 +104,7 @@ def list_recent(
     cursor: Annotated[str | None, Query(max_length=128)] = None,
 ) -> Response[EntryPage]:
     scope = scope_from_path(app, user, project_id)
-    page = get_container().memory.list_recent(scope, limit=limit, cursor=cursor)
-    entries = [e.to_json() for e in page.entries]
-    return json_response(200, {"entries": entries, "next_cursor": page.next_cursor, "truncated": page.truncated})
+    return _entry_page(get_container().memory.list_recent(scope, limit=limit, cursor=cursor))
 
 
 @router.post(
@@ -113,7 +114,12 @@ def list_recent(
 )
 def query(app: PathId, user: PathId, body: QueryRequest) -> Response[EntryPage]:
     scope = scope_from_path(app, user, body.project_id)
-    page = get_container().memory.query(scope, filters.parse(body.filter), limit=body.limit, cursor=body.cursor)
+    return _entry_page(
+        get_container().memory.query(scope, filters.parse(body.filter), limit=body.limit, cursor=body.cursor)
+    )
+
+
+def _entry_page(page: service.EntryPage) -> Response[EntryPage]:
     entries = [e.to_json() for e in page.entries]
     return json_response(200, {"entries": entries, "next_cursor": page.next_cursor, "truncated": page.truncated})
 

@@ -12,6 +12,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -65,7 +66,7 @@ def main() -> None:
                 item[VECTOR_ATTR] = matrix[i].tobytes()
                 item[MODEL_ATTR] = embedder.model_id
                 batch.append(item)
-                batch.extend(index.postings(scope.partition, item["id"], tokens))
+                batch.extend(index.postings(scope.partition, item["id"], Counter(tokens), len(tokens)))
             table.batch_write(puts=batch)
         index.record(scope.partition, docs=COUNT, length=3 * COUNT)
         print(f"  {COUNT} entries x {DIMENSION} dims written in {time.perf_counter() - started:.0f} s", flush=True)

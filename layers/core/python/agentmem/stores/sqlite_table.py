@@ -269,7 +269,11 @@ class SqliteTable:
             raise InvalidInput("a transaction cannot hold two operations on one item")
         check_items(op.item for op in ops if isinstance(op, Put))
         with self._write() as conn:
-            current = [self._get(conn, *key) for key in keys]
+            # Only conditions and counters need the current item (most ops of a batch are plain puts).
+            current = [
+                self._get(conn, *key) if op.condition is not None or isinstance(op, Add) else None
+                for op, key in zip(ops, keys, strict=True)
+            ]
             for op, item in zip(ops, current, strict=True):
                 if op.condition is not None and not _holds(op.condition, item):
                     raise ConditionFailed("a transaction condition did not hold; nothing was written")

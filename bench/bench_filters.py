@@ -91,8 +91,8 @@ def main() -> None:
         report("POST memories/query limit 20, filter 1%", timed([lambda: service.query(scope, where, limit=20)] * runs))
         exact = service.vector_index
         assert exact is not None
+        _opensearch(scope, matrix, embedder.model_id, exact)  # the exact index answers from the table
         table.close()
-    _opensearch(scope, matrix, embedder.model_id, exact)
 
 
 def _opensearch(scope: object, matrix: object, model: str, exact: object) -> None:

@@ -68,7 +68,8 @@ def main() -> None:
                     content={"role": "user", "parts": [{"text": f"vector {row}"}]},
                     author="user",
                     timestamp="2026-06-01T00:00:00Z",
-                    tokens=["vector"],
+                    terms=["vector"],
+                    length=1,
                 )
                 item[VECTOR_ATTR] = matrix[row].tobytes()
                 item[MODEL_ATTR] = model

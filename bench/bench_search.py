@@ -1,5 +1,7 @@
 """Retrieval quality (recall@1, recall@5, MRR) of keyword, semantic and hybrid search per embedder, on the
-paraphrase set of bench/data, and the latency of exact semantic search at 1k and 10k entries of 384 dims.
+paraphrase set of bench/data; with ``min_score`` at the capabilities' relevance_threshold, recall@5 and
+the share of never-stored questions answered with nothing, per mode; and the latency of exact
+semantic search at 1k and 10k entries of 384 dims.
 
 Runs through MemoryService on a real SQLite table, per user, as the API does. Bedrock needs AWS
 credentials and network, which these machines lack, so it is listed as not measured.
@@ -71,6 +73,7 @@ def quality(embedder: Any, data: Any) -> dict[str, tuple[float, float, float]]:
     from agentmem.keys import Scope
     from agentmem.memory.service import MemoryService
     from agentmem.models.memory import MemoryEntry
+    from agentmem.search import calibration
     from agentmem.stores.sqlite_table import SqliteTable
 
     memories, queries = data.build()
@@ -113,6 +116,26 @@ def quality(embedder: Any, data: Any) -> dict[str, tuple[float, float, float]]:
                 flush=True,
             )
         print(f"  {embedder.model_id:<36} ingest of {len(memories)} memories: {ingest:.1f} s", flush=True)
+        threshold = calibration.RELEVANCE_THRESHOLD
+        negatives = data.negatives()
+        for mode in ("keyword", "semantic", "hybrid"):
+            kept = 0
+            for query in queries:
+                found = service.search(Scope("bench", query.user), query.text, top_k=5, min_score=threshold, mode=mode)
+                kept += query.answer in [key_of[e.id] for e in found.entries]
+            rejected = {lang: [0, 0] for lang in sorted({q.language for q in negatives})}
+            for query in negatives:
+                found = service.search(Scope("bench", query.user), query.text, top_k=5, min_score=threshold, mode=mode)
+                rejected[query.language][0] += not found.entries
+                rejected[query.language][1] += 1
+            total = sum(r for r, _ in rejected.values()) / len(negatives)
+            print(
+                f"  {embedder.model_id:<36} {mode:<8} min_score {threshold}: recall@5 {kept / len(queries):.2f}, "
+                f"never-stored queries answered with nothing {total:.2f} (n={len(negatives)}; "
+                + ", ".join(f"{lang} {r / n:.2f}" for lang, (r, n) in rejected.items())
+                + ")",
+                flush=True,
+            )
         by_language: dict[str, list[int]] = {}
         for query in queries:
             found = service.search(Scope("bench", query.user), query.text, top_k=5, mode="hybrid").entries
@@ -160,7 +183,8 @@ def latency(count: int, dimension: int = 384, searches: int = 200) -> tuple[floa
                 content={"role": "user", "parts": [{"text": f"memory number {i}"}]},
                 author="user",
                 timestamp="2026-06-01T00:00:00Z",
-                tokens=["memory", "number"],
+                terms=["memory", "number"],
+                length=2,
             )
             item[VECTOR_ATTR] = matrix[i].tobytes()
             item[MODEL_ATTR] = model

@@ -9,15 +9,19 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 from agentmem import users
 from agentmem.keys import Scope, UserRef
+from agentmem.settings import Settings
 from agentmem.stores.table import Add, Delete, Put
 from agentmem.vectors.port import VectorHit, VectorRecord
 from tests.conftest import REPO_ROOT
 from tests.support import ApiClient, scope_path, text_entry
+
+if TYPE_CHECKING:
+    from agentmem.stores.dynamo_table import DynamoTable
 
 WORKFLOW = REPO_ROOT / "infra" / "workflows" / "delete_user.asl.json"
 STEPS_FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:deletion-steps"
@@ -31,6 +35,7 @@ class InMemoryVectorIndex:
 
     name = "in-memory-test-double"
     derived = True
+    visibility_seconds = 0
 
     def __init__(self) -> None:
         self._records: dict[tuple[Scope, str], VectorRecord] = {}
@@ -207,6 +212,28 @@ def moto_workflow() -> Iterator[tuple[str, StepRouter]]:
             "stateMachineArn"
         ]
         yield arn, router
+
+
+@contextmanager
+def moto_deployment(table_name: str, **settings: Any) -> Iterator[tuple[Settings, DynamoTable, StepRouter]]:
+    """:func:`moto_workflow` with a DynamoDB table created in it, and the settings of a deployment that
+    stores in that table and erases through that state machine (``settings`` adds or overrides)."""
+    from agentmem.stores.dynamo_table import DynamoTable
+
+    with moto_workflow() as (arn, router):
+        table = DynamoTable(table_name, region_name="us-east-1")
+        table.create()
+        configured = Settings(
+            **{
+                "store": "dynamodb",
+                "table_name": table_name,
+                "deletion_runner": "stepfunctions",
+                "deletion_state_machine_arn": arn,
+                "receipt_key": "test-receipt-key",
+                **settings,
+            }
+        )
+        yield configured, table, router
 
 
 def execution(arn: str, deletion_id: str) -> dict[str, Any]:

@@ -22,6 +22,19 @@ from mcp.client.streamable_http import streamable_http_client
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_SERVER = REPO_ROOT / "peers/mcp-server-memory/node_modules/@modelcontextprotocol/server-memory/dist/index.js"
 
+REFERENCE_TOOLS = [
+    "create_entities",
+    "create_relations",
+    "add_observations",
+    "delete_entities",
+    "delete_observations",
+    "delete_relations",
+    "read_graph",
+    "search_nodes",
+    "open_nodes",
+]
+OWN_TOOLS = ["search_memory", "add_memory", "profile_card", "remember", "relate", "entity_history"]
+
 T = TypeVar("T")
 Body = Callable[[ClientSession], Awaitable[T]]
 
@@ -31,9 +44,11 @@ def mcp_url(base_url: str, app: str, user: str, project_id: str | None = None) -
     return url + (f"?{urlencode({'project_id': project_id})}" if project_id else "")
 
 
-async def _over_http(url: str, headers: Mapping[str, str] | None, body: Body[T]) -> T:
+async def _over_http(
+    url: str, headers: Mapping[str, str] | None, body: Body[T], transport: httpx2.AsyncBaseTransport | None
+) -> T:
     async with (
-        httpx2.AsyncClient(headers=dict(headers or {}), timeout=60.0) as http,
+        httpx2.AsyncClient(headers=dict(headers or {}), timeout=60.0, transport=transport) as http,
         streamable_http_client(url, http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
@@ -41,8 +56,14 @@ async def _over_http(url: str, headers: Mapping[str, str] | None, body: Body[T])
         return await body(session)
 
 
-def over_http(url: str, body: Body[T], headers: Mapping[str, str] | None = None) -> T:
-    return anyio.run(_over_http, url, headers, body)
+def over_http(
+    url: str,
+    body: Body[T],
+    headers: Mapping[str, str] | None = None,
+    transport: httpx2.AsyncBaseTransport | None = None,
+) -> T:
+    """``transport``: where the HTTP requests go (default: the network)."""
+    return anyio.run(_over_http, url, headers, body, transport)
 
 
 def ours_over_stdio_params(

@@ -5,6 +5,8 @@ Thirty kinds of personal fact, each with a stored sentence and a query that asks
 words (most share no content word with the stored text); some queries are asked in Spanish, French,
 Arabic or Chinese. Each of 20 users gets 15 facts (300 memories) and 5 queries (100 queries), each
 query labelled with the one memory that answers it. Searches run per user, as the API does.
+:func:`negatives` asks each user about 5 kinds of fact they never told, in English and in every
+language the kind has (259 queries whose right answer is: nothing).
 """
 
 from __future__ import annotations
@@ -250,3 +252,18 @@ def build(seed: int = 3) -> tuple[list[Memory], list[Query]]:
             queries.append(Query(user, KINDS[kind][2][language], language, f"{user}/{kind}"))
         queries.extend(Query(user, KINDS[kind][1], "en", f"{user}/{kind}") for kind in asked)
     return memories, queries
+
+
+def negatives(seed: int = 5) -> list[Query]:
+    """Queries about facts the user never stored (``answer`` empty), in every language of the set."""
+    rng = random.Random(seed)
+    memories, _ = build()
+    held: dict[str, set[str]] = {}
+    for memory in memories:
+        held.setdefault(memory.user, set()).add(memory.key.split("/")[1])
+    asked: list[Query] = []
+    for user, kinds in held.items():
+        for kind in rng.sample(sorted(set(KINDS) - kinds), 5):
+            asked.append(Query(user, KINDS[kind][1], "en", ""))
+            asked.extend(Query(user, text, language, "") for language, text in KINDS[kind][2].items())
+    return asked

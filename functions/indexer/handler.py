@@ -14,8 +14,9 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 
 from agentmem.container import get_container
 from agentmem.errors import Unavailable
+from agentmem.memory.expiry import apply_ttl_removal, is_ttl_removal
 from agentmem.observability import logger
-from agentmem.vectors.stream import apply_stream_record
+from agentmem.vectors.stream import apply_stream_record, image_to_item
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 
@@ -28,6 +29,9 @@ def record_handler(record: DynamoDBRecord) -> str:
     change = record.dynamodb
     if change is None or record.event_name is None:
         return "ignored"
+    if record.event_name.name == "REMOVE" and is_ttl_removal(record.user_identity):
+        # DynamoDB TTL deleted an expired entry: what points at it goes too (its vector just below).
+        apply_ttl_removal(container.memory, image_to_item(change.old_image) if change.old_image else None)
     outcome = apply_stream_record(
         record.event_name.name,
         change.keys or {},

@@ -46,7 +46,12 @@ def _error_template(code: str, message: str) -> dict[str, str]:
 
 
 GATEWAY_ERRORS = [
-    (apigw.ResponseType.UNAUTHORIZED, "401", "unauthorized", "a valid x-api-key header is required"),
+    (
+        apigw.ResponseType.UNAUTHORIZED,
+        "401",
+        "unauthorized",
+        "a valid API key is required: x-api-key, or Authorization: Bearer on {scope}/mcp",
+    ),
     (apigw.ResponseType.ACCESS_DENIED, "403", "forbidden", "this API key may not call this route"),
     (apigw.ResponseType.INVALID_API_KEY, "403", "forbidden", "this tenant has no usage plan"),
     (apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN, "404", "route_not_found", "no such route"),

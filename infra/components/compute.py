@@ -145,8 +145,13 @@ class Compute(Construct):
                 "Indexer", "indexer", memory=1024, timeout=120, description="table stream -> OpenSearch"
             )
             # PutItem: an entry stored while the embedder was down gets its vector written back (conditional on the
-            # entry still existing); UpdateItem: the tenant's embedding counters (metering). It reads no items.
-            storage.grant_actions(self.indexer.role, ["dynamodb:PutItem", "dynamodb:UpdateItem"])  # type: ignore[arg-type]
+            # entry still existing); UpdateItem: the tenant's embedding counters (metering), and the partition's
+            # statistics when DynamoDB TTL removed an entry, whose postings, pointer and session row go by
+            # BatchWriteItem/DeleteItem (agentmem/memory/expiry.py). It reads no items.
+            storage.grant_actions(
+                self.indexer.role,  # type: ignore[arg-type]
+                ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"],
+            )
             self._allow_embeddings(self.indexer)
             self.indexer.add_event_source(
                 sources.DynamoEventSource(

@@ -22,6 +22,7 @@ TENANT_ROUTES: list[tuple[str, str]] = [
     ("GET", SCOPE + "/memories"),
     ("GET", SCOPE + "/memories/{id}"),
     ("DELETE", SCOPE + "/memories/{id}"),
+    ("POST", SCOPE + "/memories/query"),
     ("POST", SCOPE + "/memories/delete"),
     ("DELETE", SCOPE + "/sessions/{session}"),
     ("DELETE", SCOPE + "/projects/{project}"),

@@ -21,7 +21,9 @@ from tests.synthesis import DEV_TABLE, PROD_OPENSEARCH, Synthesized, mark_group
 
 APP, OTHER_APP, USER = "shop", "clinic", "alice"
 SCOPE = f"/v1/apps/{APP}/users/{USER}"
-STACKS = [DEV_TABLE, PROD_OPENSEARCH]
+# The prod stack first: tests parametrised with [PROD_OPENSEARCH] alone then share its parameter index
+# with the others' prod runs, so pytest deploys each stack once rather than six times.
+STACKS = [PROD_OPENSEARCH, DEV_TABLE]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -34,6 +36,8 @@ class Flow:
     replies: dict[str, Any] = field(default_factory=dict)
     indexer_batches: list[dict[str, Any]] = field(default_factory=list)
     vectors_after_erasure: int | None = None
+    keys: dict[str, str] = field(default_factory=dict)
+    """App -> the key the operator made for it (the tests after the flow call with them too)."""
 
     @property
     def opensearch(self) -> bool:
@@ -66,6 +70,7 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
     tenants = TenantService(DynamoTable(deployment.table_name))
     key = tenants.create_key(APP).secret
     other_key = tenants.create_key(OTHER_APP).secret
+    flow.keys = {APP: key, OTHER_APP: other_key}
     operator_index = None
     if flow.opensearch:
         assert opensearch_url is not None

@@ -656,14 +656,108 @@ def _titan_embedding(backend: Any, payload: dict[str, Any], model_id: str) -> di
     return {"embedding": vector, "inputTextTokenCount": len(payload["inputText"].split())}
 
 
+@dataclass(frozen=True)
+class Authorizer:
+    """An ``AWS::ApiGateway::Authorizer`` of the template (REQUEST type, a Lambda function)."""
+
+    logical_id: str
+    function: str
+    identity_sources: tuple[str, ...]
+    """``method.request.header.x-api-key`` and the like; none: the function is called for every request."""
+
+    def has_identity(self, headers: Mapping[str, str], query: Mapping[str, Sequence[str]]) -> bool:
+        """API Gateway calls the function only when every identity source is present and non-empty."""
+        lowered = {k.lower(): v for k, v in headers.items()}
+        for source in self.identity_sources:
+            kind, _, name = source.removeprefix("method.request.").partition(".")
+            if kind == "header":
+                value = lowered.get(name.lower())
+            elif kind == "querystring":
+                value = next(iter(query.get(name) or []), None)
+            else:
+                raise ValueError(f"{self.logical_id}: the rehearsal does not model identity source {source}")
+            if not value:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Method:
+    """An ``AWS::ApiGateway::Method``: the resource path it is on, its authorizer and the function it proxies to."""
+
+    http_method: str
+    resource: str
+    function: str
+    authorizer: Authorizer | None
+
+
 class Gateway:
-    """API Gateway in front of the functions: the REQUEST authorizer for tenant routes, then the API."""
+    """API Gateway in front of the functions, as the template declares it: each request is matched to a
+    resource and method of the template (a literal path part before a ``{parameter}``, as API Gateway
+    matches), goes through that method's REQUEST authorizer (a missing identity source is a 401 without
+    a call; the rehearsal does not model the result cache) and reaches the function its integration names,
+    with the client's headers as sent. The gateway's own answers are the template's gateway responses.
+    Not modelled: usage plans (``ApiKeyRequired``: the tier's keys have no usage-plan key)."""
 
     def __init__(self, deployment: Deployment) -> None:
         t = deployment.template
         self.deployment = deployment
         self.stage = str(t.properties(t.one("AWS::ApiGateway::Stage"))["StageName"])
         self.api_id = t.one("AWS::ApiGateway::RestApi").lower()
+        self.authorizer_calls: list[str] = []
+        """The logical id of the authorizer of every call made to an authorizer function."""
+        names = {fn.logical_id: fn.name for fn in deployment.functions.values()}
+        authorizers = {
+            logical_id: Authorizer(
+                logical_id,
+                names[_function_of(props["AuthorizerUri"], names)],
+                tuple(s.strip() for s in str(props.get("IdentitySource") or "").split(",") if s.strip()),
+            )
+            for logical_id, resource in t.of_type("AWS::ApiGateway::Authorizer").items()
+            if (props := resource["Properties"])["Type"] == "REQUEST"
+        }
+        parts = {i: r["Properties"] for i, r in t.of_type("AWS::ApiGateway::Resource").items()}
+
+        def path_of(reference: Mapping[str, Any]) -> str:
+            if "Fn::GetAtt" in reference:  # the RestApi's RootResourceId
+                return "/"
+            props = parts[reference["Ref"]]
+            return path_of(props["ParentId"]).rstrip("/") + "/" + props["PathPart"]
+
+        self.methods: dict[tuple[str, str], Method] = {}
+        for resource in t.of_type("AWS::ApiGateway::Method").values():
+            props = resource["Properties"]
+            path = path_of(props["ResourceId"])
+            kind = props.get("AuthorizationType", "NONE")
+            assert kind in ("NONE", "CUSTOM"), f"{path}: the rehearsal does not model {kind} authorization"
+            self.methods[(props["HttpMethod"], path)] = Method(
+                props["HttpMethod"],
+                path,
+                names[_function_of(props["Integration"]["Uri"], names)],
+                authorizers[props["AuthorizerId"]["Ref"]] if kind == "CUSTOM" else None,
+            )
+        self.paths = {"/"} | {path_of({"Ref": i}) for i in parts}
+        responses = [r["Properties"] for r in t.of_type("AWS::ApiGateway::GatewayResponse").values()]
+        self.responses = {
+            props["ResponseType"]: (int(props["StatusCode"]), props["ResponseTemplates"]["application/json"])
+            for props in responses
+        }
+
+    def route(self, path: str) -> tuple[str, dict[str, str]] | None:
+        """The template resource a request path reaches, and its path parameters."""
+        resource, parameters = "", {}
+        for part in [p for p in path.split("/") if p]:
+            children = [p for p in self.paths if p.rsplit("/", 1)[0] == resource and p != "/"]
+            literal = resource + "/" + part
+            if literal in children:
+                resource = literal
+                continue
+            variable = next((c for c in children if c.rsplit("/", 1)[1].startswith("{")), None)
+            if variable is None:
+                return None
+            parameters[variable.rsplit("/", 1)[1].strip("{}")] = part
+            resource = variable
+        return resource or "/", parameters
 
     def request(
         self,
@@ -673,43 +767,86 @@ class Gateway:
         *,
         api_key: str | None = None,
         query: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
+        """A JSON request as a REST client sends it (``x-api-key`` when ``api_key`` is given)."""
         from urllib.parse import urlencode
 
+        sent = {"content-type": "application/json", **({"x-api-key": api_key} if api_key else {}), **(headers or {})}
+        text = json.dumps(body) if body is not None else None
+        return self.send(method, path, query=urlencode(query or {}, doseq=True), headers=sent, body=text)
+
+    def send(self, method: str, path: str, *, query: str = "", headers: Mapping[str, str], body: str | None) -> Any:
+        """One HTTP request to the stage (``path`` without the stage prefix), answered as API Gateway would."""
         from agentmem.local.events import rest_event
         from tests.support import Reply
 
-        headers = {"content-type": "application/json"}
-        if api_key is not None:
-            headers["x-api-key"] = api_key
-        event = rest_event(
-            method,
-            path,
-            query=urlencode(query or {}, doseq=True),
-            headers=headers,
-            body=json.dumps(body) if body is not None else None,
-            stage=self.stage,
-        )
-        if path.startswith("/v1/apps/"):
-            method_arn = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{self.api_id}/{self.stage}/{method}{path}"
-            if api_key is None:  # identity source missing: API Gateway answers 401 without calling the authorizer
-                return Reply(401, {"error": {"code": "unauthorized"}}, {})
+        event = rest_event(method, path, query=query, body=body, stage=self.stage)
+        event["headers"] = dict(headers)  # as the client sent them (API Gateway keeps their case)
+        event["multiValueHeaders"] = {k: [v] for k, v in headers.items()}
+        routed = self.route(path)
+        target = self.methods.get((method.upper(), routed[0])) if routed else None
+        if routed is None or target is None:
+            return self._gateway_response("MISSING_AUTHENTICATION_TOKEN", event)
+        event["resource"] = event["requestContext"]["resourcePath"] = target.resource
+        event["pathParameters"] = routed[1] or None
+        if target.authorizer is not None:
+            authorizer = target.authorizer
+            if not authorizer.has_identity(event["headers"], event["multiValueQueryStringParameters"] or {}):
+                return self._gateway_response("UNAUTHORIZED", event)
+            method_arn = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{self.api_id}/{self.stage}/{method.upper()}{path}"
+            self.authorizer_calls.append(authorizer.logical_id)
             try:
                 answer = self.deployment.invoke(
-                    "authorizer", {"type": "REQUEST", "methodArn": method_arn, **{k: event[k] for k in _AUTH_FIELDS}}
+                    authorizer.function,
+                    {"type": "REQUEST", "methodArn": method_arn, **{k: event[k] for k in _AUTH_FIELDS}},
                 )
             except Exception as exc:
                 if str(exc) != "Unauthorized":  # API Gateway's 401 is this one message; anything else is a 500
                     raise
-                return Reply(401, {"error": {"code": "unauthorized"}}, {})
+                return self._gateway_response("UNAUTHORIZED", event)
             allowed = Policy.from_documents([answer["policyDocument"]]).evaluate("execute-api:Invoke", method_arn)
             if not allowed.allowed:
-                return Reply(403, {"error": {"code": "forbidden"}}, {})
+                return self._gateway_response("ACCESS_DENIED", event)
             context = {k: v if isinstance(v, str | int | bool) else str(v) for k, v in answer["context"].items()}
             event["requestContext"]["authorizer"] = {"principalId": answer["principalId"], **context}
-        result = self.deployment.invoke("api", event)
+        result = self.deployment.invoke(target.function, event)
         raw = result.get("body") or ""
-        return Reply(result["statusCode"], json.loads(raw) if raw else None, dict(result.get("headers") or {}))
+        if result.get("isBase64Encoded"):
+            import base64
+
+            raw = base64.b64decode(raw).decode()
+        answered = dict(result.get("headers") or {})
+        for name, values in (result.get("multiValueHeaders") or {}).items():
+            answered[name] = ", ".join(values)  # API Gateway sends both kinds of the proxy answer's headers
+        return Reply(result["statusCode"], json.loads(raw) if raw else None, answered, raw=raw)
+
+    def _gateway_response(self, response_type: str, event: Mapping[str, Any]) -> Any:
+        from tests.support import Reply
+
+        status, template = self.responses[response_type]
+        raw = template.replace("$context.requestId", event["requestContext"]["requestId"])
+        return Reply(status, json.loads(raw), {"content-type": "application/json"}, raw=raw)
+
+
+def _function_of(uri: Any, functions: Mapping[str, str]) -> str:
+    """The logical id of the one function of the template an integration or authorizer URI names."""
+    found = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            target = value.get("Fn::GetAtt")
+            if isinstance(target, list) and target[0] in functions:
+                found.add(target[0])
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    walk(uri)
+    assert len(found) == 1, f"expected one function in {uri}, found {found}"
+    return found.pop()
 
 
 _AUTH_FIELDS = (

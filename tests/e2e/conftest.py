@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -116,3 +117,37 @@ def live_server(live_server_factory: ServerFactory) -> LiveServer:
 def http(live_server: LiveServer) -> Iterator[httpx.Client]:
     with live_server.client() as client:
         yield client
+
+
+@dataclass
+class MotoEndpoint:
+    """A moto server over HTTP, in this process. It can be stopped and started again on its port."""
+
+    url: str
+    servers: list[Any]
+
+    def stop(self) -> None:
+        self.servers[-1].stop()
+
+    def start_again(self) -> None:
+        """A new server on the same port: the in-process moto keeps its tables across the restart."""
+        from moto.server import ThreadedMotoServer
+
+        self.servers.append(ThreadedMotoServer(ip_address="127.0.0.1", port=int(self.url.rsplit(":", 1)[1])))
+        self.servers[-1].start()
+
+
+@pytest.fixture
+def moto_endpoint() -> Iterator[MotoEndpoint]:
+    """A fresh moto server: every moto server of this process shares one state, emptied before and after
+    each test, so no test finds another's tables."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    endpoint = MotoEndpoint(f"http://127.0.0.1:{port}", [ThreadedMotoServer(ip_address="127.0.0.1", port=port)])
+    endpoint.servers[0].start()
+    httpx.post(f"{endpoint.url}/moto-api/reset").raise_for_status()
+    yield endpoint
+    with contextlib.suppress(httpx.HTTPError):  # a test may leave it stopped: the next one empties it first
+        httpx.post(f"{endpoint.url}/moto-api/reset", timeout=10)
+    endpoint.stop()

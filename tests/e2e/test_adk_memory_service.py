@@ -58,3 +58,24 @@ def test_adk_sessions_events_and_memories_round_trip(live_server: LiveServer) ->
     assert allergy[0].content.parts[0].text == "Allergic to penicillin"
     # And a service without the project does not see the project's memories
     assert global_only == []
+
+
+def test_adk_delete_memory_removes_the_memory_a_search_returned(live_server: LiveServer) -> None:
+    service = AgentMemoryService(live_server.url)
+    user = f"adk-del-{uuid.uuid4().hex}"
+
+    async def scenario() -> tuple[list[MemoryEntry], list[MemoryEntry]]:
+        fact = MemoryEntry(content=types.Content(role="user", parts=[types.Part(text="Allergic to penicillin")]))
+        await service.add_memory(app_name="adk-app", user_id=user, memories=[fact])
+        found = (await service.search_memory(app_name="adk-app", user_id=user, query="penicillin")).memories
+        # When ADK deletes it by the id the search returned (twice: the second finds nothing to do)
+        await service.delete_memory(app_name="adk-app", user_id=user, memory_id=found[0].id)
+        await service.delete_memory(app_name="adk-app", user_id=user, memory_id=found[0].id)
+        await service.delete_memory(app_name="adk-app", user_id=user)
+        after = (await service.search_memory(app_name="adk-app", user_id=user, query="penicillin")).memories
+        return found, after
+
+    found, after = asyncio.run(scenario())
+    # Then it is gone
+    assert [m.content.parts[0].text for m in found] == ["Allergic to penicillin"]
+    assert after == []

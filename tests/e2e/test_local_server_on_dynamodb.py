@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
-from tests.e2e.conftest import free_port, start_server
-
-
-@pytest.fixture
-def moto_endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
+from tests.e2e.conftest import MotoEndpoint, start_server
 
 
-def test_the_local_server_stores_and_searches_in_dynamodb(moto_endpoint: str, tmp_path: Path) -> None:
+def test_the_local_server_stores_and_searches_in_dynamodb(moto_endpoint: MotoEndpoint, tmp_path: Path) -> None:
     # Given the local server started with a DynamoDB endpoint URL (it creates the table)
-    server = start_server(tmp_path / "unused.db", {"MEMORY_DYNAMODB_ENDPOINT_URL": moto_endpoint})
+    server = start_server(tmp_path / "unused.db", {"MEMORY_DYNAMODB_ENDPOINT_URL": moto_endpoint.url})
     try:
         scope = f"{server.url}/v1/apps/a/users/u"
         # When a memory is stored and searched over HTTP
@@ -37,7 +24,7 @@ def test_the_local_server_stores_and_searches_in_dynamodb(moto_endpoint: str, tm
     # Then the entry is in DynamoDB, and nothing went to the SQLite file
     import boto3
 
-    client = boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="us-east-1")
+    client = boto3.client("dynamodb", endpoint_url=moto_endpoint.url, region_name="us-east-1")
     items = client.scan(TableName="agent-memory")["Items"]
     assert any(item["sk"]["S"] == f"E#{stored.json()['id']}" for item in items)
     assert not (tmp_path / "unused.db").exists()

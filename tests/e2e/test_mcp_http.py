@@ -15,20 +15,8 @@ from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.conftest import LiveServer, ServerFactory
-from tests.mcp_support import error_text, mcp_url, over_http, structured
+from tests.mcp_support import OWN_TOOLS, REFERENCE_TOOLS, error_text, mcp_url, over_http, structured
 
-REFERENCE_TOOLS = [
-    "create_entities",
-    "create_relations",
-    "add_observations",
-    "delete_entities",
-    "delete_observations",
-    "delete_relations",
-    "read_graph",
-    "search_nodes",
-    "open_nodes",
-]
-OWN_TOOLS = ["search_memory", "add_memory", "profile_card", "remember", "relate", "entity_history"]
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
 
 

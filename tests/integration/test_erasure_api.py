@@ -4,11 +4,14 @@ interpreting the same ASL file in-process (inline here, so each test reads a fin
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pytest
 
 from agentmem import users
-from agentmem.container import Container, set_container
+from agentmem.container import Container, get_container, set_container
+from agentmem.deletion import steps
+from agentmem.deletion.runners import LocalRunner
 from agentmem.keys import UserRef
 from agentmem.stores.table import Table
 from tests.erasure_support import InMemoryVectorIndex, export_all, seed_user
@@ -244,3 +247,70 @@ def test_the_sample_step_event_runs_through_the_lambda_handler(table: Table, con
     result = handler(load_event("deletion_step_list_scopes.json"), None)
     # Then it answers the step's result
     assert result == {"scopes": [{"project_id": None}, {"project_id": "alpha"}], "next": None, "more": False}
+
+
+class LateIndex(InMemoryVectorIndex):
+    """Deletes show in counts only ``visibility_seconds`` after they were made (Serverless: about a
+    minute), on the clock of the runner's waits."""
+
+    visibility_seconds = 60
+
+    def __init__(self, *, shows_deletes: bool = True) -> None:
+        super().__init__()
+        self.now = 0.0
+        self.sweeps = 0
+        self._shows_deletes = shows_deletes
+        self._hidden: list[tuple[float, int]] = []  # (deleted at, how many)
+
+    def wait(self, seconds: float) -> None:
+        self.now += seconds
+
+    def delete_user(self, user: UserRef) -> int:
+        self.sweeps += 1
+        deleted = super().delete_user(user)
+        self._hidden.append((self.now, deleted))
+        return deleted
+
+    def count_user(self, user: UserRef) -> int:
+        late = sum(n for at, n in self._hidden if not self._shows_deletes or self.now - at < self.visibility_seconds)
+        return super().count_user(user) + late
+
+
+def _erase_on(inline: Container, index: LateIndex, api: ApiClient, table: Table) -> tuple[dict[str, Any], list[float]]:
+    waits: list[float] = []
+
+    def wait(seconds: float) -> None:
+        waits.append(seconds)
+        index.wait(seconds)
+
+    runner = LocalRunner(lambda event: steps.run_step(get_container().deletion, event), background=False, sleep=wait)
+    set_container(Container(inline.settings, table=inline.table, vector_index=index, deletion_runner=runner))
+    target = seed_user(api, table, UserRef("demo", "ana"), index)
+    started = api.delete(target.path)
+    return api.get(f"{target.path}/deletions/{started.body['deletion_id']}").body, [w for w in waits if w]
+
+
+def test_re_sweeps_back_off_until_an_index_that_shows_deletes_late_shows_them(
+    api: ApiClient, table: Table, inline: Container
+) -> None:
+    # Given an external index whose deletes show in counts a minute late (OpenSearch Serverless)
+    index = LateIndex()
+    # When the user is deleted
+    status, waits = _erase_on(inline, index, api, table)
+    # Then the workflow swept again after 2, 4, 8, 16 and 32 s, and the sixth count saw the deletes
+    assert status["status"] == "SUCCEEDED", status
+    assert waits == [2, 4, 8, 16, 32]
+    assert index.sweeps == 6
+    # And each vector was counted as deleted once
+    assert status["deleted"]["vectors"] == 12
+    assert index.count_user(UserRef("demo", "ana")) == 0
+
+
+def test_an_index_that_never_shows_the_deletes_fails_the_erasure_after_a_minute_of_sweeps(
+    api: ApiClient, table: Table, inline: Container
+) -> None:
+    index = LateIndex(shows_deletes=False)
+    status, waits = _erase_on(inline, index, api, table)
+    assert status["status"] == "FAILED"
+    assert status["error"]["code"] == "ErasureNotVerified"
+    assert waits == [2, 4, 8, 16, 32]

@@ -43,6 +43,14 @@ class Race:
         self.container.deletion_runner.start(started.deletion_id, ANA.app, ANA.user)
         return self.container.deletion.status(ANA, started.deletion_id)
 
+    def hold(self, at: Callable[[list[Any]], bool], request: Callable[[], Any]) -> Writer:
+        """Start ``request`` in a thread and return once it is held at its first write matching ``at``."""
+        self.table.hold_when = at
+        writer = Writer(request)
+        writer.start()
+        assert self.table.reached.wait(60), "the writer never reached the held write"
+        return writer
+
     def release_writer_at(self, step: str, writer: Writer) -> None:
         """When the workflow reaches ``step``, let the held writer finish before the step runs."""
 
@@ -90,10 +98,10 @@ def _seed(api: ApiClient) -> None:
 def test_entry_added_while_the_erasure_verifies_is_refused_and_nothing_remains(race: Race) -> None:
     # Given a user with data, and an add_entry held at its first write (it passed the early check)
     _seed(race.api)
-    race.table.hold_when = lambda ops: puts_sort_key(ops, memory_records.ENTRY_POINTER)
-    writer = Writer(lambda: race.api.post(f"{PATH}/memories", {"entry": text_entry("passport X123")}))
-    writer.start()
-    assert race.table.reached.wait(60)
+    writer = race.hold(
+        lambda ops: puts_sort_key(ops, memory_records.ENTRY_POINTER),
+        lambda: race.api.post(f"{PATH}/memories", {"entry": text_entry("passport X123")}),
+    )
 
     # When the erasure runs, and the writer goes on only after the workflow verified the user empty
     race.release_writer_at("write_receipt", writer)
@@ -110,10 +118,10 @@ def test_entry_added_while_the_erasure_verifies_is_refused_and_nothing_remains(r
 def test_erasure_waits_for_in_flight_writes_before_it_sweeps_and_refuses_what_they_write(race: Race) -> None:
     # Given a user with data, and an add_entry that passed its early check, held at its first write
     _seed(race.api)
-    race.table.hold_when = lambda ops: puts_sort_key(ops, memory_records.ENTRY_POINTER)
-    writer = Writer(lambda: race.api.post(f"{PATH}/memories", {"entry": text_entry("passport X123")}))
-    writer.start()
-    assert race.table.reached.wait(60)
+    writer = race.hold(
+        lambda ops: puts_sort_key(ops, memory_records.ENTRY_POINTER),
+        lambda: race.api.post(f"{PATH}/memories", {"entry": text_entry("passport X123")}),
+    )
 
     # When the erasure runs and the writer goes on during the workflow's drain wait
     race.release_writer_at("wait", writer)
@@ -130,11 +138,11 @@ def test_erasure_waits_for_in_flight_writes_before_it_sweeps_and_refuses_what_th
 def test_session_replace_paused_across_the_whole_erasure_leaves_nothing(race: Race) -> None:
     # Given a stored session, and its replacement held after its index items, before its entries
     _seed(race.api)
-    race.table.hold_when = lambda ops: puts_sort_key(ops, memory_records.ENTRY)
     body = {"entries": [text_entry("passport X123"), text_entry("born 1990")]}
-    writer = Writer(lambda: race.api.put(f"{PATH}/sessions/s1/memories", body))
-    writer.start()
-    assert race.table.reached.wait(60)
+    writer = race.hold(
+        lambda ops: puts_sort_key(ops, memory_records.ENTRY),
+        lambda: race.api.put(f"{PATH}/sessions/s1/memories", body),
+    )
 
     # When the whole erasure runs (mark cleared at its end), and only then the writer goes on
     status = race.erase()
@@ -152,11 +160,10 @@ def test_session_replace_paused_across_the_whole_erasure_leaves_nothing(race: Ra
 def test_graph_write_landing_after_the_verification_is_refused(race: Race) -> None:
     # Given a user with data, and a graph write held at its first write
     _seed(race.api)
-    race.table.hold_when = lambda ops: puts_sort_key(ops, users.SCOPE_REGISTRY)
     facts = {"entities": [{"name": "Passport", "entity_type": "document", "observations": ["number X123"]}]}
-    writer = Writer(lambda: race.api.post(f"{PATH}/graph/entities", facts))
-    writer.start()
-    assert race.table.reached.wait(60)
+    writer = race.hold(
+        lambda ops: puts_sort_key(ops, users.SCOPE_REGISTRY), lambda: race.api.post(f"{PATH}/graph/entities", facts)
+    )
 
     # When the erasure runs and the writer goes on after the verification
     race.release_writer_at("write_receipt", writer)
@@ -180,10 +187,7 @@ def test_idempotency_record_completed_after_the_erasure_is_not_kept_and_a_retry_
 
     key = {"Idempotency-Key": "retry-1"}
     body = {"entry": text_entry("passport X123")}
-    race.table.hold_when = recording
-    writer = Writer(lambda: race.api.post(f"{PATH}/memories", body, headers=key))
-    writer.start()
-    assert race.table.reached.wait(60)
+    writer = race.hold(recording, lambda: race.api.post(f"{PATH}/memories", body, headers=key))
 
     # When the whole erasure runs before the answer is recorded
     status = race.erase()
@@ -205,10 +209,10 @@ def test_idempotency_record_completed_after_the_erasure_is_not_kept_and_a_retry_
 def test_project_deleted_while_an_entry_is_added_stays_registered_so_erasure_reaches_it(race: Race) -> None:
     # Given an entry of project p held after its index items and registry, before the entry itself
     _seed(race.api)
-    race.table.hold_when = lambda ops: puts_sort_key(ops, memory_records.ENTRY)
-    writer = Writer(lambda: race.api.post(f"{PATH}/memories", {"entry": text_entry("X123"), "project_id": "p"}))
-    writer.start()
-    assert race.table.reached.wait(60)
+    writer = race.hold(
+        lambda ops: puts_sort_key(ops, memory_records.ENTRY),
+        lambda: race.api.post(f"{PATH}/memories", {"entry": text_entry("X123"), "project_id": "p"}),
+    )
 
     # When the project is deleted meanwhile (what DELETE {scope}/projects/p calls), then the entry lands
     race.container.memory.delete_project(ANA, "p")
@@ -226,10 +230,10 @@ def test_statistics_updated_by_a_delete_after_the_sweep_are_not_recreated(race: 
     # Given an entry, and its deletion held after the entry is gone, before the statistics are updated
     stored = race.api.post(f"{PATH}/memories", {"entry": text_entry("passport X123")})
     assert stored.status == 201
-    race.table.hold_when = lambda ops: any(isinstance(op, Add) and op.deltas.get("docs", 0) < 0 for op in ops)
-    writer = Writer(lambda: race.api.delete(f"{PATH}/memories/{stored.body['id']}"))
-    writer.start()
-    assert race.table.reached.wait(60)
+    writer = race.hold(
+        lambda ops: any(isinstance(op, Add) and op.deltas.get("docs", 0) < 0 for op in ops),
+        lambda: race.api.delete(f"{PATH}/memories/{stored.body['id']}"),
+    )
 
     # When the whole erasure runs, then the delete goes on
     status = race.erase()

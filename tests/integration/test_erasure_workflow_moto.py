@@ -19,7 +19,6 @@ from agentmem.deletion.runners import LocalRunner, StepFunctionsRunner
 from agentmem.deletion.service import DeletionService
 from agentmem.errors import RateLimited
 from agentmem.keys import UserRef
-from agentmem.settings import Settings
 from agentmem.stores.dynamo_table import DynamoTable
 from tests.erasure_support import (
     HeldTable,
@@ -30,7 +29,7 @@ from tests.erasure_support import (
     export_all,
     graph_like_items,
     keys_of_user,
-    moto_workflow,
+    moto_deployment,
     puts_sort_key,
     seed_user,
     wait_for_status,
@@ -51,22 +50,15 @@ class Cloud:
 
 @pytest.fixture
 def cloud() -> Iterator[Cloud]:
-    with moto_workflow() as (arn, router):
-        table = DynamoTable("agent-memory-erasure", region_name="us-east-1")
-        table.create()
-        settings = Settings(
-            store="dynamodb",
-            table_name=table.table_name,
-            deletion_runner="stepfunctions",
-            deletion_state_machine_arn=arn,
-            deletion_batch_size=200,
-            deletion_drain_seconds=0,
-            receipt_key="test-receipt-key",
-        )
+    with moto_deployment("agent-memory-erasure", deletion_batch_size=200, deletion_drain_seconds=0) as (
+        settings,
+        table,
+        router,
+    ):
         vectors = InMemoryVectorIndex()
         set_container(Container(settings, table=table, vector_index=vectors))
         try:
-            yield Cloud(ApiClient(), table, vectors, arn, router)
+            yield Cloud(ApiClient(), table, vectors, str(settings.deletion_state_machine_arn), router)
         finally:
             set_container(None)
 
@@ -325,18 +317,9 @@ def test_a_user_with_more_projects_than_one_map_run_is_erased_page_by_page(cloud
 
 def test_a_write_held_past_the_verification_is_refused_under_step_functions() -> None:
     # Given the API on moto DynamoDB through a table with one write held, deletions run by Step Functions
-    with moto_workflow() as (arn, router):
-        raw = DynamoTable("agent-memory-race", region_name="us-east-1")
-        raw.create()
+    with moto_deployment("agent-memory-race", deletion_drain_seconds=0) as (settings, raw, router):
+        arn = str(settings.deletion_state_machine_arn)
         held = HeldTable(raw)
-        settings = Settings(
-            store="dynamodb",
-            table_name=raw.table_name,
-            deletion_runner="stepfunctions",
-            deletion_state_machine_arn=arn,
-            deletion_drain_seconds=0,
-            receipt_key="test-receipt-key",
-        )
         container = Container(settings, table=held)  # type: ignore[arg-type]
         set_container(container)
         try:

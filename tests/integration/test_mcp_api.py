@@ -76,3 +76,21 @@ def test_the_sample_event_drives_the_mcp_route(api: ApiClient) -> None:
     reply = api.invoke(load_event("api_mcp_tools_call.json"))
     assert reply.status == 200
     assert reply.body["result"]["structuredContent"] == {"stored": True, "entity": "the user", "facts_added": 1}
+
+
+def test_add_memory_takes_metadata_and_search_memory_a_filter(api: ApiClient, container: Container) -> None:
+    # Given two memories added through MCP, tagged differently
+    for text, tag in (("the router password is in the drawer", "home"), ("the router at work is on floor 2", "work")):
+        added = call(api, "add_memory", {"text": text, "metadata": {"place": tag}})
+        assert added["isError"] is False
+        assert added["structuredContent"]["metadata"] == {"place": tag}
+    # When searching with a filter
+    found = call(api, "search_memory", {"query": "router", "filter": {"place": "work"}})
+    # Then only the matching one comes back, with its metadata
+    assert found["isError"] is False
+    assert [e["metadata"] for e in found["structuredContent"]["entries"]] == [{"place": "work"}]
+    # And bad metadata or a malformed filter is an error result that writes nothing
+    before = count_items(container.table)
+    assert call(api, "add_memory", {"text": "x", "metadata": {"bad key": 1}})["isError"] is True
+    assert call(api, "search_memory", {"query": "router", "filter": {"place": {"$near": 1}}})["isError"] is True
+    assert count_items(container.table) == before

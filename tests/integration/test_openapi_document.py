@@ -153,6 +153,8 @@ def test_answers_conform_to_the_document(container: object, document: dict[str, 
     api.post(scope + "/memories", {"entry": text_entry("I prefer dark mode")}, headers={"Idempotency-Key": "k"})
     api.put(scope + "/sessions/s1/memories", {"entries": [text_entry("tea please"), text_entry("a cat")]})
     api.post(scope + "/memories/search", {"query": "dark mode", "top_k": 5})
+    api.post(scope + "/memories/query", {"filter": {"author": "user"}, "limit": 1})
+    api.post(scope + "/memories/query", {"filter": {"author": {"$near": 1}}})
     api.get(scope + "/memories", query={"limit": 1})
     api.get(scope + "/memories/" + entry.body["id"])
     api.get(scope + "/memories/nope")

@@ -342,25 +342,18 @@ def test_index_creation_is_never_done_by_construction() -> None:
 def test_erasure_through_the_state_machine_empties_the_users_vectors_on_the_node(
     opensearch_node: OpenSearchNode,
 ) -> None:
-    from agentmem.stores.dynamo_table import DynamoTable
-    from tests.erasure_support import execution, moto_workflow, seed_user, wait_for_status
+    from tests.erasure_support import execution, moto_deployment, seed_user, wait_for_status
 
-    with moto_workflow() as (arn, _router):
-        table = DynamoTable("agent-memory-erasure-os", region_name="us-east-1")
-        table.create()
-        settings = Settings(
-            store="dynamodb",
-            table_name=table.table_name,
-            embedder="hashing",
-            embedding_dimension=EMBEDDER.dimension,
-            vector_index="opensearch",
-            opensearch_endpoint=opensearch_node.url,
-            opensearch_index=f"vectors-{uuid.uuid4().hex[:12]}",
-            opensearch_engine="lucene",
-            deletion_runner="stepfunctions",
-            deletion_state_machine_arn=arn,
-            receipt_key="test-receipt-key",
-        )
+    with moto_deployment(
+        "agent-memory-erasure-os",
+        embedder="hashing",
+        embedding_dimension=EMBEDDER.dimension,
+        vector_index="opensearch",
+        opensearch_endpoint=opensearch_node.url,
+        opensearch_index=f"vectors-{uuid.uuid4().hex[:12]}",
+        opensearch_engine="lucene",
+    ) as (settings, table, _router):
+        arn = str(settings.deletion_state_machine_arn)
         container = Container(settings, table=table)
         index = container.external_vector_index
         assert isinstance(index, OpenSearchVectorIndex)

@@ -80,17 +80,41 @@ def test_hybrid_is_the_default_and_finds_by_word_pieces(client: ApiClient) -> No
     assert "degraded" not in reply.body
 
 
-def test_semantic_mode_and_min_score_after_fusion(client: ApiClient) -> None:
+def test_semantic_mode_and_min_score_on_the_calibrated_score(client: ApiClient) -> None:
     exact = _store(client, "blue bicycle")
     _store(client, "quarterly tax return")
     semantic = client.post(f"{ALICE}/memories/search", {"query": "blue bicycle", "mode": "semantic"})
     assert semantic.body["mode"] == "semantic"
     assert semantic.body["entries"][0]["id"] == exact["id"]
     assert semantic.body["entries"][0]["score"] == pytest.approx(1.0, abs=1e-4)
-    # First in both rankings scores 1.0 after fusion; a min_score of 0.99 keeps only that one
+    # An exact match in both signals scores about 1.0; a min_score of 0.99 keeps only that one
     fused = client.post(f"{ALICE}/memories/search", {"query": "blue bicycle", "mode": "hybrid", "min_score": 0.99})
     assert [e["id"] for e in fused.body["entries"]] == [exact["id"]]
     assert fused.body["entries"][0]["score"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+def test_the_relevance_threshold_keeps_the_answer_and_drops_unrelated_entries(client: ApiClient, mode: str) -> None:
+    # Given memories, and the threshold the capabilities report
+    threshold = client.get("/v1/capabilities").body["relevance_threshold"]
+    assert 0 < threshold < 1
+    answer = _store(client, "blue bicycle with a basket")
+    _store(client, "quarterly tax return")
+    _store(client, "the dentist moved to Tuesday")
+
+    def search(query: str) -> list[dict[str, object]]:
+        body = {"query": query, "mode": mode, "min_score": threshold}
+        return client.post(f"{ALICE}/memories/search", body).body["entries"]  # type: ignore[no-any-return]
+
+    # When searching with min_score at the threshold
+    # Then the entry that answers is kept, and a question about something never stored gets nothing
+    assert [e["id"] for e in search("blue bicycle")] == [answer["id"]]
+    assert search("weather forecast for the sailing regatta") == []
+    # And without min_score every entry comes back, best first, the unrelated ones below the threshold
+    everything = client.post(f"{ALICE}/memories/search", {"query": "blue bicycle", "mode": mode}).body["entries"]
+    scores = [e["score"] for e in everything]
+    assert scores == sorted(scores, reverse=True)
+    assert all(score < threshold for score in scores[1:])
 
 
 def test_hybrid_keeps_project_scoping_and_user_isolation(client: ApiClient) -> None:

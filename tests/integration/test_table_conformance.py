@@ -104,18 +104,21 @@ def test_batch_get_returns_only_existing_items(table: Table) -> None:
 
 
 def test_transaction_writes_all_or_nothing(table: Table) -> None:
-    # Given one existing item
+    # Given two existing items
     table.put({"pk": "p", "sk": "a", "v": 1})
-    # When a transaction's condition fails
+    table.put({"pk": "p", "sk": "0", "v": 0})
+    # When a transaction's condition fails after it overwrote one item and created another
     with pytest.raises(ConditionFailed):
         table.transact_write(
             [
+                Put({"pk": "p", "sk": "0", "v": 10}),
                 Put({"pk": "p", "sk": "b", "v": 2}),
                 Delete("p", "a", Condition(equals={"v": 99})),
             ]
         )
     # Then nothing of it was applied
     assert table.get("p", "a") == {"pk": "p", "sk": "a", "v": 1}
+    assert table.get("p", "0") == {"pk": "p", "sk": "0", "v": 0}
     assert table.get("p", "b") is None
     # And a transaction whose conditions hold applies every operation
     table.transact_write(

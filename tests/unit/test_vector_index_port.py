@@ -20,6 +20,7 @@ class ForgetsDerived:
     """An adapter with every method of the port but no ``derived``: erasure could not tell what it is."""
 
     name = "forgetful"
+    visibility_seconds = 0
 
     def upsert(self, records: Sequence[VectorRecord]) -> None: ...
 
@@ -63,3 +64,9 @@ def test_erasure_empties_exactly_the_external_index(sqlite_table: SqliteTable, c
     # Then the deletion service is handed the index only when its vectors live outside the table
     assert container.external_vector_index is (container.vector_index if external else None)
     assert container.deletion._vectors is container.external_vector_index
+
+
+def test_serverless_says_its_deletes_show_late_and_a_refreshing_engine_says_at_once() -> None:
+    serverless = OpenSearchVectorIndex("https://abc.us-east-1.aoss.amazonaws.com", service="aoss", engine="faiss")
+    managed = OpenSearchVectorIndex("https://search-x.us-east-1.es.amazonaws.com", service="es", engine="faiss")
+    assert (serverless.visibility_seconds, managed.visibility_seconds) == (60, 0)

@@ -7,15 +7,22 @@
 
 ADK's ``load_memory`` / ``preload_memory`` tools then search this service. Sessions are stored with
 ``add_session_to_memory`` (re-adding a session replaces it), single turns with
-``add_events_to_memory``, explicit facts with ``add_memory``; ``project_id`` scopes everything the
-instance writes and reads. Needs the ``adk`` extra (``pip install "agentmem[adk]"``).
+``add_events_to_memory``, explicit facts with ``add_memory``, and ``delete_memory`` removes one by the
+id a search returned; ``project_id`` scopes everything the instance writes and reads.
+
+``custom_metadata`` of a write (and a ``MemoryEntry``'s own, which wins) becomes the entries' metadata:
+its ``metadata`` mapping and every other key, except ``ttl`` (seconds, ``"600s"`` or a ``timedelta``:
+the entries expire that long after the write) and ``expire_time`` / ``expires_at`` (a ``datetime`` or
+an RFC 3339 string). Search hits carry their metadata back in ``custom_metadata``, with ``score``,
+``session_id``, ``project_id`` and ``expires_at``. Needs the ``adk`` extra (``pip install "agentmem[adk]"``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.adk.events import Event
@@ -24,11 +31,61 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions import Session
 from google.genai import types
 
-from agentmem.client import MemoryClient
+from agentmem.client import AsyncMemoryClient, RetryPolicy
+from agentmem.errors import NotFound
+
+HIT_FIELDS = ("score", "session_id", "project_id", "expires_at")
+"""What a search hit adds to ``custom_metadata`` beside the entry's metadata (never stored as metadata)."""
+_EXPIRY_KEYS = ("expire_time", "expires_at")
 
 
 def _timestamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _ttl_seconds(value: object) -> int:
+    """ADK's ``ttl``: seconds (a number or ``"600"`` / ``"600s"``, as Vertex takes it) or a ``timedelta``."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        seconds = float(value.strip().removesuffix("s"))
+    else:
+        raise ValueError(f"custom_metadata['ttl'] must be seconds or a timedelta, not {value!r}")
+    return max(1, math.ceil(seconds))
+
+
+def _metadata_value(value: object) -> object:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    return str(value)
+
+
+def write_options(*layers: Mapping[str, object] | None) -> dict[str, Any]:
+    """``add_entry`` keyword arguments (metadata, ttl_seconds, expires_at) from ADK ``custom_metadata``
+    layers, later layers overriding earlier ones."""
+    metadata: dict[str, object] = {}
+    options: dict[str, Any] = {}
+    for layer in layers:
+        for key, value in (layer or {}).items():
+            if value is None or key in HIT_FIELDS:
+                continue
+            if key == "ttl":
+                options["ttl_seconds"] = _ttl_seconds(value)
+            elif key in _EXPIRY_KEYS:
+                options["expires_at"] = value
+            elif key == "metadata" and isinstance(value, Mapping):
+                metadata.update({str(k): _metadata_value(v) for k, v in value.items() if v is not None})
+            else:
+                metadata[key] = _metadata_value(value)
+    if metadata:
+        options["metadata"] = metadata
+    return options
 
 
 def event_entry(event: Event) -> dict[str, Any] | None:
@@ -51,6 +108,17 @@ def memory_entry(memory: MemoryEntry) -> dict[str, Any]:
     return entry
 
 
+def hit_memory(hit: Mapping[str, Any]) -> MemoryEntry:
+    """A search hit as an ADK ``MemoryEntry``: its metadata and the hit's fields in ``custom_metadata``."""
+    return MemoryEntry(
+        id=hit["id"],
+        content=types.Content.model_validate(hit["content"]),
+        author=hit.get("author"),
+        timestamp=hit["timestamp"],
+        custom_metadata={**(hit.get("metadata") or {}), **{name: hit.get(name) for name in HIT_FIELDS}},
+    )
+
+
 class AgentMemoryService(BaseMemoryService):  # type: ignore[misc]
     def __init__(
         self,
@@ -59,16 +127,22 @@ class AgentMemoryService(BaseMemoryService):  # type: ignore[misc]
         api_key: str | None = None,
         project_id: str | None = None,
         top_k: int = 10,
+        min_score: float | None = None,
         timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
     ) -> None:
-        self._client = MemoryClient(base_url, api_key=api_key, timeout=timeout)
+        self._client = AsyncMemoryClient(base_url, api_key=api_key, timeout=timeout, retry=retry)
         self.project_id = project_id
         self.top_k = top_k
+        self.min_score = min_score
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
 
     async def add_session_to_memory(self, session: Session) -> None:
         entries = [e for e in map(event_entry, session.events) if e is not None]
         memory = self._client.user(session.app_name, session.user_id)
-        await asyncio.to_thread(memory.add_session, session.id, entries, project_id=self.project_id)
+        await memory.add_session(session.id, entries, project_id=self.project_id)
 
     async def add_events_to_memory(
         self,
@@ -80,8 +154,11 @@ class AgentMemoryService(BaseMemoryService):  # type: ignore[misc]
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
         memory = self._client.user(app_name, user_id)
-        for entry in (e for e in map(event_entry, events) if e is not None):
-            await asyncio.to_thread(memory.add_entry, entry, project_id=self.project_id, session_id=session_id)
+        options = write_options(custom_metadata)
+        entries = [e for e in map(event_entry, events) if e is not None]
+        await asyncio.gather(
+            *(memory.add_entry(e, project_id=self.project_id, session_id=session_id, **options) for e in entries)
+        )
 
     async def add_memory(
         self,
@@ -92,25 +169,27 @@ class AgentMemoryService(BaseMemoryService):  # type: ignore[misc]
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
         memory = self._client.user(app_name, user_id)
-        for item in memories:
-            await asyncio.to_thread(memory.add_entry, memory_entry(item), project_id=self.project_id)
+        await asyncio.gather(
+            *(
+                memory.add_entry(
+                    memory_entry(item),
+                    project_id=self.project_id,
+                    **write_options(custom_metadata, item.custom_metadata),
+                )
+                for item in memories
+            )
+        )
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         memory = self._client.user(app_name, user_id)
-        hits = await asyncio.to_thread(memory.search, query, top_k=self.top_k, project_id=self.project_id)
-        return SearchMemoryResponse(
-            memories=[
-                MemoryEntry(
-                    id=hit["id"],
-                    content=types.Content.model_validate(hit["content"]),
-                    author=hit.get("author"),
-                    timestamp=hit["timestamp"],
-                    custom_metadata={
-                        "score": hit.get("score"),
-                        "session_id": hit.get("session_id"),
-                        "project_id": hit.get("project_id"),
-                    },
-                )
-                for hit in hits
-            ]
-        )
+        hits = await memory.search(query, top_k=self.top_k, min_score=self.min_score, project_id=self.project_id)
+        return SearchMemoryResponse(memories=[hit_memory(hit) for hit in hits])
+
+    async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
+        """Delete the memory a search returned with this id (nothing when it is already gone)."""
+        if not memory_id:
+            return
+        try:
+            await self._client.user(app_name, user_id).delete_entry(memory_id)
+        except NotFound:
+            return

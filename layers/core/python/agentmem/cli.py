@@ -62,6 +62,10 @@ def _serve(args: argparse.Namespace) -> int:
         assert isinstance(table, DynamoTable)
         table.create()
     container.table.ping()
+    if settings.store == "sqlite":  # expired entries leave the file (DynamoDB: its TTL removes them)
+        from agentmem.memory.expiry import sweep
+
+        sweep(container.table, container.memory)
     close = getattr(container.table, "close", None)
     if close is not None:
         close()
@@ -184,6 +188,14 @@ def _admin_container(args: argparse.Namespace) -> Any:
     return get_container()
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from agentmem.memory.expiry import sweep
+
+    container = _admin_container(args)
+    print(f"removed {sweep(container.table, container.memory)} expired entries")
+    return 0
+
+
 def _create_index(args: argparse.Namespace) -> int:
     container = _admin_container(args)
     index = container.vector_index
@@ -282,6 +294,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     create_index.add_argument("--dimension", type=int, help="vector size (default: the configured embedder's)")
     create_index.set_defaults(run=_create_index)
+
+    sweeper = commands.add_parser("sweep", help="delete expired entries from the SQLite store (DynamoDB: TTL does it)")
+    sweeper.add_argument("--db", help="SQLite file of the embedded store (MEMORY_SQLITE_PATH)")
+    sweeper.set_defaults(run=_sweep)
 
     rebuild = commands.add_parser("reindex", help="rebuild the vector index from the table (one user or everything)")
     rebuild.add_argument("--app", help="the tenant app of the one user to rebuild")

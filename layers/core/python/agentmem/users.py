@@ -111,8 +111,11 @@ class GuardedTable:
         limit: int | None = None,
         descending: bool = False,
         start_after: str | None = None,
+        include_expired: bool = False,
     ) -> Page:
-        return self._table.query(pk, prefix, limit=limit, descending=descending, start_after=start_after)
+        return self._table.query(
+            pk, prefix, limit=limit, descending=descending, start_after=start_after, include_expired=include_expired
+        )
 
     def ping(self) -> None:
         self._table.ping()
@@ -199,10 +202,8 @@ def _guards(ops: Sequence[WriteOp]) -> list[Check]:
     written = {op_key(op) for op in ops}
     marks: dict[Key, None] = {}
     registries: dict[Key, None] = {}
-    for op in ops:
-        if not _can_create(op):
-            continue
-        pk = op_key(op)[0]
+    partitions = dict.fromkeys(op_key(op)[0] for op in ops if _can_create(op))
+    for pk in partitions:
         scope = scope_of_partition(pk)
         if scope is not None:
             marks[deletion_mark_key(scope.user_ref)] = None

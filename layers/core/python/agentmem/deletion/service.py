@@ -32,7 +32,7 @@ from agentmem.stores.table import Condition, Item, Key, Table
 from agentmem.vectors.port import VectorIndex
 
 DEFAULT_BATCH_SIZE = 500
-DEFAULT_MAX_SWEEPS = 5
+DEFAULT_MAX_SWEEPS = 6
 DEFAULT_SCOPE_PAGE = 200
 """Scopes per Map run: 200 project ids of at most 256 bytes keep a state far below 256 KiB."""
 EXPORT_PAGE_ITEMS = 500
@@ -149,7 +149,7 @@ class DeletionService:
 
     def delete_scope_batch(self, scope: Scope, deletion_id: str) -> dict[str, Any]:
         """Delete at most one batch of the scope partition's items; ``more`` says whether to call again."""
-        page = self._table.query(scope.partition, limit=self._batch_size)
+        page = self._table.query(scope.partition, limit=self._batch_size, include_expired=True)
         tally: Tally[str] = Tally()
         for item in page.items:
             kind = records.classify(item)
@@ -177,7 +177,7 @@ class DeletionService:
     def verify(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
         """Both stores hold nothing for the user (the registry and the mark aside, removed last)."""
         remaining = sum(
-            len(self._table.query(scope.partition, limit=1).items)
+            len(self._table.query(scope.partition, limit=1, include_expired=True).items)
             for scope in users.registered_scopes(self._table, user)
         )
         remaining += len(self._user_items(user, keep_registry=True, limit=1))
@@ -186,7 +186,21 @@ class DeletionService:
         pk, sk = records.request_key(user.app, deletion_id)
         sweeps = int(self._table.increment(pk, sk, {"sweeps": 1}).get("sweeps", 0))
         clean = remaining == 0
-        return {"clean": clean, "give_up": not clean and sweeps >= self._max_sweeps, "sweeps": sweeps}
+        return {
+            "clean": clean,
+            "give_up": not clean and sweeps >= self._max_sweeps,
+            "sweeps": sweeps,
+            "resweep_seconds": self._resweep_seconds(sweeps) if not clean else 0,
+        }
+
+    def _resweep_seconds(self, sweeps: int) -> int:
+        """The wait before sweep ``sweeps + 1``: doubling from 2 s, up to how late the index shows deletes.
+
+        Deletes on OpenSearch Serverless show in counts only after its refresh (about a minute): the
+        waits 2, 4, 8, 16 and 32 s let the sixth count see them. An index that shows them at once waits
+        2 s per sweep, time for a write that raced the mark to land before it is swept again."""
+        late = self._vectors.visibility_seconds if self._vectors is not None else 0
+        return min(int(2**sweeps), max(2, late))
 
     def write_receipt(self, user: UserRef, deletion_id: str) -> None:
         self._update_request(user.app, deletion_id, status="SUCCEEDED", finished_at=self._now())
@@ -231,7 +245,8 @@ class DeletionService:
         for scope in scopes:
             after = resume_after if resume_scope == _scope_order(scope) else None
             while True:
-                result = self._table.query(scope.partition, limit=200, start_after=after)
+                # Expired entries still held are exported too, with their expires_at (API.md).
+                result = self._table.query(scope.partition, limit=200, start_after=after, include_expired=True)
                 for item in result.items:
                     exported = _export_item(item)
                     after = item["sk"]
@@ -279,7 +294,7 @@ class DeletionService:
         keys: list[Key] = []
         start: str | None = None
         while len(keys) < limit:
-            page = self._table.query(user.partition, limit=limit, start_after=start)
+            page = self._table.query(user.partition, limit=limit, start_after=start, include_expired=True)
             for item in page.items:
                 sk = item["sk"]
                 if sk == users.DELETION_MARK or (keep_registry and sk.startswith(users.SCOPE_REGISTRY)):

@@ -16,9 +16,18 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from agentmem.graph import tools as graph_tools
 from agentmem.mcp.results import ToolResult, fit_list, graph_result, json_result, reference_entity, reference_relation
+from agentmem.memory import filters
 from agentmem.models.content import Content, Part
 from agentmem.models.graph import MAX_FACTS_PER_REQUEST, EntityName, EntityType, Fact
-from agentmem.models.memory import MAX_ENTRIES_PER_REQUEST, MAX_TEXT_BYTES, MemoryEntry, SearchMode, SessionId
+from agentmem.models.memory import (
+    MAX_ENTRIES_PER_REQUEST,
+    MAX_TEXT_BYTES,
+    FilterDocument,
+    MemoryEntry,
+    Metadata,
+    SearchMode,
+    SessionId,
+)
 
 if TYPE_CHECKING:
     from agentmem.graph.service import GraphMemoryService
@@ -106,6 +115,18 @@ def _relation_schema(*, closed: bool) -> dict[str, Any]:
         },
         ["from", "to", "relationType"],
         closed=closed,
+    )
+
+
+def _entity_texts_schema(texts: str, entity_description: str, texts_description: str) -> dict[str, Any]:
+    """An item of add_observations (``contents``) and delete_observations (``observations``): an entity's
+    name and observation texts."""
+    return _object(
+        {
+            "entityName": {"type": "string", "description": entity_description},
+            texts: {"type": "array", "items": {"type": "string"}, "description": texts_description},
+        },
+        ["entityName", texts],
     )
 
 
@@ -210,11 +231,13 @@ class _SearchMemory(_Strict):
     top_k: int = Field(default=10, ge=1, le=100)
     mode: SearchMode | None = None
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    filter: FilterDocument | None = None
 
 
 class _AddMemory(_Strict):
     text: StrictStr = Field(min_length=1, max_length=MAX_TEXT_BYTES)
     session_id: SessionId | None = None
+    metadata: Metadata | None = None
 
 
 class _ProfileCard(_Strict):
@@ -371,7 +394,14 @@ def _open_nodes(services: Services, scope: Scope, arguments: dict[str, Any]) -> 
 
 def _search_memory(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
     args = parse(_SearchMemory, "search_memory", arguments)
-    result = services.memory.search(scope, args.query, top_k=args.top_k, min_score=args.min_score, mode=args.mode)
+    result = services.memory.search(
+        scope,
+        args.query,
+        top_k=args.top_k,
+        min_score=args.min_score,
+        mode=args.mode,
+        where=filters.parse(args.filter),
+    )
     payload: dict[str, Any] = {"entries": [e.to_json() for e in result.entries], "mode": result.mode}
     if result.degraded:
         payload["degraded"] = True
@@ -381,7 +411,9 @@ def _search_memory(services: Services, scope: Scope, arguments: dict[str, Any]) 
 
 def _add_memory(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
     args = parse(_AddMemory, "add_memory", arguments)
-    entry = MemoryEntry(content=Content(role="user", parts=[Part({"text": args.text})]), author="user")
+    entry = MemoryEntry(
+        content=Content(role="user", parts=[Part({"text": args.text})]), author="user", metadata=args.metadata
+    )
     stored = services.memory.add_entry(scope, entry, session_id=args.session_id)
     return json_result(stored.to_json(), items_stored=1)
 
@@ -485,19 +517,10 @@ REFERENCE_TOOLS: list[Tool] = [
                 {
                     "observations": {
                         "type": "array",
-                        "items": _object(
-                            {
-                                "entityName": {
-                                    "type": "string",
-                                    "description": "The name of the entity to add the observations to",
-                                },
-                                "contents": {
-                                    "type": "array",
-                                    "items": {"type": "string"},
-                                    "description": "An array of observation contents to add",
-                                },
-                            },
-                            ["entityName", "contents"],
+                        "items": _entity_texts_schema(
+                            "contents",
+                            "The name of the entity to add the observations to",
+                            "An array of observation contents to add",
                         ),
                     }
                 },
@@ -556,19 +579,10 @@ REFERENCE_TOOLS: list[Tool] = [
                 {
                     "deletions": {
                         "type": "array",
-                        "items": _object(
-                            {
-                                "entityName": {
-                                    "type": "string",
-                                    "description": "The name of the entity containing the observations",
-                                },
-                                "observations": {
-                                    "type": "array",
-                                    "items": {"type": "string"},
-                                    "description": "An array of observations to delete",
-                                },
-                            },
-                            ["entityName", "observations"],
+                        "items": _entity_texts_schema(
+                            "observations",
+                            "The name of the entity containing the observations",
+                            "An array of observations to delete",
                         ),
                     }
                 },

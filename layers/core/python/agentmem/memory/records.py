@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
+from agentmem.clock import format_timestamp
 from agentmem.keys import Scope, escape
+from agentmem.memory import filters
 from agentmem.models.memory import StoredEntry
-from agentmem.stores.table import Item
+from agentmem.stores.table import TTL_ATTRIBUTE, Item
 
 ENTRY = "E#"
 SESSION_INDEX = "SX#"
 SESSION_HEAD = "SESSION#"
 INDEX_NAMESPACE = "M"
 ENTRY_POINTER = "ID#"
+METADATA = "metadata"
+EXPIRES_AT = filters.EXPIRES_AT
 
 
 def entry_sk(entry_id: str) -> str:
@@ -48,8 +54,37 @@ def entry_from_item(item: Item, score: float | None = None) -> StoredEntry:
         content=json.loads(item["content"]),
         author=item.get("author"),
         timestamp=item["timestamp"],
+        metadata=entry_metadata(item),
+        expires_at=item.get(EXPIRES_AT),
         score=score,
     )
+
+
+def entry_metadata(item: Item) -> dict[str, Any]:
+    """The entry's metadata (kept as JSON text: numbers may be floats, which the table cannot hold)."""
+    raw = item.get(METADATA)
+    return json.loads(raw) if isinstance(raw, str) else {}
+
+
+def entry_builtins(item: Item) -> dict[str, Any]:
+    """The built-in fields a filter reads (see :mod:`agentmem.memory.filters`)."""
+    return {
+        "author": item.get("author"),
+        "session_id": item.get("session_id"),
+        "timestamp": item.get("timestamp"),
+        EXPIRES_AT: item.get(EXPIRES_AT),
+    }
+
+
+def is_live(item: Item, now: str) -> bool:
+    """Not expired at ``now`` (a stored-form timestamp, which compares as a string)."""
+    expires = item.get(EXPIRES_AT)
+    return not isinstance(expires, str) or expires > now
+
+
+def matches(item: Item, where: filters.Node | None, now: str) -> bool:
+    """Live at ``now`` and matching the filter: the evaluation of SQLite and DynamoDB (over the items)."""
+    return is_live(item, now) and filters.matches(where, entry_builtins(item), entry_metadata(item))
 
 
 def entry_item(
@@ -62,9 +97,11 @@ def entry_item(
     timestamp: str,
     terms: Iterable[str],
     length: int,
+    metadata: dict[str, Any] | None = None,
+    expires_at: datetime | None = None,
 ) -> Item:
-    """``tokens`` lists the distinct tokens the entry is indexed under (to find its postings again)."""
-    return {
+    """``terms`` lists the distinct tokens the entry is indexed under (to find its postings again)."""
+    item: Item = {
         "pk": scope.partition,
         "sk": entry_sk(entry_id),
         "id": entry_id,
@@ -76,3 +113,11 @@ def entry_item(
         "tokens": sorted(terms),
         "length": length,
     }
+    if metadata:
+        item[METADATA] = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
+    if expires_at is not None:
+        item[EXPIRES_AT] = format_timestamp(expires_at)
+        # DynamoDB TTL (and the local sweep) remove the entry from the second after it expired; reads
+        # stop returning it at expires_at itself (is_live).
+        item[TTL_ATTRIBUTE] = math.ceil(expires_at.timestamp())
+    return item

@@ -13,17 +13,18 @@ With an embedder, each entry is embedded once (one batch per write) and its vect
 stored on the entry item itself, so the vector index can be rebuilt without re-embedding. When the
 embedder or the vector index cannot be reached, the entry is still stored (marked
 ``vector_pending``) and the write reports ``indexing: "pending"``; a search that cannot use vectors
-falls back to keyword matching and says ``degraded``. Hybrid ranking is reciprocal rank fusion
-(docs/adr/0301-hybrid-search-fusion.md).
+falls back to keyword matching and says ``degraded``. Scores are calibrated relevance, the same in
+every mode, and hybrid ranks by it (agentmem/search/calibration.py).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Sequence
+import heapq
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from agentmem import users
 from agentmem.budget import Budget
@@ -31,10 +32,11 @@ from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, encode_vector
 from agentmem.embeddings.port import Embedder, embed_query, embedder_health
 from agentmem.errors import InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable
-from agentmem.keys import Scope, UserRef, validate_id
-from agentmem.memory import records
+from agentmem.keys import Scope, UserRef, scope_of_partition, validate_id
+from agentmem.memory import filters, records
 from agentmem.models.memory import MAX_ENTRY_BYTES, MAX_TEXT_BYTES, MemoryEntry, SearchMode, StoredEntry
 from agentmem.observability import logger
+from agentmem.search import calibration
 from agentmem.search.inverted_index import (
     MAX_QUERY_TERMS,
     MAX_TERMS_PER_DOCUMENT,
@@ -44,14 +46,15 @@ from agentmem.search.inverted_index import (
 )
 from agentmem.search.tokenize import tokenize
 from agentmem.stores.retry import retry_on_conflict
-from agentmem.stores.table import Condition, Item, Key, Table, check_items, query_all
-from agentmem.vectors.port import VectorHit, VectorIndex, VectorRecord
+from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Item, Key, Table, check_items, query_all
+from agentmem.vectors.indexing import record_for_item
+from agentmem.vectors.port import VectorIndex
 
 _DELETE_PAGE = 200
-RRF_K = 60
-"""Reciprocal rank fusion constant (Cormack et al. 2009); see docs/adr/0301-hybrid-search-fusion.md."""
 CANDIDATES = 50
-"""How deep each ranking is read before fusion (at least ``top_k``)."""
+"""How deep each ranking is read before they are combined (at least ``top_k``)."""
+MAX_CANDIDATES = 10_000
+"""How deep a semantic ranking is widened at most when its hits are of gone or expired entries."""
 PENDING: str = "pending"
 
 
@@ -123,12 +126,16 @@ class MemoryService:
 
     # -- writes ------------------------------------------------------------------------------------
 
-    def add_session(self, scope: Scope, session_id: str, entries: Sequence[MemoryEntry]) -> SessionWriteResult:
+    def add_session(
+        self, scope: Scope, session_id: str, entries: Sequence[MemoryEntry], *, ttl_seconds: int | None = None
+    ) -> SessionWriteResult:
         """Store a finished conversation, replacing what this session held in this scope."""
         validate_id(session_id, "session_id")
         self.ensure_writable(scope.user_ref)
         max_terms = terms_per_document(len(entries))
-        prepared = [p for p in (self._prepare(scope, e, session_id, max_terms) for e in entries) if p.has_text]
+        prepared = [
+            p for p in (self._prepare(scope, e, session_id, max_terms, ttl_seconds) for e in entries) if p.has_text
+        ]
         skipped = len(entries) - len(prepared)
         generation = new_id()
         if not prepared:
@@ -158,16 +165,20 @@ class MemoryService:
 
         return retry_on_conflict(attempt, what="the session")
 
-    def add_entry(self, scope: Scope, entry: MemoryEntry, session_id: str | None = None) -> StoredEntry:
+    def add_entry(
+        self, scope: Scope, entry: MemoryEntry, session_id: str | None = None, *, ttl_seconds: int | None = None
+    ) -> StoredEntry:
         if session_id is not None:
             validate_id(session_id, "session_id")
         self.ensure_writable(scope.user_ref)
-        prepared = self._prepare(scope, entry, session_id, MAX_TERMS_PER_DOCUMENT)
+        prepared = self._prepare(scope, entry, session_id, MAX_TERMS_PER_DOCUMENT, ttl_seconds)
         indexing = self._write([prepared], session_id, generation="")
         stored = records.entry_from_item(prepared.item)
         return stored.model_copy(update={"indexing": indexing}) if indexing else stored
 
-    def _prepare(self, scope: Scope, entry: MemoryEntry, session_id: str | None, max_terms: int) -> _PreparedEntry:
+    def _prepare(
+        self, scope: Scope, entry: MemoryEntry, session_id: str | None, max_terms: int, ttl_seconds: int | None = None
+    ) -> _PreparedEntry:
         """Build the entry item and check it against every limit (nothing is written before all pass)."""
         text = entry.content.text()
         size = len(text.encode("utf-8"))
@@ -180,6 +191,9 @@ class MemoryService:
             raise InvalidInput("timestamp must not be before 1970-01-01", code="invalid_timestamp")
         entry_id = new_id(int(moment.timestamp() * 1000))
         tokens = tokenize(text)
+        expires_at = entry.expires_at
+        if expires_at is None and ttl_seconds is not None:
+            expires_at = self._clock() + timedelta(seconds=ttl_seconds)
         terms = index_terms(tokens, max_terms)
         item = records.entry_item(
             scope,
@@ -190,6 +204,8 @@ class MemoryService:
             timestamp=format_timestamp(moment),
             terms=terms,
             length=len(tokens),
+            metadata=entry.metadata,
+            expires_at=expires_at,
         )
         size = len(item["content"].encode("utf-8"))
         if size > MAX_ENTRY_BYTES:
@@ -222,16 +238,7 @@ class MemoryService:
             return None
         if not vectors_ok:
             return PENDING
-        upserts = [
-            VectorRecord(
-                scope=p.scope,
-                entry_id=p.item["id"],
-                vector=_decoded(p.item[VECTOR_ATTR]),
-                model_id=p.item[MODEL_ATTR],
-                session_id=p.item.get("session_id"),
-            )
-            for p in prepared
-        ]
+        upserts = [r for r in (record_for_item(p.item) for p in prepared) if r is not None]
         try:
             self.vector_index.upsert(upserts)
         except Exception as error:  # the table holds the vectors; the stream indexer or `reindex` catches up
@@ -247,10 +254,15 @@ class MemoryService:
         side_items: list[Item] = [users.registry_item(scope)]
         for p in prepared:
             entry_id = p.item["id"]
-            side_items.append(records.pointer_item(scope, entry_id))
-            side_items.extend(self._index.postings(scope.partition, entry_id, p.terms, p.length))
+            own = [
+                records.pointer_item(scope, entry_id),
+                *self._index.postings(scope.partition, entry_id, p.terms, p.length),
+            ]
             if session_id is not None:
-                side_items.append(records.session_index_item(scope, session_id, entry_id, generation))
+                own.append(records.session_index_item(scope, session_id, entry_id, generation))
+            if TTL_ATTRIBUTE in p.item:  # what points at an expiring entry expires with it (DynamoDB TTL too)
+                own = [{**item, TTL_ATTRIBUTE: p.item[TTL_ATTRIBUTE]} for item in own]
+            side_items.extend(own)
         check_items([*side_items, *(p.item for p in prepared)])  # a rejected write must leave nothing behind
         self._table.batch_write(puts=side_items)
         self._table.batch_write(puts=[p.item for p in prepared])
@@ -272,35 +284,48 @@ class MemoryService:
         top_k: int = 10,
         min_score: float | None = None,
         mode: SearchMode | None = None,
+        where: filters.Node | None = None,
     ) -> SearchResult:
+        """The ``top_k`` best entries matching ``where``: the filter applies before ranking, so a search
+        returns ``top_k`` entries whenever that many match (the semantic candidates are widened until
+        they are enough or the scope is exhausted)."""
         mode = mode or self.default_mode
         if mode not in self.search_modes:
             raise InvalidInput(
                 f"search mode {mode!r} is not available here; available: {', '.join(self.search_modes)}",
                 code="search_mode_unavailable",
             )
+        now = self._now()
+        known: dict[str, Item] = {}
         warnings: list[str] = []
-        scored: list[tuple[str, str, float]]
-        if mode == "keyword":
-            scored = self._keyword(scope, query)
-        else:
+        keyword: list[tuple[str, str, float]] = []
+        if mode != "semantic":
+            keyword = self._keyword(scope, query)
+        if where is not None and mode == "hybrid":  # combine the evidence of matching entries only
+            keyword = [hit for hit, _ in self._select(keyword, max(CANDIDATES, top_k), where, now, known)]
+        scored = calibration.keyword(keyword)
+        if mode != "keyword":
+            depth = max(CANDIDATES, top_k)
             try:
-                semantic = self._semantic(scope, query, max(CANDIDATES, top_k), warnings)
+                self._foreign_models(scope, warnings)
+                while True:
+                    standing, semantic = self._semantic(scope, query, depth, filters.both(where, filters.live(now)))
+                    if mode == "semantic":
+                        scored = calibration.semantic(standing, semantic)
+                    else:
+                        scored = calibration.hybrid(standing, keyword[:depth], semantic)
+                    selected = self._select(_at_least(scored, min_score), top_k, where, now, known)
+                    if len(selected) >= top_k or len(semantic) < depth or depth >= MAX_CANDIDATES:
+                        break
+                    depth = min(depth * 4, MAX_CANDIDATES)  # hits of gone or expired entries: look deeper
             except Exception as error:  # embedder or index down: keyword matching still answers
                 logger.warning("semantic search failed; keyword fallback", extra={"error": type(error).__name__})
-                warnings.append(f"{mode} search is unavailable right now; these are keyword results")
-                semantic = None
-            if semantic is None:
+                warnings = [f"{mode} search is unavailable right now; these are keyword results"]
+                scored = calibration.keyword(keyword if mode == "hybrid" else self._keyword(scope, query))
                 mode = "keyword"
-                scored = self._keyword(scope, query)
-            elif mode == "semantic":
-                scored = [(h.scope.partition, h.entry_id, h.score) for h in semantic]
-            else:
-                scored = fuse(self._keyword(scope, query)[: max(CANDIDATES, top_k)], semantic)
-        if min_score is not None:
-            scored = [h for h in scored if h[2] >= min_score]
+        selected = self._select(_at_least(scored, min_score), top_k, where, now, known)
         budget = Budget()
-        entries = _within(budget, self.hydrate(scored, top_k))
+        entries = _within(budget, [records.entry_from_item(item, hit[2]) for hit, item in selected])
         return SearchResult(
             entries=entries, mode=mode, degraded=bool(warnings), warnings=warnings, truncated=budget.truncated
         )
@@ -309,53 +334,92 @@ class MemoryService:
         hits = self._index.search([s.partition for s in scope.visible_scopes()], tokenize(query))
         return [(h.partition, h.doc_id, h.score) for h in hits]
 
-    def _semantic(self, scope: Scope, query: str, depth: int, warnings: list[str]) -> list[VectorHit]:
+    def _semantic(
+        self, scope: Scope, query: str, depth: int, where: filters.Node | None
+    ) -> tuple[calibration.QueryStanding, list[tuple[str, str, float]]]:
+        """The cosine hits of the query, best first, and the query's standing to calibrate them."""
         assert self.embedder is not None
         assert self.vector_index is not None
-        scopes = scope.visible_scopes()
-        model_id = self.embedder.model_id
-        hits = self.vector_index.search(scopes, embed_query(self.embedder, query), depth, model_id)
-        foreign = self.vector_index.other_models(scopes, model_id)
+        vector = embed_query(self.embedder, query)
+        hits = self.vector_index.search(scope.visible_scopes(), vector, depth, self.embedder.model_id, where)
+        standing = calibration.QueryStanding(self.embedder, vector)
+        return standing, [(h.scope.partition, h.entry_id, h.score) for h in hits]
+
+    def _foreign_models(self, scope: Scope, warnings: list[str]) -> None:
+        assert self.embedder is not None
+        assert self.vector_index is not None
+        foreign = self.vector_index.other_models(scope.visible_scopes(), self.embedder.model_id)
         if foreign:
             warnings.append(
                 f"entries embedded by another model ({', '.join(foreign)}) are left out of semantic ranking; "
                 "run `agentmem reindex --re-embed` to embed them with the current model"
             )
-        return hits
 
-    def hydrate(self, ranked: Sequence[tuple[str, str, float]], top_k: int) -> list[StoredEntry]:
-        """Fetch the entries of ranked (partition, id, score) hits, skipping ids whose entry is gone."""
-        found: list[StoredEntry] = []
+    def _select(
+        self,
+        ranked: Sequence[tuple[str, str, float]],
+        limit: int,
+        where: filters.Node | None,
+        now: str,
+        known: dict[str, Item],
+    ) -> list[tuple[tuple[str, str, float], Item]]:
+        """The first ``limit`` ranked hits whose entry exists, is live and matches ``where``, with the entry.
+
+        Entries are read in growing windows (``known`` keeps those read already), so a selective filter
+        reads as far down the ranking as it must and no further."""
+        found: list[tuple[tuple[str, str, float], Item]] = []
         position = 0
-        while len(found) < top_k and position < len(ranked):
-            window = ranked[position : position + max(top_k - len(found), 10)]
-            position += len(window)
-            items = {
-                item["id"]: item for item in self._table.batch_get([(p, records.entry_sk(i)) for p, i, _ in window])
-            }
-            for _, entry_id, score in window:
-                item = items.get(entry_id)
-                if item is not None and len(found) < top_k:
-                    found.append(records.entry_from_item(item, score))
+        window = max(limit, 10)
+        while len(found) < limit and position < len(ranked):
+            chunk = ranked[position : position + window]
+            position += len(chunk)
+            missing = [(p, records.entry_sk(i)) for p, i, _ in chunk if i not in known]
+            known.update((item["id"], item) for item in self._table.batch_get(missing))
+            for hit in chunk:
+                item = known.get(hit[1])
+                if item is not None and len(found) < limit and records.matches(item, where, now):
+                    found.append((hit, item))
+            window = min(window * 2, 100)
         return found
 
     def list_recent(self, scope: Scope, *, limit: int = 20, cursor: str | None = None) -> EntryPage:
         """Entries newest first (by their timestamp), following an opaque cursor."""
+        return self.query(scope, None, limit=limit, cursor=cursor)
+
+    def query(
+        self, scope: Scope, where: filters.Node | None, *, limit: int = 20, cursor: str | None = None
+    ) -> EntryPage:
+        """The entries matching ``where``, newest first (by their timestamp), following an opaque cursor."""
         start = records.entry_sk(_decode_cursor(cursor)) if cursor else None
-        merged: list[Item] = []
-        for s in scope.visible_scopes():
-            merged.extend(
-                self._table.query(s.partition, records.ENTRY, limit=limit + 1, descending=True, start_after=start).items
-            )
-        merged.sort(key=lambda item: item["sk"], reverse=True)
+        now = self._now()
+        page_size = limit + 1 if where is None else max(limit + 1, 100)
+        newest = heapq.merge(
+            *(self._newest_first(s.partition, start, page_size) for s in scope.visible_scopes()),
+            key=lambda item: str(item["sk"]),
+            reverse=True,
+        )
+        matching: list[Item] = []
+        for item in newest:
+            if records.matches(item, where, now):
+                matching.append(item)
+                if len(matching) > limit:
+                    break
         budget = Budget()
-        page = _within(budget, [records.entry_from_item(item) for item in merged[:limit]])
-        more = len(merged) > limit or budget.truncated
+        page = _within(budget, [records.entry_from_item(item) for item in matching[:limit]])
+        more = len(matching) > limit or budget.truncated
         return EntryPage(
             entries=page,
             next_cursor=_encode_cursor(page[-1].id) if more and page else None,
             truncated=budget.truncated,
         )
+
+    def _newest_first(self, partition: str, start: str | None, page_size: int) -> Iterator[Item]:
+        while True:
+            page = self._table.query(partition, records.ENTRY, limit=page_size, descending=True, start_after=start)
+            yield from page.items
+            if page.next_start is None:
+                return
+            start = page.next_start
 
     def get_entry(self, user: UserRef, entry_id: str) -> StoredEntry:
         return records.entry_from_item(self._find(user, entry_id))
@@ -365,7 +429,7 @@ class MemoryService:
         pointer = self._table.get(user.partition, records.ENTRY_POINTER + entry_id)
         if pointer is not None:
             item = self._table.get(user.scope(pointer.get("project_id")).partition, records.entry_sk(entry_id))
-            if item is not None:
+            if item is not None and records.is_live(item, self._now()):
                 return item
         raise NotFound(f"no memory {entry_id!r} for this user")
 
@@ -383,18 +447,25 @@ class MemoryService:
         self._table.delete(scope.partition, records.session_head_sk(session_id))
         return deleted
 
-    def delete_entries(self, scope: Scope, query: str) -> int:
-        """Delete the entries of exactly this scope that hold every token of ``query``."""
-        tokens = list(dict.fromkeys(tokenize(query)))
-        if not tokens:
+    def delete_entries(self, scope: Scope, query: str | None, where: filters.Node | None = None) -> int:
+        """Delete the entries of exactly this scope that hold every token of ``query`` and match ``where``
+        (at least one of the two is required)."""
+        tokens = list(dict.fromkeys(tokenize(query or "")))
+        if query and query.strip() and not tokens:
             raise MalformedRequest("the query has no searchable words, so it would delete nothing", code="empty_query")
+        if not tokens and where is None:
+            raise MalformedRequest("give a query, a filter or both: either selects what to delete", code="empty_query")
         if len(tokens) > MAX_QUERY_TERMS:
             raise InvalidInput(
                 f"the query has {len(tokens)} distinct words; a delete takes at most {MAX_QUERY_TERMS}",
                 code="query_too_long",
             )
         self.ensure_writable(scope.user_ref)
-        return self._delete_ids(scope, sorted(self._index.documents_with_all(scope.partition, tokens)))
+        if tokens:
+            ids = sorted(self._index.documents_with_all(scope.partition, tokens))
+        else:
+            ids = [item["id"] for item in query_all(self._table, scope.partition, records.ENTRY)]
+        return self._delete_ids(scope, ids, where=where)
 
     def delete_project(self, user: UserRef, project_id: str) -> int:
         """Delete everything the project holds; return the number of memory entries deleted.
@@ -424,14 +495,24 @@ class MemoryService:
         rows = query_all(self._table, scope.partition, prefix)
         return [(item["sk"][len(prefix) :], item.get("generation") or "") for item in rows]
 
-    def _delete_ids(self, scope: Scope, entry_ids: Sequence[str], session_id: str | None = None) -> int:
-        """Delete entries by id; with ``session_id``, also the session rows of ids whose entry is gone."""
+    def _delete_ids(
+        self,
+        scope: Scope,
+        entry_ids: Sequence[str],
+        session_id: str | None = None,
+        where: filters.Node | None = None,
+    ) -> int:
+        """Delete the live entries among ``entry_ids`` that match ``where``; with ``session_id``, also the
+        session rows of ids whose entry is gone. Expired entries are neither deleted nor counted here:
+        their expiry removes them."""
         deleted = 0
+        now = self._now()
         for start in range(0, len(entry_ids), _DELETE_PAGE):
             chunk = entry_ids[start : start + _DELETE_PAGE]
-            items = self._table.batch_get([(scope.partition, records.entry_sk(i)) for i in chunk])
+            found = self._table.batch_get([(scope.partition, records.entry_sk(i)) for i in chunk])
+            items = [item for item in found if records.matches(item, where, now)]
             deleted += self._delete_items(scope, items)
-            present = {item["id"] for item in items}
+            present = {item["id"] for item in found}
             if session_id is not None:
                 prefix = records.session_prefix(session_id)
                 self._table.batch_write(deletes=[(scope.partition, prefix + i) for i in chunk if i not in present])
@@ -442,6 +523,27 @@ class MemoryService:
         if not items:
             return 0
         self._table.batch_write(deletes=[(item["pk"], item["sk"]) for item in items])
+        self._forget_items(scope, items)
+        return len(items)
+
+    def purge_expired(self, items: Sequence[Item], *, already_deleted: bool = False) -> int:
+        """Remove expired entries and everything that points at them: postings, id pointer, session row,
+        statistics, vector. The local sweep calls this; the stream indexer calls it with
+        ``already_deleted`` for the entries DynamoDB TTL deleted. Safe to repeat."""
+        by_scope: dict[str, list[Item]] = {}
+        for item in items:
+            if str(item.get("sk", "")).startswith(records.ENTRY) and scope_of_partition(str(item.get("pk"))):
+                by_scope.setdefault(item["pk"], []).append(item)
+        for partition, expired in by_scope.items():
+            scope = scope_of_partition(partition)
+            assert scope is not None
+            if not already_deleted:
+                self._table.batch_write(deletes=[(item["pk"], item["sk"]) for item in expired])
+            self._forget_items(scope, expired)
+        return sum(len(v) for v in by_scope.values())
+
+    def _forget_items(self, scope: Scope, items: Sequence[Item]) -> None:
+        """Remove what points at deleted entries: postings, id pointers, session rows, statistics, vectors."""
         side: list[Key] = []
         for item in items:
             side += self._index.posting_keys(scope.partition, item["id"], item.get("tokens", []))
@@ -451,7 +553,6 @@ class MemoryService:
         self._table.batch_write(deletes=side)
         self._index.forget(scope.partition, docs=len(items), length=sum(int(item.get("length", 0)) for item in items))
         self._forget_vectors(scope, [item["id"] for item in items])
-        return len(items)
 
     def _forget_vectors(self, scope: Scope, entry_ids: Sequence[str]) -> None:
         """Remove deleted entries from the vector index; a failure is harmless (hits of gone entries are skipped)."""
@@ -463,6 +564,9 @@ class MemoryService:
             logger.warning("vector index delete failed", extra={"error": type(error).__name__})
 
     # -- service -----------------------------------------------------------------------------------
+
+    def _now(self) -> str:
+        return format_timestamp(self._clock())
 
     def health(self) -> dict[str, str]:
         checks: dict[str, str] = {}
@@ -481,35 +585,8 @@ class MemoryService:
         return checks
 
 
-def fuse(keyword: Sequence[tuple[str, str, float]], semantic: Sequence[VectorHit]) -> list[tuple[str, str, float]]:
-    """Reciprocal rank fusion of the two rankings, scaled so that first in both scores 1.0.
-
-    ``score(d) = (1/(k + rank_kw(d)) + 1/(k + rank_sem(d))) / (2/(k + 1))`` with ranks from 1; a document
-    missing from one ranking gets nothing from it. Ties go to the better semantic rank, then the newer id.
-    """
-    scores: dict[tuple[str, str], float] = {}
-    semantic_rank: dict[tuple[str, str], int] = {}
-    for rank, (partition, doc_id, _) in enumerate(keyword, start=1):
-        scores[(partition, doc_id)] = scores.get((partition, doc_id), 0.0) + 1.0 / (RRF_K + rank)
-    for rank, hit in enumerate(semantic, start=1):
-        key = (hit.scope.partition, hit.entry_id)
-        scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
-        semantic_rank[key] = rank
-    best = 2.0 / (RRF_K + 1)
-    fused = [(p, d, round(min(1.0, s / best), 6)) for (p, d), s in scores.items()]
-    unranked = len(semantic) + 1
-    fused.sort(key=lambda h: (-h[2], semantic_rank.get((h[0], h[1]), unranked), _neg(h[1])))
-    return fused
-
-
-def _neg(doc_id: str) -> tuple[int, ...]:
-    return tuple(-ord(c) for c in doc_id)
-
-
-def _decoded(data: bytes) -> list[float]:
-    from agentmem.embeddings.codec import decode_vector
-
-    return decode_vector(data)
+def _at_least(scored: Sequence[tuple[str, str, float]], min_score: float | None) -> Sequence[tuple[str, str, float]]:
+    return scored if min_score is None else [h for h in scored if h[2] >= min_score]
 
 
 def _within(budget: Budget, entries: Sequence[StoredEntry]) -> list[StoredEntry]:

@@ -9,10 +9,15 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 
 from agentmem.errors import InvalidInput
 from agentmem.keys import ID_JSON_SCHEMA, validate_id
+from agentmem.memory.filters import KEY_PATTERN, is_finite
 from agentmem.models.content import Content
 
 MAX_ENTRIES_PER_REQUEST = 500
 MAX_TEXT_BYTES = 64 * 1024
+MAX_METADATA_KEYS = 32
+MAX_METADATA_STRING_BYTES = 1024
+MAX_METADATA_LIST = 32
+MAX_TTL_SECONDS = 315_360_000
 MAX_ENTRY_BYTES = 256 * 1024
 """An entry's content (every part, inline data included) as JSON: it must fit one 400 KB table item."""
 
@@ -48,18 +53,68 @@ Timestamp = Annotated[datetime, AfterValidator(_utc)]
 
 ID_SCHEMA = WithJsonSchema({"type": "string", **ID_JSON_SCHEMA})
 """An id as the OpenAPI document states it (the byte limit is checked by :func:`validate_id`)."""
+TtlSeconds = Annotated[
+    int, Field(ge=1, le=MAX_TTL_SECONDS, description="applied to the entries that have no expires_at of their own")
+]
+FilterDocument = Annotated[
+    dict[str, Any],
+    Field(description="the filter language of docs/search.md, over metadata and author, session_id, timestamp"),
+]
 ProjectId = Annotated[str, _id("project_id"), ID_SCHEMA]
 SessionId = Annotated[str, _id("session_id"), ID_SCHEMA]
 
 
+def _metadata_value(key: str, value: Any) -> None:
+    if isinstance(value, bool | str) or (isinstance(value, int | float) and is_finite(value)):
+        if isinstance(value, str) and len(value.encode("utf-8")) > MAX_METADATA_STRING_BYTES:
+            raise ValueError(f"metadata {key!r}: a string is at most {MAX_METADATA_STRING_BYTES} bytes")
+        return
+    if isinstance(value, list):
+        if len(value) > MAX_METADATA_LIST or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"metadata {key!r}: a list holds at most {MAX_METADATA_LIST} strings")
+        for v in value:
+            _metadata_value(key, v)
+        return
+    raise ValueError(f"metadata {key!r}: a value is a string, a finite number, a boolean or a list of strings")
+
+
+def check_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    """API.md's bounds: at most 32 keys of 1..64 ``[A-Za-z0-9_.-]``; values as :func:`_metadata_value`."""
+    if len(value) > MAX_METADATA_KEYS:
+        raise ValueError(f"metadata holds at most {MAX_METADATA_KEYS} keys")
+    for key, item in value.items():
+        if not KEY_PATTERN.fullmatch(key):
+            raise ValueError(f"metadata key {key!r}: 1..64 characters of A-Z a-z 0-9 _ . -")
+        _metadata_value(key, item)
+    return value
+
+
+def _aware(field: str) -> AfterValidator:
+    def check(value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError(f"{field} must carry a time zone (RFC 3339, e.g. 2026-06-01T09:30:00Z)")
+        return value
+
+    return AfterValidator(check)
+
+
+Metadata = Annotated[dict[str, Any], AfterValidator(check_metadata)]
+
+
 class MemoryEntry(BaseModel):
-    """What an agent asks to remember: ADK's MemoryEntry."""
+    """What an agent asks to remember: ADK's MemoryEntry, with our metadata and expiry."""
 
     model_config = ConfigDict(extra="forbid")
 
     content: Content
     author: str | None = Field(default=None, max_length=256)
     timestamp: Timestamp | None = None
+    metadata: Metadata | None = Field(
+        default=None, description="at most 32 keys; values: string (<= 1 KiB), number, boolean, list of <= 32 strings"
+    )
+    expires_at: Timestamp | None = Field(
+        default=None, description="never returned after this time; removed within 48 hours"
+    )
 
 
 class StoredEntry(BaseModel):
@@ -69,6 +124,8 @@ class StoredEntry(BaseModel):
     content: dict[str, Any]
     author: str | None
     timestamp: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    expires_at: str | None = None
     score: float | None = None
     indexing: str | None = None
     """``pending`` on a write answer when the entry was stored but not yet indexed for semantic search."""
@@ -82,6 +139,7 @@ class PutSessionRequest(BaseModel):
 
     entries: list[MemoryEntry] = Field(max_length=MAX_ENTRIES_PER_REQUEST)
     project_id: ProjectId | None = None
+    ttl_seconds: TtlSeconds | None = None
 
 
 class AddEntryRequest(BaseModel):
@@ -90,6 +148,7 @@ class AddEntryRequest(BaseModel):
     entry: MemoryEntry
     project_id: ProjectId | None = None
     session_id: SessionId | None = None
+    ttl_seconds: TtlSeconds | None = None
 
 
 class SearchRequest(BaseModel):
@@ -100,10 +159,21 @@ class SearchRequest(BaseModel):
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
     project_id: ProjectId | None = None
     mode: SearchMode | None = None
+    filter: FilterDocument | None = None
+
+
+class QueryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    filter: FilterDocument
+    project_id: ProjectId | None = None
+    limit: int = Field(default=20, ge=1, le=100)
+    cursor: str | None = Field(default=None, max_length=128)
 
 
 class DeleteByQueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(max_length=MAX_TEXT_BYTES)
+    query: str | None = Field(default=None, max_length=MAX_TEXT_BYTES)
+    filter: FilterDocument | None = None
     project_id: ProjectId | None = None

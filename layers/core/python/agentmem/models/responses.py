@@ -251,6 +251,8 @@ class Capabilities(_Out):
     graph: bool
     vector_backend: str | None
     embedder: str | None
+    relevance_threshold: float
+    """A ``min_score`` that keeps relevant and drops unrelated entries in every search mode."""
 
 
 class UsageDay(_Out):

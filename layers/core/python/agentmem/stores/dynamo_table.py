@@ -208,6 +208,7 @@ class DynamoTable:
         limit: int | None = None,
         descending: bool = False,
         start_after: str | None = None,
+        include_expired: bool = False,
     ) -> Page:
         args: dict[str, Any] = {
             "KeyConditionExpression": "pk = :pk" + (" AND begins_with(sk, :prefix)" if prefix else ""),
@@ -222,7 +223,8 @@ class DynamoTable:
             if limit is not None:
                 args["Limit"] = limit - len(items)
             response = self._call("query", TableName=self.table_name, **args)
-            items.extend(item for item in map(self._from_wire, response.get("Items", [])) if not is_expired(item))
+            found = map(self._from_wire, response.get("Items", []))
+            items.extend(item for item in found if include_expired or not is_expired(item))
             last = response.get("LastEvaluatedKey")
             if last is None:
                 return Page(items, None)

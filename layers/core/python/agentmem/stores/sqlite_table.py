@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS items (
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID
 """
+_TTL_INDEX = "CREATE INDEX IF NOT EXISTS items_by_ttl ON items (ttl) WHERE ttl IS NOT NULL"
 _BYTES_TAG = "__bytes__"
 
 
@@ -108,6 +109,7 @@ class SqliteTable:
             Path(self._path).parent.mkdir(parents=True, exist_ok=True)
         with self._write() as conn:
             conn.execute(_SCHEMA)
+            conn.execute(_TTL_INDEX)
 
     @property
     def path(self) -> str:
@@ -187,6 +189,7 @@ class SqliteTable:
         limit: int | None = None,
         descending: bool = False,
         start_after: str | None = None,
+        include_expired: bool = False,
     ) -> Page:
         clauses = ["pk = ?"]
         params: list[Any] = [pk]
@@ -196,8 +199,9 @@ class SqliteTable:
         if start_after is not None:
             clauses.append("sk < ?" if descending else "sk > ?")
             params.append(start_after)
-        clauses.append("(ttl IS NULL OR ttl > ?)")
-        params.append(int(time.time()))
+        if not include_expired:
+            clauses.append("(ttl IS NULL OR ttl > ?)")
+            params.append(int(time.time()))
         sql = f"SELECT sk, data FROM items WHERE {' AND '.join(clauses)} ORDER BY sk {'DESC' if descending else 'ASC'}"
         if limit is not None:
             sql += " LIMIT ?"
@@ -216,6 +220,15 @@ class SqliteTable:
             .fetchall()
         )
         yield from ((str(pk), str(sk)) for pk, sk in rows)
+
+    def expired_items(self, now: int, limit: int) -> list[Item]:
+        """Items whose ``ttl`` is at or before ``now`` (epoch seconds): what the sweep deletes."""
+        rows = (
+            self._connection()
+            .execute("SELECT pk, sk, data FROM items WHERE ttl IS NOT NULL AND ttl <= ? LIMIT ?", (now, limit))
+            .fetchall()
+        )
+        return [_loads(pk, sk, data) for pk, sk, data in rows]
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -257,7 +270,11 @@ class SqliteTable:
             raise InvalidInput("a transaction cannot hold two operations on one item")
         check_items(op.item for op in ops if isinstance(op, Put))
         with self._write() as conn:
-            current = [self._get(conn, *key) for key in keys]
+            # Only conditions and counters need the current item (most ops of a batch are plain puts).
+            current = [
+                self._get(conn, *key) if op.condition is not None or isinstance(op, Add) else None
+                for op, key in zip(ops, keys, strict=True)
+            ]
             for op, item in zip(ops, current, strict=True):
                 if op.condition is not None and not _holds(op.condition, item):
                     raise ConditionFailed("a transaction condition did not hold; nothing was written")

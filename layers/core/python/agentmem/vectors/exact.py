@@ -28,6 +28,7 @@ from agentmem.embeddings.codec import MODEL_ATTR, VECTOR_ATTR
 from agentmem.errors import ConditionFailed
 from agentmem.keys import Scope, UserRef
 from agentmem.memory import records
+from agentmem.memory.filters import Node, compile_filter
 from agentmem.search.inverted_index import InvertedIndex
 from agentmem.stores.table import Condition, Table, query_all
 from agentmem.users import registered_scopes
@@ -36,22 +37,44 @@ from agentmem.vectors.port import VectorHit, VectorRecord
 _MAX_CACHED_PARTITIONS = 256
 
 
+def _record_row(record: VectorRecord) -> Row:
+    builtins = {
+        "author": record.author,
+        "session_id": record.session_id,
+        "timestamp": record.timestamp,
+        records.EXPIRES_AT: record.expires_at,
+    }
+    return builtins, dict(record.metadata)
+
+
 def bump_version(table: Table, partition: str) -> None:
     """Tell every process's cache that the partition's vectors changed without an entry write or delete."""
     table.increment(partition, InvertedIndex(table, records.INDEX_NAMESPACE).stats_sk, {"version": 1})
 
 
+Row = tuple[dict[str, Any], dict[str, Any]]
+"""What a filter reads of one entry: its built-in fields and its metadata."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Vectors:
+    ids: list[str]
+    matrix: Any
+    """float32 matrix of the entries' unit vectors, one row per id"""
+    rows: list[Row]
+
+
 @dataclass(frozen=True, slots=True)
 class _Matrix:
     key: tuple[int, str]
-    by_model: dict[str, tuple[list[str], Any]]
-    """model id -> (entry ids, float32 matrix of their unit vectors, one row per id)"""
+    by_model: dict[str, _Vectors]
 
 
 class ExactVectorIndex:
     name = "exact"
     derived = False
     """The vectors are the table's own, not a copy: a rebuild must not delete them."""
+    visibility_seconds = 0
 
     def __init__(self, table: Table) -> None:
         self._table = table
@@ -88,20 +111,30 @@ class ExactVectorIndex:
             return
         import numpy as np
 
-        by_model: dict[str, tuple[list[str], Any]] = {}
-        for model, (ids, matrix) in cached.by_model.items():
-            keep = [i for i, entry_id in enumerate(ids) if entry_id not in removed]
-            by_model[model] = ([ids[i] for i in keep], matrix[keep] if len(keep) != len(ids) else matrix)
+        by_model: dict[str, _Vectors] = {}
+        for model, held in cached.by_model.items():
+            keep = [i for i, entry_id in enumerate(held.ids) if entry_id not in removed]
+            if len(keep) == len(held.ids):
+                by_model[model] = held
+            else:
+                by_model[model] = _Vectors([held.ids[i] for i in keep], held.matrix[keep], [held.rows[i] for i in keep])
         for record in added:
-            ids, matrix = by_model.get(record.model_id, ([], None))
+            current = by_model.get(record.model_id)
             row = np.asarray(record.vector, dtype="<f4").reshape(1, -1)
-            if matrix is not None and matrix.shape[1] != row.shape[1]:
+            if current is not None and current.matrix.shape[1] != row.shape[1]:
                 self._forget({partition})
                 return
-            by_model[record.model_id] = ([*ids, record.entry_id], row if matrix is None else np.vstack([matrix, row]))
+            fields = _record_row(record)
+            by_model[record.model_id] = (
+                _Vectors([record.entry_id], row, [fields])
+                if current is None
+                else _Vectors(
+                    [*current.ids, record.entry_id], np.vstack([current.matrix, row]), [*current.rows, fields]
+                )
+            )
         with self._lock:
             if self._cache.get(partition) is cached:
-                self._cache[partition] = _Matrix(key=key, by_model={m: v for m, v in by_model.items() if v[0]})
+                self._cache[partition] = _Matrix(key=key, by_model={m: v for m, v in by_model.items() if v.ids})
 
     def _forget(self, partitions: set[str]) -> None:
         with self._lock:
@@ -124,21 +157,22 @@ class ExactVectorIndex:
                 return cached
         import numpy as np
 
-        grouped: dict[str, tuple[list[str], list[bytes]]] = {}
+        grouped: dict[str, tuple[list[str], list[bytes], list[Row]]] = {}
         for item in query_all(self._table, partition, records.ENTRY, page_size=1000):
             data = item.get(VECTOR_ATTR)
             model = item.get(MODEL_ATTR)
             if isinstance(data, bytes) and isinstance(model, str):
-                ids, blobs = grouped.setdefault(model, ([], []))
+                ids, blobs, rows = grouped.setdefault(model, ([], [], []))
                 ids.append(item["id"])
                 blobs.append(data)
-        by_model: dict[str, tuple[list[str], Any]] = {}
-        for model, (ids, blobs) in grouped.items():
+                rows.append((records.entry_builtins(item), records.entry_metadata(item)))
+        by_model: dict[str, _Vectors] = {}
+        for model, (ids, blobs, rows) in grouped.items():
             sizes = {len(b) for b in blobs}
             if len(sizes) != 1:  # one model id, one dimension; anything else is corrupt, skip it
                 continue
             matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
-            by_model[model] = (ids, matrix)
+            by_model[model] = _Vectors(ids, matrix, rows)
         built = _Matrix(key=key, by_model=by_model)
         with self._lock:
             self._cache[partition] = built
@@ -147,16 +181,31 @@ class ExactVectorIndex:
                 self._cache.popitem(last=False)
         return built
 
-    def search(self, scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str) -> list[VectorHit]:
-        """The ``top_k`` entries of ``scopes`` most similar to ``vector``; other models' vectors are never compared."""
+    def search(
+        self,
+        scopes: Sequence[Scope],
+        vector: Sequence[float],
+        top_k: int,
+        model_id: str,
+        where: Node | None = None,
+    ) -> list[VectorHit]:
+        """The ``top_k`` entries of ``scopes`` matching ``where`` most similar to ``vector``; other models'
+        vectors are never compared. The filter is evaluated over the cached rows before the product."""
         import numpy as np
 
         query = np.asarray(vector, dtype=np.float32)
+        predicate = compile_filter(where) if where is not None else None
         hits: list[VectorHit] = []
         for scope in scopes:
-            ids, matrix = self._matrix(scope.partition).by_model.get(model_id, ([], None))
-            if matrix is None or matrix.shape[1] != query.shape[0]:
+            held = self._matrix(scope.partition).by_model.get(model_id)
+            if held is None or held.matrix.shape[1] != query.shape[0]:
                 continue
+            ids, matrix = held.ids, held.matrix
+            if predicate is not None:
+                keep = [i for i, (builtins, metadata) in enumerate(held.rows) if predicate(builtins, metadata)]
+                if not keep:
+                    continue
+                ids, matrix = [ids[i] for i in keep], matrix[keep]
             scores = matrix @ query
             count = min(top_k, len(ids))
             best = np.argpartition(-scores, count - 1)[:count] if count < len(ids) else np.arange(len(ids))

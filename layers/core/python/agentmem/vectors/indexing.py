@@ -51,6 +51,10 @@ def record_for_item(item: Item) -> VectorRecord | None:
         vector=decode_vector(data),
         model_id=model,
         session_id=item.get("session_id"),
+        author=item.get("author"),
+        timestamp=item.get("timestamp"),
+        metadata=records.entry_metadata(item),
+        expires_at=item.get(records.EXPIRES_AT),
     )
 
 

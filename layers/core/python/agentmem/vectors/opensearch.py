@@ -16,11 +16,13 @@ OpenSearch 2.19.1 node with the k-NN plugin (tests/integration/test_opensearch_i
 from __future__ import annotations
 
 import hashlib
+import struct
 from collections.abc import Sequence
 from typing import Any
 
 from agentmem.errors import Unavailable
 from agentmem.keys import Scope, UserRef
+from agentmem.memory.filters import EXPIRES_AT, And, Exists, Field, In, Node, Not, Or, Scalar
 from agentmem.vectors.port import VectorHit, VectorRecord
 
 GLOBAL_PROJECT = ""
@@ -56,6 +58,7 @@ def index_body(dimension: int, *, engine: str, m: int = 16, ef_construction: int
                 "session": keyword,
                 "entry_id": keyword,
                 "model": keyword,
+                **FILTER_FIELDS,
                 "vector": {
                     "type": "knn_vector",
                     "dimension": dimension,
@@ -69,6 +72,106 @@ def index_body(dimension: int, *, engine: str, m: int = 16, ef_construction: int
             },
         },
     }
+
+
+FILTER_FIELDS: dict[str, Any] = {
+    name: {"type": "keyword"}
+    for name in ("author", "timestamp", "expires_at", "meta_keys", "meta_s", "meta_l", "meta_n", "meta_b")
+}
+"""What a filter reads, beside the vector. Metadata is flattened into a fixed set of keyword fields (no
+mapping per key, however many keys the tenants use): ``meta_keys`` holds the keys, and ``meta_s``
+(strings), ``meta_l`` (elements of lists), ``meta_n`` (numbers) and ``meta_b`` (booleans) hold
+``key=value`` terms, so each type compares only with its own. Keyword order is UTF-8 byte order, which is
+code point order; numbers are written in an order-preserving hex form of their double (:func:`sortable`).
+A key never holds ``=`` or ``>``, so the terms of one key are exactly those in ``["key=", "key>")``."""
+_BUILTIN_FIELDS = {"author": "author", "session_id": "session", "timestamp": "timestamp", EXPIRES_AT: "expires_at"}
+_NOTHING: dict[str, Any] = {"bool": {"must_not": [{"match_all": {}}]}}
+
+
+def sortable(number: float) -> str:
+    """A double as 16 hex digits that sort like the numbers (sign bit flipped; negatives inverted)."""
+    bits = int.from_bytes(struct.pack(">d", float(number) + 0.0), "big")  # + 0.0: -0.0 becomes 0.0
+    return f"{bits ^ 0xFFFFFFFFFFFFFFFF if bits >> 63 else bits | 1 << 63:016x}"
+
+
+def filter_fields(record: VectorRecord) -> dict[str, Any]:
+    """The filter fields of one entry's document."""
+    terms: dict[str, list[str]] = {"meta_s": [], "meta_l": [], "meta_n": [], "meta_b": []}
+    for key, value in record.metadata.items():
+        if isinstance(value, bool):
+            terms["meta_b"].append(f"{key}={'true' if value else 'false'}")
+        elif isinstance(value, int | float):
+            terms["meta_n"].append(f"{key}={sortable(value)}")
+        elif isinstance(value, str):
+            terms["meta_s"].append(f"{key}={value}")
+        elif isinstance(value, list):
+            terms["meta_l"].extend(f"{key}={v}" for v in value)
+    return {
+        "author": record.author,
+        "timestamp": record.timestamp,
+        "expires_at": record.expires_at,
+        "meta_keys": sorted(record.metadata),
+        **terms,
+    }
+
+
+def _term(field: str, value: str) -> dict[str, Any]:
+    return {"term": {field: value}}
+
+
+def _metadata_term(key: str, value: Scalar) -> tuple[str, str]:
+    if isinstance(value, bool):
+        return "meta_b", f"{key}={'true' if value else 'false'}"
+    if isinstance(value, int | float):
+        return "meta_n", f"{key}={sortable(value)}"
+    return "meta_s", f"{key}={value}"
+
+
+def _equals(field: Field, value: Scalar) -> dict[str, Any]:
+    if field.builtin:
+        return _term(_BUILTIN_FIELDS[field.name], value) if isinstance(value, str) else _NOTHING
+    kind, term = _metadata_term(field.name, value)
+    if kind != "meta_s":
+        return _term(kind, term)
+    return {"bool": {"should": [_term("meta_s", term), _term("meta_l", term)], "minimum_should_match": 1}}
+
+
+_RANGE = {"$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
+
+
+def _ordered(field: Field, op: str, value: Scalar) -> dict[str, Any]:
+    if isinstance(value, bool) or (field.builtin and not isinstance(value, str)):
+        return _NOTHING
+    if field.builtin:
+        return {"range": {_BUILTIN_FIELDS[field.name]: {_RANGE[op]: value}}}
+    kind, term = _metadata_term(field.name, value)
+    bounds = {_RANGE[op]: term}
+    if op in ("$gt", "$gte"):
+        bounds["lt"] = f"{field.name}>"
+    else:
+        bounds["gte"] = f"{field.name}="
+    return {"range": {kind: bounds}}
+
+
+def filter_query(node: Node) -> dict[str, Any]:
+    """The OpenSearch query of a filter tree (:mod:`agentmem.memory.filters`), for the k-NN ``filter``."""
+    if isinstance(node, And):
+        return {"bool": {"filter": [filter_query(p) for p in node.parts]}}
+    if isinstance(node, Or):
+        return {"bool": {"should": [filter_query(p) for p in node.parts], "minimum_should_match": 1}}
+    if isinstance(node, Not):
+        return {"bool": {"must_not": [filter_query(node.part)]}}
+    if isinstance(node, Exists):
+        field = _BUILTIN_FIELDS[node.field.name] if node.field.builtin else None
+        present = {"exists": {"field": field}} if field else _term("meta_keys", node.field.name)
+        return present if node.present else {"bool": {"must_not": [present]}}
+    if isinstance(node, In):
+        either = {"bool": {"should": [_equals(node.field, v) for v in node.values], "minimum_should_match": 1}}
+        return {"bool": {"must_not": [either]}} if node.negate else either
+    if node.op in ("$eq", "$ne"):
+        equal = _equals(node.field, node.value)
+        return equal if node.op == "$eq" else {"bool": {"must_not": [equal]}}
+    return _ordered(node.field, node.op, node.value)
 
 
 def scope_filter(scopes: Sequence[Scope], model_id: str | None = None) -> dict[str, Any]:
@@ -97,8 +200,14 @@ is 0.93 with k = 10 and 1.000 with k = 100 (`make bench ONLY=ann`). ``k`` is the
 and Serverless all accept in the query; lucene searches its graph with a queue of k (its ef_search)."""
 
 
-def knn_query_body(scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str) -> dict[str, Any]:
-    """A k-NN query with efficient filtering, as documented for the lucene and faiss engines."""
+def knn_query_body(
+    scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str, where: Node | None = None
+) -> dict[str, Any]:
+    """A k-NN query with efficient filtering, as documented for the lucene and faiss engines: the scopes,
+    the model and the caller's filter, all applied while the graph is searched."""
+    restrict = scope_filter(scopes, model_id)
+    if where is not None:
+        restrict["bool"]["filter"].append(filter_query(where))
     return {
         "size": top_k,
         "_source": ["app", "user", "project", "entry_id"],
@@ -107,7 +216,7 @@ def knn_query_body(scopes: Sequence[Scope], vector: Sequence[float], top_k: int,
                 "vector": {
                     "vector": [float(v) for v in vector],
                     "k": max(top_k, KNN_CANDIDATES),
-                    "filter": scope_filter(scopes, model_id),
+                    "filter": restrict,
                 }
             }
         },
@@ -117,6 +226,10 @@ def knn_query_body(scopes: Sequence[Scope], vector: Sequence[float], top_k: int,
 def cosine_from_score(score: float) -> float:
     """For ``cosinesimil`` OpenSearch scores ``(1 + cos) / 2``; the port speaks cosine clipped to [0, 1]."""
     return max(0.0, min(1.0, 2.0 * score - 1.0))
+
+
+SERVERLESS_REFRESH_SECONDS = 60
+"""OpenSearch Serverless makes writes and deletes searchable on its own schedule, about once a minute."""
 
 
 class OpenSearchVectorIndex:
@@ -152,6 +265,7 @@ class OpenSearchVectorIndex:
         # Read-your-writes: writes wait for the refresh that makes them searchable (OpenSearch Service, the
         # local node). Serverless rejects the refresh parameter and refreshes on its own (~60 s): no wait.
         self._refresh: bool | str = (False if service == "aoss" else "wait_for") if refresh is None else refresh
+        self.visibility_seconds = 0 if self._refresh else SERVERLESS_REFRESH_SECONDS
 
     @property
     def client(self) -> Any:
@@ -188,6 +302,8 @@ class OpenSearchVectorIndex:
     def create_index(self, dimension: int) -> bool:
         """Create the index (with this adapter's engine) if it is missing; return True when it was created."""
         if self._call("exists", self.client.indices.exists, index=self.index):
+            # An index created before the filter fields: add them (mappings only grow; this is idempotent).
+            self._call("mapping", self.client.indices.put_mapping, index=self.index, body={"properties": FILTER_FIELDS})
             return False
         body = index_body(dimension, engine=self.engine)
         self._call("create", self.client.indices.create, index=self.index, body=body)
@@ -230,6 +346,7 @@ class OpenSearchVectorIndex:
                     "entry_id": r.entry_id,
                     "model": r.model_id,
                     "vector": [float(v) for v in r.vector],
+                    **filter_fields(r),
                 }
             )
         if lines:
@@ -242,10 +359,17 @@ class OpenSearchVectorIndex:
 
     # -- reads ---------------------------------------------------------------------------------------
 
-    def search(self, scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str) -> list[VectorHit]:
+    def search(
+        self,
+        scopes: Sequence[Scope],
+        vector: Sequence[float],
+        top_k: int,
+        model_id: str,
+        where: Node | None = None,
+    ) -> list[VectorHit]:
         if not scopes:
             return []
-        body = knn_query_body(scopes, vector, top_k, model_id)
+        body = knn_query_body(scopes, vector, top_k, model_id, where)
         response = self._call("search", self.client.search, index=self.index, body=body)
         by_project = {s.project_id or GLOBAL_PROJECT: s for s in scopes}
         hits: list[VectorHit] = []

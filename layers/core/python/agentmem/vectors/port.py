@@ -7,11 +7,12 @@ so one tenant's query never ranks another tenant's vectors.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 from agentmem.keys import Scope, UserRef
+from agentmem.memory.filters import Node
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +22,11 @@ class VectorRecord:
     vector: Sequence[float]
     model_id: str
     session_id: str | None = None
+    author: str | None = None
+    timestamp: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    expires_at: str | None = None
+    """The fields a filter reads (a derived index keeps them beside the vector, to filter as it searches)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,14 +44,25 @@ class VectorIndex(Protocol):
     """True when the index holds copies of the table's vectors (OpenSearch): erasure must empty it on its
     own, and a rebuild may drop and rewrite it. False when the vectors are the entry items' own (exact):
     they go with the entries, and a rebuild must never strip them."""
+    visibility_seconds: int
+    """How long a write or delete can take to show in searches and counts (0: at once). Erasure waits
+    that long before sweeping again when its verification still counts vectors."""
 
     def upsert(self, records: Sequence[VectorRecord]) -> None: ...
 
     def delete(self, scope: Scope, entry_ids: Sequence[str]) -> None: ...
 
     def search(
-        self, scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str
-    ) -> list[VectorHit]: ...
+        self,
+        scopes: Sequence[Scope],
+        vector: Sequence[float],
+        top_k: int,
+        model_id: str,
+        where: Node | None = None,
+    ) -> list[VectorHit]:
+        """The ``top_k`` nearest vectors among the entries matching ``where`` (filtered while searching,
+        never after the cut: fewer than ``top_k`` only when fewer match)."""
+        ...
 
     def other_models(self, scopes: Sequence[Scope], model_id: str) -> list[str]:
         """Model ids other than ``model_id`` whose vectors the scopes hold (searches leave them out)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -22,9 +22,19 @@ from agentmem.api.http import (
 )
 from agentmem.container import get_container
 from agentmem.keys import validate_id
-from agentmem.models.memory import AddEntryRequest, DeleteByQueryRequest, PutSessionRequest, SearchRequest
+from agentmem.memory import filters
+from agentmem.models.memory import (
+    AddEntryRequest,
+    DeleteByQueryRequest,
+    PutSessionRequest,
+    QueryRequest,
+    SearchRequest,
+)
 from agentmem.models.responses import Deleted, Entry, EntryPage, SearchResults, SessionStored
 from agentmem.observability import MetricUnit, metrics
+
+if TYPE_CHECKING:
+    from agentmem.memory import service
 
 router = Router()
 
@@ -38,7 +48,8 @@ ProjectQuery = Annotated[str | None, Query(description="project scope; absent me
 )
 def put_session(app: PathId, user: PathId, session: PathId, body: PutSessionRequest) -> Response[SessionStored]:
     scope = scope_from_path(app, user, body.project_id)
-    result = get_container().memory.add_session(scope, validate_id(path_id(session), "session_id"), body.entries)
+    session_id = validate_id(path_id(session), "session_id")
+    result = get_container().memory.add_session(scope, session_id, body.entries, ttl_seconds=body.ttl_seconds)
     metrics.add_metric(name="MemoriesStored", unit=MetricUnit.Count, value=result.stored)
     payload: dict[str, Any] = {"session_id": result.session_id, "stored": result.stored, "skipped": result.skipped}
     if result.indexing:
@@ -49,7 +60,9 @@ def put_session(app: PathId, user: PathId, session: PathId, body: PutSessionRequ
 @router.post(SCOPE_PATH + "/memories", summary="Store one memory entry", responses=documented(201, "stored", *WRITE))
 def add_entry(app: PathId, user: PathId, body: AddEntryRequest) -> Response[Entry]:
     scope = scope_from_path(app, user, body.project_id)
-    stored = get_container().memory.add_entry(scope, body.entry, session_id=body.session_id)
+    stored = get_container().memory.add_entry(
+        scope, body.entry, session_id=body.session_id, ttl_seconds=body.ttl_seconds
+    )
     metrics.add_metric(name="MemoriesStored", unit=MetricUnit.Count, value=1)
     return json_response(201, stored.to_json())
 
@@ -60,7 +73,12 @@ def add_entry(app: PathId, user: PathId, body: AddEntryRequest) -> Response[Entr
 def search(app: PathId, user: PathId, body: SearchRequest) -> Response[SearchResults]:
     scope = scope_from_path(app, user, body.project_id)
     result = get_container().memory.search(
-        scope, body.query, top_k=body.top_k, min_score=body.min_score, mode=body.mode
+        scope,
+        body.query,
+        top_k=body.top_k,
+        min_score=body.min_score,
+        mode=body.mode,
+        where=filters.parse(body.filter),
     )
     metrics.add_metric(name="Searches", unit=MetricUnit.Count, value=1)
     payload: dict[str, Any] = {
@@ -86,7 +104,22 @@ def list_recent(
     cursor: Annotated[str | None, Query(max_length=128)] = None,
 ) -> Response[EntryPage]:
     scope = scope_from_path(app, user, project_id)
-    page = get_container().memory.list_recent(scope, limit=limit, cursor=cursor)
+    return _entry_page(get_container().memory.list_recent(scope, limit=limit, cursor=cursor))
+
+
+@router.post(
+    SCOPE_PATH + "/memories/query",
+    summary="The memories matching a filter, newest first",
+    responses=documented(200, "a page", *TENANT),
+)
+def query(app: PathId, user: PathId, body: QueryRequest) -> Response[EntryPage]:
+    scope = scope_from_path(app, user, body.project_id)
+    return _entry_page(
+        get_container().memory.query(scope, filters.parse(body.filter), limit=body.limit, cursor=body.cursor)
+    )
+
+
+def _entry_page(page: service.EntryPage) -> Response[EntryPage]:
     entries = [e.to_json() for e in page.entries]
     return json_response(200, {"entries": entries, "next_cursor": page.next_cursor, "truncated": page.truncated})
 
@@ -113,12 +146,13 @@ def delete_entry(app: PathId, user: PathId, entry_id: PathId) -> Response[Any]:
 
 @router.post(
     SCOPE_PATH + "/memories/delete",
-    summary="Delete the entries holding every query word",
+    summary="Delete the entries holding every query word and matching the filter",
     responses=documented(200, "how many were deleted", *WRITE),
 )
 def delete_entries(app: PathId, user: PathId, body: DeleteByQueryRequest) -> Response[Deleted]:
     scope = scope_from_path(app, user, body.project_id)
-    return json_response(200, {"deleted": get_container().memory.delete_entries(scope, body.query)})
+    deleted = get_container().memory.delete_entries(scope, body.query, filters.parse(body.filter))
+    return json_response(200, {"deleted": deleted})
 
 
 @router.delete(

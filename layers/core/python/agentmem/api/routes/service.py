@@ -9,6 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from agentmem.api.http import JSON, documented, json_response
 from agentmem.container import get_container
 from agentmem.models.responses import Capabilities, Health
+from agentmem.search.calibration import RELEVANCE_THRESHOLD
 
 router = Router()
 _HEALTH: dict[int, OpenAPIResponse] = {
@@ -43,5 +44,6 @@ def capabilities() -> Response[Capabilities]:
             "graph": True,
             "vector_backend": memory.vector_index.name if memory.vector_index is not None else None,
             "embedder": memory.embedder.model_id if memory.embedder is not None else None,
+            "relevance_threshold": RELEVANCE_THRESHOLD,
         },
     )

@@ -39,11 +39,8 @@ def _segment_names(table: Table) -> set[str]:
     return names
 
 
-def test_a_batch_of_100_entities_with_5_facts_each_stores_at_most_3_items_per_fact(sqlite_table: Table) -> None:
-    # SQLite only: the layout is the service's, the same on both tables, and moto copies its whole table
-    # for every item of a transaction (this batch grows it past 4 GB; bench_dynamo counts it on moto).
+def test_a_batch_of_100_entities_with_5_facts_each_stores_at_most_3_items_per_fact(table: Table) -> None:
     # Given 100 new entities of 5 facts each, every fact with its own words and one shared topic word
-    table = sqlite_table
     graph = GraphMemoryService(table)
     batch = [
         {

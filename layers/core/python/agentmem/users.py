@@ -140,22 +140,27 @@ class GuardedTable:
         if not _guards([Put(item) for item in unique]):
             self._table.batch_write(puts=unique)
             return
-        chunk: list[WriteOp] = []
+        chunks: list[list[WriteOp]] = [[]]
         size = 0
         owners: set[str] = set()
         for item in unique:
             item_size = len(repr(item).encode("utf-8", "surrogatepass"))
             owners.add(item["pk"])
             # At most one mark and one registry check per partition owner: keep room for them.
-            if chunk and (
-                len(chunk) + 2 * len(owners) >= MAX_TRANSACTION_ITEMS or size + item_size > _TRANSACTION_BYTES
+            if chunks[-1] and (
+                len(chunks[-1]) + 2 * len(owners) >= MAX_TRANSACTION_ITEMS or size + item_size > _TRANSACTION_BYTES
             ):
-                self.transact_write(chunk)
-                chunk, size, owners = [], 0, {item["pk"]}
-            chunk.append(Put(item))
+                chunks.append([])
+                size, owners = 0, {item["pk"]}
+            chunks[-1].append(Put(item))
             size += item_size
-        if chunk:
-            self.transact_write(chunk)
+        # The first chunk holds the registries the others' checks require: it lands first, then the rest
+        # together (concurrently on DynamoDB, in one commit on SQLite).
+        self.transact_write(chunks[0])
+        if len(chunks) > 1:
+            refused = [outcome for outcome in self.transact_write_each(chunks[1:]) if outcome is not None]
+            if refused:
+                raise refused[0]
 
     def transact_write(self, ops: Sequence[WriteOp]) -> None:
         checks = _guards(ops)

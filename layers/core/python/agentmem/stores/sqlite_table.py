@@ -35,7 +35,6 @@ from agentmem.stores.table import (
     is_expired,
     op_key,
     prefix_upper_bound,
-    write_outcome,
 )
 
 _SCHEMA = """
@@ -263,32 +262,55 @@ class SqliteTable:
             conn.executemany("DELETE FROM items WHERE pk = ? AND sk = ?", list(deletes))
 
     def transact_write(self, ops: Sequence[WriteOp]) -> None:
+        keys = self._checked_transaction(ops)
+        with self._write() as conn:
+            self._apply(conn, ops, keys)
+
+    def transact_write_each(self, batches: Sequence[Sequence[WriteOp]]) -> list[ConditionFailed | None]:
+        """Every batch in one SQLite transaction, each inside its own savepoint: a batch whose condition
+        fails is rolled back alone, and the others commit together (one fsync rather than one per batch)."""
+        keys = [self._checked_transaction(ops) for ops in batches]
+        outcomes: list[ConditionFailed | None] = []
+        with self._write() as conn:
+            for ops, batch_keys in zip(batches, keys, strict=True):
+                conn.execute("SAVEPOINT batch")
+                try:
+                    self._apply(conn, ops, batch_keys)
+                except ConditionFailed as refused:
+                    conn.execute("ROLLBACK TO batch")
+                    outcomes.append(refused)
+                else:
+                    outcomes.append(None)
+                conn.execute("RELEASE batch")
+        return outcomes
+
+    @staticmethod
+    def _checked_transaction(ops: Sequence[WriteOp]) -> list[Key]:
+        """Refuse what DynamoDB refuses in a transaction, before anything is written; return its keys."""
         if len(ops) > MAX_TRANSACTION_ITEMS:
             raise InvalidInput(f"a transaction holds at most {MAX_TRANSACTION_ITEMS} items")
         keys = [op_key(op) for op in ops]
         if len(set(keys)) != len(keys):
             raise InvalidInput("a transaction cannot hold two operations on one item")
         check_items(op.item for op in ops if isinstance(op, Put))
-        with self._write() as conn:
-            # Only conditions and counters need the current item (most ops of a batch are plain puts).
-            current = [
-                self._get(conn, *key) if op.condition is not None or isinstance(op, Add) else None
-                for op, key in zip(ops, keys, strict=True)
-            ]
-            for op, item in zip(ops, current, strict=True):
-                if op.condition is not None and not _holds(op.condition, item):
-                    raise ConditionFailed("a transaction condition did not hold; nothing was written")
-            for op, item in zip(ops, current, strict=True):
-                if isinstance(op, Put):
-                    self._upsert(conn, op.item)
-                elif isinstance(op, Delete):
-                    conn.execute("DELETE FROM items WHERE pk = ? AND sk = ?", (op.pk, op.sk))
-                elif isinstance(op, Add):
-                    self._upsert(conn, _added(item, op.pk, op.sk, op.deltas))
+        return keys
 
-    def transact_write_each(self, batches: Sequence[Sequence[WriteOp]]) -> list[ConditionFailed | None]:
-        # One writer at a time holds SQLite's lock: threads would only queue for it.
-        return [write_outcome(self.transact_write, ops) for ops in batches]
+    def _apply(self, conn: sqlite3.Connection, ops: Sequence[WriteOp], keys: Sequence[Key]) -> None:
+        # Only conditions and counters need the current item (most ops of a batch are plain puts).
+        current = [
+            self._get(conn, *key) if op.condition is not None or isinstance(op, Add) else None
+            for op, key in zip(ops, keys, strict=True)
+        ]
+        for op, item in zip(ops, current, strict=True):
+            if op.condition is not None and not _holds(op.condition, item):
+                raise ConditionFailed("a transaction condition did not hold; nothing was written")
+        for op, item in zip(ops, current, strict=True):
+            if isinstance(op, Put):
+                self._upsert(conn, op.item)
+            elif isinstance(op, Delete):
+                conn.execute("DELETE FROM items WHERE pk = ? AND sk = ?", (op.pk, op.sk))
+            elif isinstance(op, Add):
+                self._upsert(conn, _added(item, op.pk, op.sk, op.deltas))
 
     def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
         # Counters (usage metering on every request, search statistics, deletion counts) commit without an

@@ -80,50 +80,6 @@ class CallCounter:
             self.read += read
 
 
-def copy_tables_once_per_transaction() -> None:
-    """moto's transaction backup, one deep copy per table per transaction instead of one per item."""
-    import copy
-
-    from moto.dynamodb import models
-
-    original = models.DynamoDBBackend.transact_write_items
-
-    class _Once:
-        def __init__(self) -> None:
-            self.copies: dict[int, Any] = {}
-
-        def deepcopy(self, value: Any, memo: Any = None) -> Any:
-            if not isinstance(value, models.Table):
-                return copy.deepcopy(value, memo)
-            if id(value) not in self.copies:
-                self.copies[id(value)] = copy.deepcopy(value, memo)
-            return self.copies[id(value)]
-
-    def transact_write_items(self: Any, transact_items: Any) -> Any:
-        models.copy = _Once()  # type: ignore[assignment]
-        try:
-            return original(self, transact_items)
-        finally:
-            models.copy = copy  # type: ignore[assignment]
-
-    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
-
-
-def serialise_moto_requests() -> None:
-    """One moto request at a time, as DynamoDB applies each request atomically: the adapter sends
-    independent batches from several threads, and moto's in-memory backend has no locking."""
-    from moto.dynamodb.responses import DynamoHandler
-
-    lock = threading.Lock()
-    original = DynamoHandler.call_action
-
-    def call_action(self: Any) -> Any:
-        with lock:
-            return original(self)
-
-    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
-
-
 def _measure(
     counter: CallCounter, label: str, calls: list[Callable[[], object]], per: tuple[str, int] | None = None
 ) -> None:
@@ -170,8 +126,9 @@ def main() -> None:
         text = sentence(rng, words, length)
         return MemoryEntry.model_validate({"content": {"role": "user", "parts": [{"text": text}]}, "author": "user"})
 
-    copy_tables_once_per_transaction()
-    serialise_moto_requests()
+    from tests.moto_support import serialise_moto_dynamodb
+
+    serialise_moto_dynamodb()  # one request at a time, transactions backed up by their items
     with mock_aws():
         client = boto3.client("dynamodb", region_name=REGION)
         table = DynamoTable("bench", client=client)

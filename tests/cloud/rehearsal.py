@@ -271,9 +271,9 @@ class Deployment:
         import botocore.handlers
         from moto import mock_aws
 
-        from tests.conftest import _serialise_moto_dynamodb
+        from tests.moto_support import serialise_moto_dynamodb
 
-        _serialise_moto_dynamodb()
+        serialise_moto_dynamodb()
         self.recorder = Recorder({OPERATOR: OPERATOR})
         hooks = [("provide-client-params", self.recorder.provide_params), ("before-call", self.recorder.before_call)]
         botocore.handlers.BUILTIN_HANDLERS.extend(hooks)  # every botocore session made from now on

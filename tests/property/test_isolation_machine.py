@@ -479,9 +479,9 @@ def _dynamo_machine() -> type[IsolationMachine]:
 def moto() -> Iterator[None]:
     from moto import mock_aws
 
-    from tests.conftest import _serialise_moto_dynamodb
+    from tests.moto_support import serialise_moto_dynamodb
 
-    _serialise_moto_dynamodb()
+    serialise_moto_dynamodb()
     with mock_aws():
         yield
 

@@ -243,3 +243,78 @@ def test_a_session_head_that_keeps_changing_ends_in_a_409_not_an_endless_loop(ta
         memory.add_session(SCOPE, "s1", [entry])
     assert raised.value.code == "write_contention"
     assert racy.puts == retry.MAX_ATTEMPTS
+
+
+class _CountingTable:
+    """The real table, counting the calls the service makes to it; ``before_transactions`` runs once,
+    just before the first ``transact_write_each`` (a concurrent writer's moment)."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self.calls: dict[str, int] = {}
+        self.before_transactions: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._table, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] = self.calls.get(name, 0) + 1
+            if name == "transact_write_each" and self.before_transactions is not None:
+                hook, self.before_transactions = self.before_transactions, None
+                hook()
+            return method(*args, **kwargs)
+
+        return counted
+
+
+def _triples(relations: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [(r["source"], r["relation_type"], r["target"]) for r in relations]
+
+
+def test_a_batch_of_100_relations_takes_a_few_calls_and_stores_each_once(table: Table) -> None:
+    # Given 50 entities, and 100 relations among them and 20 new endpoints, one of them asked twice
+    graph = GraphMemoryService(table)
+    graph.create_entities(SCOPE, [{"name": f"E{i}"} for i in range(50)])
+    batch = [
+        {"source": f"E{i % 50}", "relation_type": f"r{i // 50}", "target": f"E{(i * 7 + 1) % 50}"} for i in range(80)
+    ]
+    batch += [{"source": f"E{i}", "relation_type": "owns", "target": f"New{i}"} for i in range(20)]
+    batch.append(dict(batch[3]))
+    counting = _CountingTable(table)
+    # When they are created in one call
+    created = GraphMemoryService(counting).create_relations(SCOPE, batch)  # type: ignore[arg-type]
+    # Then each was stored once, the repeated one answered with the same relation
+    assert _triples(created) == _triples(batch)
+    assert created[-1]["id"] == created[3]["id"]
+    assert len({r["id"] for r in created}) == 100
+    stored = graph.read_graph(SCOPE)["relations"]
+    assert sorted(r["id"] for r in stored) == sorted({r["id"] for r in created})
+    # and the new endpoints exist
+    assert {e["name"] for e in graph.open_nodes(SCOPE, [f"New{i}" for i in range(20)])["entities"]} == {
+        f"New{i}" for i in range(20)
+    }
+    # in a handful of calls rather than three per relation
+    assert sum(counting.calls.values()) <= 15, counting.calls
+    # And the same call again stores nothing new: it answers the current relations
+    again = graph.create_relations(SCOPE, batch)
+    assert [r["id"] for r in again] == [r["id"] for r in created]
+
+
+def test_a_relation_taken_by_a_concurrent_writer_is_answered_with_that_writers_relation(table: Table) -> None:
+    # Given two entities and a batch of three relations between them
+    graph = GraphMemoryService(table)
+    graph.create_entities(SCOPE, [{"name": "Ana"}, {"name": "Bob"}])
+    batch = [
+        {"source": "Ana", "relation_type": "knows", "target": "Bob"},
+        {"source": "Bob", "relation_type": "knows", "target": "Ana"},
+        {"source": "Ana", "relation_type": "trusts", "target": "Bob"},
+    ]
+    counting = _CountingTable(table)
+    competitor: list[dict[str, Any]] = []
+    # When another writer stores one of them between the batch's reads and its transactions
+    counting.before_transactions = lambda: competitor.extend(graph.create_relations(SCOPE, [batch[1]]))
+    created = GraphMemoryService(counting).create_relations(SCOPE, batch)  # type: ignore[arg-type]
+    # Then that one is answered with the competitor's relation, the others are stored, none twice
+    assert created[1]["id"] == competitor[0]["id"]
+    stored = graph.read_graph(SCOPE)["relations"]
+    assert sorted(_triples(stored)) == sorted(_triples(batch))

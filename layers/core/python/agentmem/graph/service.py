@@ -42,7 +42,7 @@ from agentmem.graph.paging import (
 from agentmem.graph.scoring import index_tokens, score_tokens
 from agentmem.graph.segments import Pair
 from agentmem.graph.timeslice import TimeSlice, is_current
-from agentmem.graph.writes import EntityWriter, facts_of, observations_of, unpost_quietly, version_is
+from agentmem.graph.writes import TRANSACTION_OPS, EntityWriter, facts_of, observations_of, unpost_quietly, version_is
 from agentmem.keys import Scope, validate_id
 from agentmem.models.memory import MemoryEntry
 from agentmem.stores.retry import retry_on_conflict
@@ -322,7 +322,67 @@ class GraphMemoryService:
             validate_id(r["relation_type"], "relation_type")
         self._begin_write(scope)
         self._register(scope)
-        return [self._create_relation(scope, r["source"], r["relation_type"], r["target"]) for r in relations]
+        wanted = list(dict.fromkeys((r["source"], r["relation_type"], r["target"]) for r in relations))
+        made = self._create_relations(scope, wanted)
+        return [made[(r["source"], r["relation_type"], r["target"])] for r in relations]
+
+    def _create_relations(
+        self, scope: Scope, wanted: Sequence[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], dict[str, Any]]:
+        """Many relations in few calls: one read of their locks (and of the relations they point at), one
+        of their endpoints, the missing endpoints in one entity write, then the new relations packed into
+        transactions sent together. A transaction refused (a concurrent writer took a lock, or an endpoint
+        was deleted meanwhile) is done again relation by relation, each under the bounded retry."""
+        partition = scope.partition
+        made: dict[tuple[str, str, str], dict[str, Any]] = {}
+        locks = {
+            lock["sk"]: lock
+            for lock in self._table.batch_get([(partition, records.current_relation_sk(*w)) for w in wanted])
+        }
+        current = {
+            item["id"]: item
+            for item in self._table.batch_get([(partition, records.relation_sk(lock["id"])) for lock in locks.values()])
+        }
+        for w in wanted:
+            lock = locks.get(records.current_relation_sk(*w))
+            if lock is not None and lock["id"] in current:
+                made[w] = records.relation_out(current[lock["id"]])
+        new = [w for w in wanted if w not in made]
+        if not new:
+            return made
+        endpoints = list(dict.fromkeys(name for source, _, target in new for name in (source, target)))
+        present = {i["name"] for i in self._table.batch_get([(partition, records.entity_sk(n)) for n in endpoints])}
+        missing = [n for n in endpoints if n not in present]
+        if missing:
+            self._writer.write(scope, [(n, None, []) for n in missing])
+        now = self._now()
+        transactions: list[list[WriteOp]] = [[]]
+        packed: list[list[tuple[tuple[str, str, str], Item]]] = [[]]
+        checked: set[str] = set()
+        for w in new:
+            source, _, target = w
+            ends = list(dict.fromkeys([source, target]))
+            if len(transactions[-1]) + 2 + 2 * len(ends) > TRANSACTION_OPS:
+                transactions.append([])
+                packed.append([])
+                checked = set()
+            item = records.relation_item(partition, scope.project_id, new_id(), *w, now)
+            ops = transactions[-1]
+            ops.append(
+                Put({"pk": partition, "sk": records.current_relation_sk(*w), "id": item["id"]}, Condition(exists=False))
+            )
+            ops.append(Put(item))
+            for name in ends:
+                if name not in checked:  # one check per entity and transaction
+                    checked.add(name)
+                    ops.append(Check(partition, records.entity_sk(name), Condition(exists=True)))
+                ops.append(Put({"pk": partition, "sk": records.link_sk(name, item["id"])}))
+            packed[-1].append((w, item))
+        outcomes = self._table.transact_write_each(transactions)
+        for relations, refused in zip(packed, outcomes, strict=True):
+            for w, item in relations:
+                made[w] = records.relation_out(item) if refused is None else self._create_relation(scope, *w)
+        return made
 
     def _create_relation(self, scope: Scope, source: str, relation_type: str, target: str) -> dict[str, Any]:
         partition = scope.partition

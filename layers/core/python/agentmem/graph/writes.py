@@ -37,7 +37,7 @@ from agentmem.stores.table import (
 )
 
 DEFAULT_TYPE = "general"
-_TRANSACTION_OPS = 96
+TRANSACTION_OPS = 96
 """Operations per transaction a write groups (the guarded table adds the mark and registry checks)."""
 _TRANSACTION_BYTES = 2_000_000
 _FACTS_PER_STEP = 40
@@ -236,7 +236,7 @@ class EntityWriter:
                 seen.add(step.name)
                 built = self._build(write, step)
                 weight = sum(item_size(op.item) for op in built.ops if isinstance(op, Put))
-                if groups[-1] and (ops + len(built.ops) > _TRANSACTION_OPS or size + weight > _TRANSACTION_BYTES):
+                if groups[-1] and (ops + len(built.ops) > TRANSACTION_OPS or size + weight > _TRANSACTION_BYTES):
                     groups.append([])
                     ops = size = 0
                 groups[-1].append(built)

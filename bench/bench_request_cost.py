@@ -107,7 +107,8 @@ class PortCounter(_Counts):
 
     def __init__(self, table: Table) -> None:
         super().__init__()
-        for name in ("put", "delete", "batch_write", "transact_write", "increment", "get", "batch_get", "query"):
+        names = ("put", "delete", "batch_write", "transact_write", "transact_write_each", "increment", "get")
+        for name in (*names, "batch_get", "query"):
             setattr(table, name, self._wrap(name, getattr(table, name)))
 
     def _wrap(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
@@ -128,13 +129,13 @@ class PortCounter(_Counts):
             self.calls["BatchWriteItem"] += math.ceil(total / 25)
             self.items_written += total
             self.write_units += sum(max(1, math.ceil(item_size(i) / 1024)) for i in puts) + len(deletes)
-        elif name == "transact_write":
-            ops = args[0]
-            self.calls["TransactWriteItems"] += 1
-            self.items_written += sum(not isinstance(op, Check) for op in ops)
-            self.write_units += sum(
-                2 * max(1, math.ceil(item_size(op.item) / 1024)) if isinstance(op, Put) else 2 for op in ops
-            )
+        elif name in ("transact_write", "transact_write_each"):
+            for ops in [args[0]] if name == "transact_write" else args[0]:
+                self.calls["TransactWriteItems"] += 1
+                self.items_written += sum(not isinstance(op, Check) for op in ops)
+                self.write_units += sum(
+                    2 * max(1, math.ceil(item_size(op.item) / 1024)) if isinstance(op, Put) else 2 for op in ops
+                )
         elif name == "get":
             self.calls["GetItem"] += 1
             self.items_read += 1

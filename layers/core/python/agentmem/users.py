@@ -25,6 +25,7 @@ from agentmem.stores.table import (
     WriteOp,
     op_key,
     query_all,
+    size_bound,
 )
 
 SCOPE_REGISTRY = "SCOPE#"
@@ -144,7 +145,7 @@ class GuardedTable:
         size = 0
         owners: set[str] = set()
         for item in unique:
-            item_size = len(repr(item).encode("utf-8", "surrogatepass"))
+            item_size = size_bound(item)
             owners.add(item["pk"])
             # At most one mark and one registry check per partition owner: keep room for them.
             if chunks[-1] and (

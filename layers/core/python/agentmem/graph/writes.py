@@ -31,8 +31,8 @@ from agentmem.stores.table import (
     Table,
     WriteOp,
     check_items,
-    item_size,
     query_all,
+    size_bound,
     write_outcome,
 )
 
@@ -235,7 +235,7 @@ class EntityWriter:
                     continue
                 seen.add(step.name)
                 built = self._build(write, step)
-                weight = sum(item_size(op.item) for op in built.ops if isinstance(op, Put))
+                weight = sum(size_bound(op.item) for op in built.ops if isinstance(op, Put))
                 if groups[-1] and (ops + len(built.ops) > TRANSACTION_OPS or size + weight > _TRANSACTION_BYTES):
                     groups.append([])
                     ops = size = 0

@@ -15,10 +15,11 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_DIR = ROOT / "tools" / "opensearch-node"
@@ -53,6 +54,19 @@ class OpenSearchNode:
         if self.process.stdin is not None:
             self.process.stdin.close()
         shutil.rmtree(self.home, ignore_errors=True)
+
+
+def on_node(endpoint: str, dimension: int, index: str | None = None) -> dict[str, Any]:
+    """The settings of a deployment embedding with the hashing embedder (``dimension``) into ``index`` of
+    the node at ``endpoint`` (a fresh name if None), on the Lucene engine: pass them to ``Settings``."""
+    return {
+        "embedder": "hashing",
+        "embedding_dimension": dimension,
+        "vector_index": "opensearch",
+        "opensearch_endpoint": endpoint,
+        "opensearch_index": index or f"vectors-{uuid.uuid4().hex[:12]}",
+        "opensearch_engine": "lucene",
+    }
 
 
 def build() -> None:

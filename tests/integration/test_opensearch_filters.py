@@ -24,7 +24,7 @@ from agentmem.settings import Settings
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.vectors.opensearch import OpenSearchVectorIndex
 from agentmem.vectors.port import VectorRecord
-from tests.opensearch_node import OpenSearchNode
+from tests.opensearch_node import OpenSearchNode, on_node
 from tests.support import ApiClient, scope_path, text_entry
 
 EMBEDDER = HashingEmbedder(64)
@@ -144,14 +144,7 @@ def test_a_selective_filter_still_fills_top_k(index: OpenSearchVectorIndex) -> N
 
 @pytest.fixture
 def cloud(sqlite_table: SqliteTable, opensearch_node: OpenSearchNode) -> Iterator[Container]:
-    settings = Settings(
-        embedder="hashing",
-        embedding_dimension=64,
-        vector_index="opensearch",
-        opensearch_endpoint=opensearch_node.url,
-        opensearch_index=f"memory-filters-{uuid.uuid4().hex[:12]}",
-        opensearch_engine="lucene",
-    )
+    settings = Settings(**on_node(opensearch_node.url, 64))
     container = Container(settings, table=sqlite_table)
     index = container.vector_index
     assert isinstance(index, OpenSearchVectorIndex)

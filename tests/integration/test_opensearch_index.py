@@ -26,7 +26,7 @@ from agentmem.vectors.opensearch import (
     knn_query_body,
 )
 from agentmem.vectors.port import VectorIndex, VectorRecord
-from tests.opensearch_node import OpenSearchNode
+from tests.opensearch_node import OpenSearchNode, on_node
 from tests.support import ApiClient, scope_path, text_entry
 
 EMBEDDER = HashingEmbedder(64)
@@ -172,14 +172,7 @@ def test_delete_scope_removes_one_project_only(index: OpenSearchVectorIndex) -> 
 @pytest.fixture
 def api_on_opensearch(table: Table, index: OpenSearchVectorIndex) -> Iterator[ApiClient]:
     """The API handler with the hashing embedder and the node's index, as a deployment with OpenSearch."""
-    settings = Settings(
-        embedder="hashing",
-        embedding_dimension=EMBEDDER.dimension,
-        vector_index="opensearch",
-        opensearch_endpoint=index.endpoint,
-        opensearch_index=index.index,
-        opensearch_engine="lucene",
-    )
+    settings = Settings(**on_node(index.endpoint, EMBEDDER.dimension, index.index))
     set_container(Container(settings, table=table))
     yield ApiClient()
     set_container(None)
@@ -344,15 +337,11 @@ def test_erasure_through_the_state_machine_empties_the_users_vectors_on_the_node
 ) -> None:
     from tests.erasure_support import execution, moto_deployment, seed_user, wait_for_status
 
-    with moto_deployment(
-        "agent-memory-erasure-os",
-        embedder="hashing",
-        embedding_dimension=EMBEDDER.dimension,
-        vector_index="opensearch",
-        opensearch_endpoint=opensearch_node.url,
-        opensearch_index=f"vectors-{uuid.uuid4().hex[:12]}",
-        opensearch_engine="lucene",
-    ) as (settings, table, _router):
+    with moto_deployment("agent-memory-erasure-os", **on_node(opensearch_node.url, EMBEDDER.dimension)) as (
+        settings,
+        table,
+        _router,
+    ):
         arn = str(settings.deletion_state_machine_arn)
         container = Container(settings, table=table)
         index = container.external_vector_index

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -19,7 +18,7 @@ from agentmem.models.memory import MemoryEntry
 from agentmem.settings import Settings
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.vectors.opensearch import OpenSearchVectorIndex
-from tests.opensearch_node import OpenSearchNode
+from tests.opensearch_node import OpenSearchNode, on_node
 from tests.support import load_event
 
 ALICE = UserRef("demo-app", "alice")
@@ -31,14 +30,7 @@ def cloud(
 ) -> Iterator[Container]:
     from agentmem import cli
 
-    settings = Settings(
-        embedder="hashing",
-        embedding_dimension=384,
-        vector_index="opensearch",
-        opensearch_endpoint=opensearch_node.url,
-        opensearch_index=f"memory-vectors-{uuid.uuid4().hex[:12]}",
-        opensearch_engine="lucene",
-    )
+    settings = Settings(**on_node(opensearch_node.url, 384))
     container = Container(settings, table=sqlite_table)
     index = container.vector_index
     assert isinstance(index, OpenSearchVectorIndex)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,3 +129,22 @@ def stored_keys(table: object) -> list[tuple[str, str]]:
 def count_items(table: object) -> int:
     """How many items the store holds (see :func:`stored_keys`)."""
     return len(stored_keys(table))
+
+
+def stream_image(item: dict[str, Any]) -> dict[str, Any]:
+    """An item as a DynamoDB stream record's image in the Lambda event (JSON: Binary as base64)."""
+    return {name: _stream_value(value) for name, value in item.items()}
+
+
+def _stream_value(value: object) -> dict[str, object]:
+    if value is None:
+        return {"NULL": True}
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, int):
+        return {"N": str(value)}
+    if isinstance(value, bytes):
+        return {"B": base64.b64encode(value).decode()}
+    if isinstance(value, list):
+        return {"L": [_stream_value(v) for v in value]}
+    return {"S": str(value)}

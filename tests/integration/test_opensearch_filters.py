@@ -3,7 +3,6 @@ indexer, on the real OpenSearch node (tests/opensearch_node.py)."""
 
 from __future__ import annotations
 
-import base64
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -25,7 +24,7 @@ from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.vectors.opensearch import OpenSearchVectorIndex
 from agentmem.vectors.port import VectorRecord
 from tests.opensearch_node import OpenSearchNode, on_node
-from tests.support import ApiClient, scope_path, text_entry
+from tests.support import ApiClient, scope_path, stream_image, text_entry
 
 EMBEDDER = HashingEmbedder(64)
 SCOPE = Scope("app", "alice")
@@ -168,20 +167,6 @@ def test_search_with_a_filter_through_the_api_on_opensearch(cloud: Container) ->
         assert sorted(e["metadata"]["i"] for e in reply.body["entries"]) == [1, 3, 5, 7], mode
 
 
-def _wire(value: object) -> dict[str, object]:
-    if value is None:
-        return {"NULL": True}
-    if isinstance(value, bool):
-        return {"BOOL": value}
-    if isinstance(value, int):
-        return {"N": str(value)}
-    if isinstance(value, bytes):
-        return {"B": base64.b64encode(value).decode()}
-    if isinstance(value, list):
-        return {"L": [_wire(v) for v in value]}
-    return {"S": str(value)}
-
-
 def test_a_ttl_removal_takes_the_entry_out_of_the_index_and_the_table(cloud: Container) -> None:
     from functions.indexer.handler import handler
 
@@ -206,7 +191,7 @@ def test_a_ttl_removal_takes_the_entry_out_of_the_index_and_the_table(cloud: Con
         "userIdentity": {"type": "Service", "principalId": "dynamodb.amazonaws.com"},
         "dynamodb": {
             "Keys": {"pk": {"S": item["pk"]}, "sk": {"S": item["sk"]}},
-            "OldImage": {k: _wire(v) for k, v in item.items()},
+            "OldImage": stream_image(item),
             "SequenceNumber": "1",
             "StreamViewType": "NEW_AND_OLD_IMAGES",
         },

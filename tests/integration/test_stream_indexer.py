@@ -19,7 +19,7 @@ from agentmem.settings import Settings
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.vectors.opensearch import OpenSearchVectorIndex
 from tests.opensearch_node import OpenSearchNode, on_node
-from tests.support import load_event
+from tests.support import load_event, stream_image
 
 ALICE = UserRef("demo-app", "alice")
 
@@ -106,7 +106,7 @@ def test_a_pending_entry_is_embedded_by_the_indexer(cloud: Container) -> None:
     assert VECTOR_ATTR not in item
     item[PENDING_ATTR] = True
     cloud.table.put(item)
-    image = {k: _wire(v) for k, v in item.items()}
+    image = stream_image(item)
     event = {
         "Records": [
             {
@@ -131,18 +131,6 @@ def test_a_pending_entry_is_embedded_by_the_indexer(cloud: Container) -> None:
     assert item[MODEL_ATTR] == "hashing-v1-384"
     assert PENDING_ATTR not in item
     assert stored.id in _entry_ids(cloud)
-
-
-def _wire(value: object) -> dict[str, object]:
-    if value is None:
-        return {"NULL": True}
-    if isinstance(value, bool):
-        return {"BOOL": value}
-    if isinstance(value, int):
-        return {"N": str(value)}
-    if isinstance(value, list):
-        return {"L": [_wire(v) for v in value]}
-    return {"S": str(value)}
 
 
 def test_reindex_command_rebuilds_one_user_and_everything(cloud: Container, monkeypatch: pytest.MonkeyPatch) -> None:

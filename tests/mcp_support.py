@@ -109,3 +109,18 @@ def structured(result: Any) -> Any:
 def error_text(result: Any) -> str:
     assert result.is_error, result
     return str(result.content[0].text)
+
+
+def create_thing(name: str) -> Body[Any]:
+    """A session body creating one entity ``name`` of type ``thing`` with one fact."""
+
+    async def body(session: ClientSession) -> Any:
+        spec = {"entities": [{"name": name, "entityType": "thing", "observations": [f"{name} fact"]}]}
+        return structured(await session.call_tool("create_entities", spec))
+
+    return body
+
+
+async def graph_names(session: ClientSession) -> list[str]:
+    """The names of the entities read_graph shows."""
+    return [e["name"] for e in structured(await session.call_tool("read_graph", {}))["entities"]]

@@ -15,7 +15,7 @@ from mcp import ClientSession
 
 from tests.cloud.conftest import APP, OTHER_APP, Flow
 from tests.cloud.rehearsal import Gateway
-from tests.mcp_support import OWN_TOOLS, REFERENCE_TOOLS, mcp_url, over_http, structured
+from tests.mcp_support import OWN_TOOLS, REFERENCE_TOOLS, create_thing, graph_names, mcp_url, over_http, structured
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "rehearsal", "version": "1"}}
 
@@ -164,19 +164,12 @@ def test_project_id_scopes_the_tools(flow: Flow, gateway: Gateway) -> None:
     transport = GatewayTransport(gateway)
     bearer = {"Authorization": f"Bearer {flow.keys[APP]}"}
 
-    def create(name: str) -> Any:
-        async def body(session: ClientSession) -> Any:
-            spec = {"entities": [{"name": name, "entityType": "thing", "observations": [f"{name} fact"]}]}
-            return structured(await session.call_tool("create_entities", spec))
-
-        return body
-
-    async def names(session: ClientSession) -> list[str]:
-        return [e["name"] for e in structured(await session.call_tool("read_graph", {}))["entities"]]
-
     for project, name in ((None, "GlobalThing"), ("trip", "OnlyInTrip")):
-        over_http(_url(gateway, "mcp-scoped", project), create(name), bearer, transport)
+        over_http(_url(gateway, "mcp-scoped", project), create_thing(name), bearer, transport)
     # Then the project sees the global graph and its own; the global scope only its own
-    assert over_http(_url(gateway, "mcp-scoped", "trip"), names, bearer, transport) == ["GlobalThing", "OnlyInTrip"]
-    assert over_http(_url(gateway, "mcp-scoped", "work"), names, bearer, transport) == ["GlobalThing"]
-    assert over_http(_url(gateway, "mcp-scoped"), names, bearer, transport) == ["GlobalThing"]
+    assert over_http(_url(gateway, "mcp-scoped", "trip"), graph_names, bearer, transport) == [
+        "GlobalThing",
+        "OnlyInTrip",
+    ]
+    assert over_http(_url(gateway, "mcp-scoped", "work"), graph_names, bearer, transport) == ["GlobalThing"]
+    assert over_http(_url(gateway, "mcp-scoped"), graph_names, bearer, transport) == ["GlobalThing"]

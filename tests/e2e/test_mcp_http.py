@@ -15,7 +15,16 @@ from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.conftest import LiveServer, ServerFactory
-from tests.mcp_support import OWN_TOOLS, REFERENCE_TOOLS, error_text, mcp_url, over_http, structured
+from tests.mcp_support import (
+    OWN_TOOLS,
+    REFERENCE_TOOLS,
+    create_thing,
+    error_text,
+    graph_names,
+    mcp_url,
+    over_http,
+    structured,
+)
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
 
@@ -210,26 +219,15 @@ def test_failures_are_tool_errors_and_change_nothing(server: LiveServer) -> None
 
 
 def test_project_id_scopes_every_tool(server: LiveServer) -> None:
-    def create(name: str) -> Any:
-        async def body(session: ClientSession) -> Any:
-            spec = {"entities": [{"name": name, "entityType": "thing", "observations": [f"{name} fact"]}]}
-            return structured(await session.call_tool("create_entities", spec))
-
-        return body
-
-    async def names(session: ClientSession) -> list[str]:
-        graph = structured(await session.call_tool("read_graph", {}))
-        return [e["name"] for e in graph["entities"]]
-
     base = server.url
     for project, name in ((None, "GlobalThing"), ("p1", "OnlyInP1"), ("p2", "OnlyInP2")):
-        over_http(mcp_url(base, "app", "scoped-user", project), create(name))
+        over_http(mcp_url(base, "app", "scoped-user", project), create_thing(name))
     # Then a project sees the global graph and its own, never another project's; global sees only global
-    assert over_http(mcp_url(base, "app", "scoped-user", "p1"), names) == ["GlobalThing", "OnlyInP1"]
-    assert over_http(mcp_url(base, "app", "scoped-user", "p2"), names) == ["GlobalThing", "OnlyInP2"]
-    assert over_http(mcp_url(base, "app", "scoped-user"), names) == ["GlobalThing"]
+    assert over_http(mcp_url(base, "app", "scoped-user", "p1"), graph_names) == ["GlobalThing", "OnlyInP1"]
+    assert over_http(mcp_url(base, "app", "scoped-user", "p2"), graph_names) == ["GlobalThing", "OnlyInP2"]
+    assert over_http(mcp_url(base, "app", "scoped-user"), graph_names) == ["GlobalThing"]
     # And another user of the same app sees nothing
-    assert over_http(mcp_url(base, "app", "someone-else", "p1"), names) == []
+    assert over_http(mcp_url(base, "app", "someone-else", "p1"), graph_names) == []
 
 
 def test_read_graph_and_search_nodes_say_when_they_cut(server: LiveServer) -> None:

@@ -56,6 +56,7 @@ from agentmem.stores.table import (
     Table,
     WriteOp,
     check_items,
+    op_key,
     query_all,
 )
 
@@ -358,25 +359,14 @@ class GraphMemoryService:
         now = self._now()
         transactions: list[list[WriteOp]] = [[]]
         packed: list[list[tuple[tuple[str, str, str], Item]]] = [[]]
-        checked: set[str] = set()
         for w in new:
-            source, _, target = w
-            ends = list(dict.fromkeys([source, target]))
-            if len(transactions[-1]) + 2 + 2 * len(ends) > TRANSACTION_OPS:
+            item = records.relation_item(partition, scope.project_id, new_id(), *w, now)
+            ops = _relation_ops(item)
+            if len(transactions[-1]) + len(ops) > TRANSACTION_OPS:
                 transactions.append([])
                 packed.append([])
-                checked = set()
-            item = records.relation_item(partition, scope.project_id, new_id(), *w, now)
-            ops = transactions[-1]
-            ops.append(
-                Put({"pk": partition, "sk": records.current_relation_sk(*w), "id": item["id"]}, Condition(exists=False))
-            )
-            ops.append(Put(item))
-            for name in ends:
-                if name not in checked:  # one check per entity and transaction
-                    checked.add(name)
-                    ops.append(Check(partition, records.entity_sk(name), Condition(exists=True)))
-                ops.append(Put({"pk": partition, "sk": records.link_sk(name, item["id"])}))
+            checked = {op_key(op) for op in transactions[-1] if isinstance(op, Check)}
+            transactions[-1] += [op for op in ops if not (isinstance(op, Check) and op_key(op) in checked)]
             packed[-1].append((w, item))
         outcomes = self._table.transact_write_each(transactions)
         for relations, refused in zip(packed, outcomes, strict=True):
@@ -399,18 +389,10 @@ class GraphMemoryService:
             missing = [n for n in endpoints if n not in present]
             if missing:
                 self._writer.write(scope, [(n, None, []) for n in missing])
-            rel_id = new_id()
             item = records.relation_item(
-                partition, scope.project_id, rel_id, source, relation_type, target, self._now()
+                partition, scope.project_id, new_id(), source, relation_type, target, self._now()
             )
-            ops: list[WriteOp] = [
-                Put({"pk": partition, "sk": lock_sk, "id": rel_id}, Condition(exists=False)),
-                Put(item),
-            ]
-            for name in endpoints:
-                ops.append(Check(partition, records.entity_sk(name), Condition(exists=True)))
-                ops.append(Put({"pk": partition, "sk": records.link_sk(name, rel_id)}))
-            self._table.transact_write(ops)
+            self._table.transact_write(_relation_ops(item))
             return records.relation_out(item)
 
         return retry_on_conflict(attempt, what="the relation")
@@ -736,6 +718,18 @@ class GraphMemoryService:
         """``episodes`` newest first; with ``query``, by token overlap (BM25, best first, with a score);
         within the response byte budget (``truncated`` when cut)."""
         return self._episodes.find(scope, session_id=session_id, query=query, limit=limit)
+
+
+def _relation_ops(item: Item) -> list[WriteOp]:
+    """Lock the edge as current (refused if it already is), store it, and link it from each endpoint,
+    which must exist."""
+    partition, rel_id = item["pk"], item["id"]
+    lock = records.current_relation_sk(item["source"], item["relation_type"], item["target"])
+    ops: list[WriteOp] = [Put({"pk": partition, "sk": lock, "id": rel_id}, Condition(exists=False)), Put(item)]
+    for name in dict.fromkeys([item["source"], item["target"]]):
+        ops.append(Check(partition, records.entity_sk(name), Condition(exists=True)))
+        ops.append(Put({"pk": partition, "sk": records.link_sk(name, rel_id)}))
+    return ops
 
 
 def _count_found(delete: Callable[[str], None], keys: Sequence[str]) -> int:

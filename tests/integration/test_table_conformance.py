@@ -31,6 +31,14 @@ def test_put_then_get_round_trips_every_value_type(table: Table) -> None:
     assert table.get("p", "s") == item
 
 
+@pytest.mark.parametrize("value", [0.5, {"deep": [1, 2.5]}, ["a", (3, 0.25)]])
+def test_floats_are_refused_alike_at_any_depth_and_nothing_is_written(table: Table, value: object) -> None:
+    # DynamoDB (boto3) stores no floats: the embedded table refuses them too, so a bug shows on a laptop
+    with pytest.raises(InvalidInput):
+        table.put({"pk": "p", "sk": "float", "value": value})
+    assert table.get("p", "float") is None
+
+
 def test_get_of_a_missing_item_is_none(table: Table) -> None:
     assert table.get("nope", "nothing") is None
 

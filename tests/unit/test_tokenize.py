@@ -1,6 +1,9 @@
 """The tokenizer: words, stopwords, accents, CJK characters and pairs."""
 
-from agentmem.search.tokenize import graph_tokens, tokenize
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentmem.search.tokenize import STOPWORDS, _unicode_tokens, graph_tokens, tokenize
 
 
 def test_words_are_lowercased_and_split_on_non_alphanumerics() -> None:
@@ -29,3 +32,8 @@ def test_arabic_words_are_tokens() -> None:
 
 def test_graph_tokens_keep_only_three_or_more_characters() -> None:
     assert graph_tokens("Alice is my co-worker at ACME in NY") == ["alice", "worker", "acme"]
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)), st.integers(min_value=1, max_value=4))
+def test_the_ascii_fast_path_tokenizes_as_the_unicode_path_does(text: str, min_length: int) -> None:
+    assert tokenize(text, min_length=min_length) == _unicode_tokens(text, min_length, STOPWORDS)

@@ -47,7 +47,7 @@ sort keys under DynamoDB's 1 KiB).
 from __future__ import annotations
 
 import hashlib
-import json
+from json.encoder import encode_basestring
 from typing import Any, Literal
 
 from agentmem.keys import escape, unescape
@@ -119,7 +119,9 @@ def pointer_sk(obs_id: str) -> str:
 
 
 def _digest(*parts: str) -> str:
-    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
+    """SHA-256 of the parts as a JSON array (``json.dumps(parts, ensure_ascii=False)``, spelled out in C)."""
+    spelled = "[" + ", ".join(map(encode_basestring, parts)) + "]"
+    return hashlib.sha256(spelled.encode("utf-8")).hexdigest()
 
 
 def current_observation_sk(name: str, content: str) -> str:

@@ -54,8 +54,9 @@ def _sk(seg: str, token: str) -> str:
 def segment_items(partition: str, seg: str, pairs: Iterable[Pair]) -> list[Item]:
     """The segment items of one write (unconditional puts of new keys: ``seg`` is unique)."""
     items: dict[str, Item] = {}
+    sks: dict[str, str] = {}  # token -> its segment's key (hashed once per token, not once per pair)
     for pair in pairs:
-        sk = _sk(seg, pair.token)
+        sk = sks.get(pair.token) or sks.setdefault(pair.token, _sk(seg, pair.token))
         item = items.setdefault(sk, {"pk": partition, "sk": sk, "rev": 1, "o": {}, "n": {}})
         if pair.in_name:
             names = item["n"].setdefault(pair.token, [])

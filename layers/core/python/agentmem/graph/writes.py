@@ -74,6 +74,8 @@ class _Write:
     """The entities whose name this write posted, and in which segment."""
     entities: dict[str, Item | None]
     inherited: dict[str, str]
+    digests: dict[str, str]
+    """Each new fact's content -> its digest (the key of the entity's ``facts``), computed once."""
     types: set[str] = field(default_factory=set)
     written: dict[str, list[Item]] = field(default_factory=dict)
     dropped: list[Item] = field(default_factory=list)
@@ -136,7 +138,8 @@ class EntityWriter:
         found.update({i["name"]: i for i in self._table.batch_get([(partition, records.entity_sk(n)) for n in names])})
         absent = [n for n in names if found[n] is None]
         held = {n: facts_of(self._table, item) for n, item in found.items() if item is not None}
-        fresh = {n: [t for t in wanted[n][1] if records.fact_digest(t) not in held.get(n, {})] for n in names}
+        digests = {t: records.fact_digest(t) for n in names for t in wanted[n][1]}
+        fresh = {n: [t for t in wanted[n][1] if digests[t] not in held.get(n, {})] for n in names}
         tokens = {t: index_tokens(t) for n in names for t in fresh[n]}
         pairs = [Pair(token, n) for n in names for t in fresh[n] for token in tokens[t]]
         pairs += [p for n in absent for p in segments.name_pairs(n)]
@@ -149,6 +152,7 @@ class EntityWriter:
             names=dict.fromkeys(absent, seg),
             entities=found,
             inherited=self._inherited_types(scope, absent),
+            digests=digests,
         )
         steps: list[_Step] = []
         checked: list[Item] = []
@@ -171,7 +175,7 @@ class EntityWriter:
                 steps.append(_Step(n, wanted[n][0], observations[i : i + _FACTS_PER_STEP]))
             checked += observations
             checked += [records.pointer_item(o) for o in observations]
-            facts = {**held.get(n, {}), **{records.fact_digest(o["content"]): o["id"] for o in observations}}
+            facts = {**held.get(n, {}), **{digests[o["content"]]: o["id"] for o in observations}}
             kind = self._kind(write, n, wanted[n][0])
             checked.append(
                 records.entity_item(
@@ -284,7 +288,7 @@ class EntityWriter:
         kept: list[Item] = []
         dropped: list[Item] = []
         for obs in step.observations:
-            digest = records.fact_digest(obs["content"])
+            digest = write.digests[obs["content"]]
             if digest in facts:
                 dropped.append(obs)  # an identical current fact was stored meanwhile
             else:

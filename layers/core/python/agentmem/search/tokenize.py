@@ -75,6 +75,16 @@ def tokenize(text: str, *, min_length: int = 2, stopwords: frozenset[str] = STOP
     Non-CJK words shorter than ``min_length`` are dropped unless they are numbers; stopwords are dropped;
     words longer than :data:`MAX_TOKEN_CHARS` become their digest.
     """
+    if text.isascii():  # most text: normalising, folding and CJK splitting leave ASCII as it is
+        return [
+            _bounded(word)
+            for word in _WORD.findall(text.lower())
+            if word not in stopwords and (len(word) >= min_length or word.isdigit())
+        ]
+    return _unicode_tokens(text, min_length, stopwords)
+
+
+def _unicode_tokens(text: str, min_length: int, stopwords: frozenset[str]) -> list[str]:
     tokens: list[str] = []
     for run in _WORD.findall(unicodedata.normalize("NFKC", text).lower()):
         for cjk, segment in _split_cjk(run):

@@ -50,16 +50,23 @@ _TTL_INDEX = "CREATE INDEX IF NOT EXISTS items_by_ttl ON items (ttl) WHERE ttl I
 _BYTES_TAG = "__bytes__"
 
 
-def _encode(value: Any) -> Any:
+def _refuse_floats(value: dict[str, Any] | list[Any] | tuple[Any, ...]) -> None:
+    """DynamoDB stores no floats (boto3 refuses them): neither does this table, so a float is caught here."""
+    for inner in value.values() if isinstance(value, dict) else value:
+        kind = type(inner)
+        if kind is float:
+            raise InvalidInput("floats cannot be stored in the table; use str or bytes")
+        if kind is dict or kind is list or kind is tuple:
+            _refuse_floats(inner)
+
+
+def _tag_bytes(value: Any) -> Any:
     if isinstance(value, bytes):
         return {_BYTES_TAG: base64.b64encode(value).decode("ascii")}
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_encode(v) for v in value]
-    if isinstance(value, float):
-        raise InvalidInput("floats cannot be stored in the table; use str or bytes")
-    return value
+    raise TypeError(f"{type(value).__name__} cannot be stored in the table")
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_tag_bytes)
 
 
 def _decode_hook(obj: dict[str, Any]) -> Any:
@@ -69,8 +76,9 @@ def _decode_hook(obj: dict[str, Any]) -> Any:
 
 
 def _dumps(item: Item) -> str:
-    body = {k: v for k, v in item.items() if k not in ("pk", "sk")}
-    return json.dumps(_encode(body), ensure_ascii=False, separators=(",", ":"))
+    body = {k: v for k, v in item.items() if k != "pk" and k != "sk"}
+    _refuse_floats(body)
+    return _ENCODER.encode(body)
 
 
 def _loads(pk: str, sk: str, data: str) -> Item:

@@ -288,6 +288,10 @@ class HeldTable:
         self._maybe_hold(list(ops))
         self._table.transact_write(ops)
 
+    def transact_write_each(self, batches: Sequence[Sequence[Any]]) -> list[Any]:
+        self._maybe_hold([op for ops in batches for op in ops])
+        return self._table.transact_write_each(batches)  # type: ignore[no-any-return]
+
     def increment(self, pk: str, sk: str, deltas: Any, condition: Any = None) -> dict[str, Any]:
         self._maybe_hold([Add(pk, sk, deltas, condition)])
         if condition is None:

@@ -3,11 +3,14 @@ batch writes, on both tables and behind the write guard."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agentmem import users
 from agentmem.errors import ConditionFailed, UserDeletionInProgress
 from agentmem.keys import UserRef
+from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.stores.table import Condition, Put, Table, query_all
 
 ANA = UserRef("shop", "ana")
@@ -53,3 +56,27 @@ def test_guarded_transactions_of_a_user_being_erased_are_refused_with_a_409(tabl
         guarded.transact_write_each([[Put({"pk": SCOPE.partition, "sk": f"X#{b}{i}"}) for i in range(2)] for b in "ab"])
     # Then neither landed
     assert _keys(table) == []
+
+
+def test_a_guarded_batch_of_many_chunks_registers_its_scope_first_on_both_tables(table: Table) -> None:
+    # Given an unregistered scope and a write of several transactions' worth of items that registers it
+    guarded = users.guarded(table)
+    items = [{"pk": SCOPE.partition, "sk": f"I#{i:03d}"} for i in range(250)]
+    # When it is written (SQLite: every chunk in order in one commit; DynamoDB: the registry's chunk first)
+    guarded.batch_write(puts=[*items, users.registry_item(SCOPE)])
+    # Then every chunk's registry check held: all of it landed
+    assert _keys(table) == [i["sk"] for i in items]
+    assert table.get(ANA.partition, users.registry_sk(SCOPE.project_id)) is not None
+
+
+def test_sqlite_applies_a_guarded_batch_of_many_chunks_in_one_commit(tmp_path: Path) -> None:
+    table = SqliteTable(tmp_path / "one-commit.db")
+    guarded = users.guarded(table)
+    commits: list[str] = []
+    table._connection().set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    guarded.batch_write(
+        puts=[users.registry_item(SCOPE), *({"pk": SCOPE.partition, "sk": f"I#{i}"} for i in range(250))]
+    )
+    assert commits == ["COMMIT"]
+    assert len(_keys(table)) == 250
+    table.close()

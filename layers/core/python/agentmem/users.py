@@ -95,6 +95,7 @@ class GuardedTable:
 
     def __init__(self, table: Table) -> None:
         self._table = table
+        self.batches_in_order = table.batches_in_order
 
     # -- reads pass through ----------------------------------------------------------------------
 
@@ -156,12 +157,15 @@ class GuardedTable:
             chunks[-1].append(Put(item))
             size += item_size
         # The first chunk holds the registries the others' checks require: it lands first, then the rest
-        # together (concurrently on DynamoDB, in one commit on SQLite).
-        self.transact_write(chunks[0])
-        if len(chunks) > 1:
-            refused = [outcome for outcome in self.transact_write_each(chunks[1:]) if outcome is not None]
-            if refused:
-                raise refused[0]
+        # together (concurrently on DynamoDB; on SQLite all of them in order, in one commit).
+        if self.batches_in_order:
+            together = chunks
+        else:
+            self.transact_write(chunks[0])
+            together = chunks[1:]
+        refused = [outcome for outcome in self.transact_write_each(together) if outcome is not None] if together else []
+        if refused:
+            raise refused[0]
 
     def transact_write(self, ops: Sequence[WriteOp]) -> None:
         checks = _guards(ops)

@@ -63,6 +63,8 @@ def _plain(value: Any) -> Any:
 
 
 class DynamoTable:
+    batches_in_order = False
+
     def __init__(
         self,
         table_name: str,

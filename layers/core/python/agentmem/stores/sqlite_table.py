@@ -107,6 +107,8 @@ def _added(current: Item | None, pk: str, sk: str, deltas: Mapping[str, int]) ->
 
 
 class SqliteTable:
+    batches_in_order = True
+
     def __init__(self, path: str | Path) -> None:
         self._path = str(path)
         self._local = threading.local()

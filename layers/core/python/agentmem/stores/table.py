@@ -82,6 +82,10 @@ MAX_SORT_KEY_BYTES = 1024
 
 @runtime_checkable
 class Table(Protocol):
+    batches_in_order: bool
+    """True when :meth:`transact_write_each` applies its batches one after another, each seeing those before
+    it, in one commit (SQLite); False when they may land in any order (DynamoDB sends them concurrently)."""
+
     def get(self, pk: str, sk: str) -> Item | None: ...
 
     def batch_get(self, keys: Sequence[Key]) -> list[Item]:

@@ -263,9 +263,13 @@ class MemoryService:
             if TTL_ATTRIBUTE in p.item:  # what points at an expiring entry expires with it (DynamoDB TTL too)
                 own = [{**item, TTL_ATTRIBUTE: p.item[TTL_ATTRIBUTE]} for item in own]
             side_items.extend(own)
-        check_items([*side_items, *(p.item for p in prepared)])  # a rejected write must leave nothing behind
-        self._table.batch_write(puts=side_items)
-        self._table.batch_write(puts=[p.item for p in prepared])
+        entries = [p.item for p in prepared]
+        check_items([*side_items, *entries])  # a rejected write must leave nothing behind
+        if self._table.batches_in_order:  # one commit, still in this order
+            self._table.batch_write(puts=[*side_items, *entries])
+        else:
+            self._table.batch_write(puts=side_items)
+            self._table.batch_write(puts=entries)
         # The stats version moves after the entries exist, so a reader that sees the new version also sees
         # the new entries (ExactVectorIndex keys its cache on it).
         self._index.record(scope.partition, docs=len(prepared), length=sum(p.length for p in prepared))

@@ -1,5 +1,6 @@
-"""check_items, the guarded batches and the graph's transaction grouping use size_bound, a fast upper
-bound of the size DynamoDB counts: it must never be below the exact count."""
+"""check_items, the guarded batches and the graph's transaction grouping use size_bound, and the SQLite
+table row_bound (from the row it stores), fast upper bounds of the size DynamoDB counts: neither may ever
+be below the exact count."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentmem.stores.sqlite_table import _dumps, row_bound
 from agentmem.stores.table import item_size, size_bound
 
 text = st.text(alphabet=st.characters(exclude_categories=()))  # lone surrogates too
@@ -21,3 +23,8 @@ items = st.fixed_dictionaries({"pk": text, "sk": text}).flatmap(
 @given(items)
 def test_the_size_bound_is_never_below_what_dynamodb_counts(item: dict[str, Any]) -> None:
     assert item_size(item) <= size_bound(item)
+
+
+@given(items)
+def test_the_row_bound_is_never_below_what_dynamodb_counts(item: dict[str, Any]) -> None:
+    assert item_size(item) <= row_bound(item["pk"], item["sk"], _dumps(item))

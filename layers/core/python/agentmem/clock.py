@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import threading
 import time
 from datetime import UTC, datetime
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_FROM_BASE32 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _CROCKFORD.encode("ascii"))
 _lock = threading.Lock()
 _last = [0, 0]  # last millisecond, last random part: ids of one millisecond grow within a process
 
@@ -34,8 +36,10 @@ def new_id(now_ms: int | None = None) -> str:
         rand = _last[1] + 1 if millis == _last[0] else int.from_bytes(os.urandom(10), "big") >> 1
         _last[0], _last[1] = millis, rand
     value = (millis << 80) | (rand & ((1 << 80) - 1))
-    chars = []
-    for _ in range(26):
-        chars.append(_CROCKFORD[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+    return crockford(value)
+
+
+def crockford(value: int) -> str:
+    """The 26 Crockford base-32 digits of a 128-bit value: the last 26 of the base-32 spelling of its 160 bits
+    (base64's encoder, in C, with the alphabet swapped)."""
+    return base64.b32encode(value.to_bytes(20, "big"))[-26:].translate(_FROM_BASE32).decode("ascii")

@@ -21,6 +21,9 @@ from typing import Any
 
 from agentmem.errors import ConditionFailed, InvalidInput, Unavailable
 from agentmem.stores.table import (
+    MAX_ITEM_BYTES,
+    MAX_PARTITION_KEY_BYTES,
+    MAX_SORT_KEY_BYTES,
     MAX_TRANSACTION_ITEMS,
     TTL_ATTRIBUTE,
     Add,
@@ -79,6 +82,29 @@ def _dumps(item: Item) -> str:
     body = {k: v for k, v in item.items() if k != "pk" and k != "sk"}
     _refuse_floats(body)
     return _ENCODER.encode(body)
+
+
+_Row = tuple[str, str, str, int | None]
+_UPSERT = "INSERT OR REPLACE INTO items (pk, sk, data, ttl) VALUES (?, ?, ?, ?)"
+_SAFE_PK_CHARS = MAX_PARTITION_KEY_BYTES // 4
+_SAFE_SK_CHARS = MAX_SORT_KEY_BYTES // 4
+
+
+def row_bound(pk: str, sk: str, data: str) -> int:
+    """At least what DynamoDB counts for the item stored as ``data``: four bytes per character of the row
+    (the JSON spells every name and value with at least one character per byte or small number DynamoDB
+    counts; a test checks the bound on arbitrary items)."""
+    return 4 * (len(pk) + len(sk) + len(data)) + 16
+
+
+def _row(item: Item) -> _Row:
+    """The item as a row, refused as DynamoDB refuses it: only keys or rows near a limit are measured exactly."""
+    pk, sk = item["pk"], item["sk"]
+    data = _dumps(item)
+    if len(pk) > _SAFE_PK_CHARS or len(sk) > _SAFE_SK_CHARS or row_bound(pk, sk, data) > MAX_ITEM_BYTES:
+        check_items([item])
+    ttl = item.get(TTL_ATTRIBUTE)
+    return pk, sk, data, ttl if isinstance(ttl, int) else None
 
 
 def _loads(pk: str, sk: str, data: str) -> Item:
@@ -241,20 +267,12 @@ class SqliteTable:
 
     # -- writes ------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _upsert(conn: sqlite3.Connection, item: Item) -> None:
-        ttl = item.get(TTL_ATTRIBUTE)
-        conn.execute(
-            "INSERT OR REPLACE INTO items (pk, sk, data, ttl) VALUES (?, ?, ?, ?)",
-            (item["pk"], item["sk"], _dumps(item), ttl if isinstance(ttl, int) else None),
-        )
-
     def put(self, item: Item, condition: Condition | None = None) -> None:
-        check_items([item])
+        row = _row(item)
         with self._write() as conn:
             if condition is not None and not _holds(condition, self._get(conn, item["pk"], item["sk"])):
                 raise ConditionFailed("the item is not in the state the write required")
-            self._upsert(conn, item)
+            conn.execute(_UPSERT, row)
 
     def delete(self, pk: str, sk: str, condition: Condition | None = None) -> None:
         with self._write() as conn:
@@ -265,27 +283,26 @@ class SqliteTable:
     def batch_write(self, puts: Sequence[Item] = (), deletes: Sequence[Key] = ()) -> None:
         if not puts and not deletes:
             return
-        check_items(puts)
+        rows = [_row(item) for item in puts]
         with self._write() as conn:
-            for item in puts:
-                self._upsert(conn, item)
+            conn.executemany(_UPSERT, rows)
             conn.executemany("DELETE FROM items WHERE pk = ? AND sk = ?", list(deletes))
 
     def transact_write(self, ops: Sequence[WriteOp]) -> None:
-        keys = self._checked_transaction(ops)
+        rows = self._checked_transaction(ops)
         with self._write() as conn:
-            self._apply(conn, ops, keys)
+            self._apply(conn, ops, rows)
 
     def transact_write_each(self, batches: Sequence[Sequence[WriteOp]]) -> list[ConditionFailed | None]:
         """Every batch in one SQLite transaction, each inside its own savepoint: a batch whose condition
         fails is rolled back alone, and the others commit together (one fsync rather than one per batch)."""
-        keys = [self._checked_transaction(ops) for ops in batches]
+        rows = [self._checked_transaction(ops) for ops in batches]
         outcomes: list[ConditionFailed | None] = []
         with self._write() as conn:
-            for ops, batch_keys in zip(batches, keys, strict=True):
+            for ops, batch_rows in zip(batches, rows, strict=True):
                 conn.execute("SAVEPOINT batch")
                 try:
-                    self._apply(conn, ops, batch_keys)
+                    self._apply(conn, ops, batch_rows)
                 except ConditionFailed as refused:
                     conn.execute("ROLLBACK TO batch")
                     outcomes.append(refused)
@@ -295,32 +312,29 @@ class SqliteTable:
         return outcomes
 
     @staticmethod
-    def _checked_transaction(ops: Sequence[WriteOp]) -> list[Key]:
-        """Refuse what DynamoDB refuses in a transaction, before anything is written; return its keys."""
+    def _checked_transaction(ops: Sequence[WriteOp]) -> list[_Row | None]:
+        """Refuse what DynamoDB refuses in a transaction, before anything is written; return each put's row."""
         if len(ops) > MAX_TRANSACTION_ITEMS:
             raise InvalidInput(f"a transaction holds at most {MAX_TRANSACTION_ITEMS} items")
-        keys = [op_key(op) for op in ops]
-        if len(set(keys)) != len(keys):
+        if len({op_key(op) for op in ops}) != len(ops):
             raise InvalidInput("a transaction cannot hold two operations on one item")
-        check_items(op.item for op in ops if isinstance(op, Put))
-        return keys
+        return [_row(op.item) if isinstance(op, Put) else None for op in ops]
 
-    def _apply(self, conn: sqlite3.Connection, ops: Sequence[WriteOp], keys: Sequence[Key]) -> None:
+    def _apply(self, conn: sqlite3.Connection, ops: Sequence[WriteOp], rows: Sequence[_Row | None]) -> None:
         # Only conditions and counters need the current item (most ops of a batch are plain puts).
         current = [
-            self._get(conn, *key) if op.condition is not None or isinstance(op, Add) else None
-            for op, key in zip(ops, keys, strict=True)
+            self._get(conn, *op_key(op)) if op.condition is not None or isinstance(op, Add) else None for op in ops
         ]
         for op, item in zip(ops, current, strict=True):
             if op.condition is not None and not _holds(op.condition, item):
                 raise ConditionFailed("a transaction condition did not hold; nothing was written")
-        for op, item in zip(ops, current, strict=True):
-            if isinstance(op, Put):
-                self._upsert(conn, op.item)
+        for op, row, item in zip(ops, rows, current, strict=True):
+            if row is not None:
+                conn.execute(_UPSERT, row)
             elif isinstance(op, Delete):
                 conn.execute("DELETE FROM items WHERE pk = ? AND sk = ?", (op.pk, op.sk))
             elif isinstance(op, Add):
-                self._upsert(conn, _added(item, op.pk, op.sk, op.deltas))
+                conn.execute(_UPSERT, _row(_added(item, op.pk, op.sk, op.deltas)))
 
     def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
         # Counters (usage metering on every request, search statistics, deletion counts) commit without an
@@ -332,7 +346,7 @@ class SqliteTable:
             if condition is not None and not _holds(condition, current):
                 raise ConditionFailed("the item is not in the state the update required")
             item = _added(current, pk, sk, deltas)
-            self._upsert(conn, item)
+            conn.execute(_UPSERT, _row(item))
             return item
 
     def ping(self) -> None:

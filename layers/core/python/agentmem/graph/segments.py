@@ -53,18 +53,21 @@ def _sk(seg: str, token: str) -> str:
 
 def segment_items(partition: str, seg: str, pairs: Iterable[Pair]) -> list[Item]:
     """The segment items of one write (unconditional puts of new keys: ``seg`` is unique)."""
-    items: dict[str, Item] = {}
-    sks: dict[str, str] = {}  # token -> its segment's key (hashed once per token, not once per pair)
+    observed: dict[str, dict[str, int]] = defaultdict(dict)
+    named: dict[str, list[str]] = defaultdict(list)
     for pair in pairs:
-        sk = sks.get(pair.token) or sks.setdefault(pair.token, _sk(seg, pair.token))
-        item = items.setdefault(sk, {"pk": partition, "sk": sk, "rev": 1, "o": {}, "n": {}})
         if pair.in_name:
-            names = item["n"].setdefault(pair.token, [])
-            if pair.name not in names:
-                names.append(pair.name)
+            if pair.name not in named[pair.token]:
+                named[pair.token].append(pair.name)
         else:
-            counts = item["o"].setdefault(pair.token, {})
+            counts = observed[pair.token]
             counts[pair.name] = counts.get(pair.name, 0) + pair.count
+    items: dict[str, Item] = {}
+    for field, by_token in (("o", observed), ("n", named)):
+        for token, value in by_token.items():
+            sk = _sk(seg, token)
+            item = items.get(sk) or items.setdefault(sk, {"pk": partition, "sk": sk, "rev": 1, "o": {}, "n": {}})
+            item[field][token] = value
     return list(items.values())
 
 

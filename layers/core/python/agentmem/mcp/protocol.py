@@ -150,7 +150,7 @@ class McpServer:
         if not isinstance(arguments, dict):
             return _tool_error(f"Invalid arguments for tool {name}: arguments must be an object"), 0
         try:
-            result = tool.run(self.services, self.scope, arguments)
+            result = tool.call(self.services, self.scope, arguments)
         except ToolArgumentsError as error:
             return _tool_error(str(error)), 0
         except MemoryServiceError as error:

@@ -61,7 +61,14 @@ class Tool:
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
     annotations: dict[str, bool]
-    run: Callable[[Services, Scope, dict[str, Any]], ToolResult]
+    run: Callable[[Services, Scope, Any], ToolResult]
+    """The tool's work, given its arguments parsed by ``arguments``."""
+    arguments: type[BaseModel]
+    """The arguments' model: what ``input_schema`` advertises, checked (tests/unit/test_mcp_schemas.py)."""
+
+    def call(self, services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+        """Parse ``arguments`` (ToolArgumentsError when they do not fit) and run the tool."""
+        return self.run(services, scope, parse(self.arguments, self.name, arguments))
 
     def definition(self) -> dict[str, Any]:
         return {
@@ -281,8 +288,7 @@ def _success(message: str) -> ToolResult:
 # -- the reference tools ---------------------------------------------------------------------------
 
 
-def _create_entities(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-    args = parse(_CreateEntities, "create_entities", arguments)
+def _create_entities(services: Services, scope: Scope, args: _CreateEntities) -> ToolResult:
     if not args.entities:
         return json_result({"entities": []})
     specs = [{"name": e.name, "entity_type": e.entityType, "observations": e.observations} for e in args.entities]
@@ -291,8 +297,7 @@ def _create_entities(services: Services, scope: Scope, arguments: dict[str, Any]
     return json_result(payload, items_stored=len(stored))
 
 
-def _create_relations(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-    args = parse(_Relations, "create_relations", arguments)
+def _create_relations(services: Services, scope: Scope, args: _Relations) -> ToolResult:
     if not args.relations:
         return json_result({"relations": []})
     specs = [{"source": r.from_, "relation_type": r.relationType, "target": r.to} for r in args.relations]
@@ -301,8 +306,7 @@ def _create_relations(services: Services, scope: Scope, arguments: dict[str, Any
     return json_result(payload, items_stored=len(stored))
 
 
-def _add_observations(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-    args = parse(_AddObservations, "add_observations", arguments)
+def _add_observations(services: Services, scope: Scope, args: _AddObservations) -> ToolResult:
     names = [o.entityName for o in args.observations]
     known = {e["name"] for e in services.graph.open_nodes(scope, names)["entities"]} if names else set()
     missing = [n for n in dict.fromkeys(names) if n not in known]
@@ -316,16 +320,14 @@ def _add_observations(services: Services, scope: Scope, arguments: dict[str, Any
     return json_result(payload, items_stored=sum(len(r["addedObservations"]) for r in results))
 
 
-def _delete_entities(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-    args = parse(_DeleteEntities, "delete_entities", arguments)
+def _delete_entities(services: Services, scope: Scope, args: _DeleteEntities) -> ToolResult:
     if args.entityNames:
         services.graph.delete_entities(scope, args.entityNames)
     return _success("Entities deleted successfully")
 
 
-def _delete_observations(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+def _delete_observations(services: Services, scope: Scope, args: _DeleteObservations) -> ToolResult:
     """Invalidates the matching current facts: they leave the graph and stay in ``entity_history``."""
-    args = parse(_DeleteObservations, "delete_observations", arguments)
     graph = services.graph
     for deletion in args.deletions:
         contents = set(deletion.observations)
@@ -339,9 +341,8 @@ def _delete_observations(services: Services, scope: Scope, arguments: dict[str, 
     return _success("Observations deleted successfully")
 
 
-def _delete_relations(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
+def _delete_relations(services: Services, scope: Scope, args: _Relations) -> ToolResult:
     """Invalidates the matching current relations: they leave the graph and stay in ``entity_history``."""
-    args = parse(_Relations, "delete_relations", arguments)
     graph = services.graph
     wanted = {(r.from_, r.relationType, r.to) for r in args.relations}
     sources = list(dict.fromkeys(r.from_ for r in args.relations))
@@ -352,8 +353,7 @@ def _delete_relations(services: Services, scope: Scope, arguments: dict[str, Any
     return _success("Relations deleted successfully")
 
 
-def _read_graph(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-    args = parse(_ReadGraph, "read_graph", arguments)
+def _read_graph(services: Services, scope: Scope, args: _ReadGraph) -> ToolResult:
     graph = services.graph.read_graph(scope)
     entities = graph["entities"]
     if args.limit is not None and len(entities) > args.limit:
@@ -361,8 +361,7 @@ def _read_graph(services: Services, scope: Scope, arguments: dict[str, Any]) -> 
     return graph_result(entities, graph["relations"])
 
 
-def _search_nodes(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-    args = parse(_SearchNodes, "search_nodes", arguments)
+def _search_nodes(services: Services, scope: Scope, args: _SearchNodes) -> ToolResult:
     page: Any = services.graph.search_nodes(scope, args.query, args.limit + 1)
     # A list of hits, or (where the service fills a byte budget) a page holding them under "results".
     found: list[dict[str, Any]] = page["results"] if isinstance(page, dict) else page
@@ -381,8 +380,7 @@ def _search_nodes(services: Services, scope: Scope, arguments: dict[str, Any]) -
     return result
 
 
-def _open_nodes(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-    args = parse(_OpenNodes, "open_nodes", arguments)
+def _open_nodes(services: Services, scope: Scope, args: _OpenNodes) -> ToolResult:
     if not args.names:
         return graph_result([], [])
     opened = services.graph.open_nodes(scope, args.names)
@@ -392,8 +390,7 @@ def _open_nodes(services: Services, scope: Scope, arguments: dict[str, Any]) -> 
 # -- this service's own tools ----------------------------------------------------------------------
 
 
-def _search_memory(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-    args = parse(_SearchMemory, "search_memory", arguments)
+def _search_memory(services: Services, scope: Scope, args: _SearchMemory) -> ToolResult:
     result = services.memory.search(
         scope,
         args.query,
@@ -409,8 +406,7 @@ def _search_memory(services: Services, scope: Scope, arguments: dict[str, Any]) 
     return json_result(fit_list(payload, "entries"))
 
 
-def _add_memory(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-    args = parse(_AddMemory, "add_memory", arguments)
+def _add_memory(services: Services, scope: Scope, args: _AddMemory) -> ToolResult:
     entry = MemoryEntry(
         content=Content(role="user", parts=[Part({"text": args.text})]), author="user", metadata=args.metadata
     )
@@ -418,25 +414,21 @@ def _add_memory(services: Services, scope: Scope, arguments: dict[str, Any]) -> 
     return json_result(stored.to_json(), items_stored=1)
 
 
-def _profile_card(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-    args = parse(_ProfileCard, "profile_card", arguments)
+def _profile_card(services: Services, scope: Scope, args: _ProfileCard) -> ToolResult:
     card = services.graph.profile_card(scope, args.max_entities, args.max_observations)
     return json_result(fit_list(card, "entities"))
 
 
-def _remember(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-    args = parse(_Remember, "remember", arguments)
+def _remember(services: Services, scope: Scope, args: _Remember) -> ToolResult:
     stored = graph_tools.remember(services.graph, scope, args.entity, args.facts, args.entity_type)
     return json_result(stored, items_stored=int(stored["facts_added"]))
 
 
-def _relate(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-    args = parse(_Relate, "relate", arguments)
+def _relate(services: Services, scope: Scope, args: _Relate) -> ToolResult:
     return json_result(graph_tools.relate(services.graph, scope, args.source, args.relation, args.target), 1)
 
 
-def _entity_history(services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-    args = parse(_EntityHistory, "entity_history", arguments)
+def _entity_history(services: Services, scope: Scope, args: _EntityHistory) -> ToolResult:
     history = services.graph.history(scope, args.name)
     history["observations"] = history["observations"][::-1]  # newest first, so a cut keeps the newest
     history["relations"] = history["relations"][::-1]
@@ -490,6 +482,7 @@ REFERENCE_TOOLS: list[Tool] = [
         ),
         WRITE,
         _create_entities,
+        _CreateEntities,
     ),
     Tool(
         "create_relations",
@@ -507,6 +500,7 @@ REFERENCE_TOOLS: list[Tool] = [
         ),
         WRITE,
         _create_relations,
+        _Relations,
     ),
     Tool(
         "add_observations",
@@ -549,6 +543,7 @@ REFERENCE_TOOLS: list[Tool] = [
         ),
         WRITE,
         _add_observations,
+        _AddObservations,
     ),
     Tool(
         "delete_entities",
@@ -569,6 +564,7 @@ REFERENCE_TOOLS: list[Tool] = [
         _SUCCESS_OUT,
         DELETE,
         _delete_entities,
+        _DeleteEntities,
     ),
     Tool(
         "delete_observations",
@@ -592,6 +588,7 @@ REFERENCE_TOOLS: list[Tool] = [
         _SUCCESS_OUT,
         DELETE,
         _delete_observations,
+        _DeleteObservations,
     ),
     Tool(
         "delete_relations",
@@ -612,6 +609,7 @@ REFERENCE_TOOLS: list[Tool] = [
         _SUCCESS_OUT,
         DELETE,
         _delete_relations,
+        _Relations,
     ),
     Tool(
         "read_graph",
@@ -622,6 +620,7 @@ REFERENCE_TOOLS: list[Tool] = [
         _GRAPH_OUT,
         READ,
         _read_graph,
+        _ReadGraph,
     ),
     Tool(
         "search_nodes",
@@ -644,6 +643,7 @@ REFERENCE_TOOLS: list[Tool] = [
         _GRAPH_OUT,
         READ,
         _search_nodes,
+        _SearchNodes,
     ),
     Tool(
         "open_nodes",
@@ -664,6 +664,7 @@ REFERENCE_TOOLS: list[Tool] = [
         _GRAPH_OUT,
         READ,
         _open_nodes,
+        _OpenNodes,
     ),
 ]
 
@@ -686,6 +687,14 @@ OWN_TOOLS: list[Tool] = [
                     "top_k": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
                     "mode": {"type": "string", "enum": ["keyword", "semantic", "hybrid"]},
                     "min_score": {"type": "number", "minimum": 0, "maximum": 1},
+                    "filter": {
+                        "type": "object",
+                        "description": (
+                            'only entries matching it, e.g. {"topic": "travel"} or '
+                            '{"$and": [{"priority": {"$gte": 2}}, {"author": "user"}]}: metadata keys and author, '
+                            "session_id, timestamp; operators $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $not"
+                        ),
+                    },
                 },
                 ["query"],
                 closed=True,
@@ -705,6 +714,7 @@ OWN_TOOLS: list[Tool] = [
         ),
         READ,
         _search_memory,
+        _SearchMemory,
     ),
     Tool(
         "add_memory",
@@ -715,6 +725,17 @@ OWN_TOOLS: list[Tool] = [
                 {
                     "text": {"type": "string", "minLength": 1, "description": "the memory, in plain words"},
                     "session_id": {"type": "string", "minLength": 1, "description": "the conversation it came from"},
+                    "metadata": {
+                        "type": "object",
+                        "description": (
+                            "up to 32 keys (A-Z a-z 0-9 _ . -) of strings, numbers, booleans or lists of strings, "
+                            'e.g. {"topic": "travel", "priority": 2}; search_memory can filter on them'
+                        ),
+                        "additionalProperties": {
+                            "type": ["string", "number", "boolean", "array"],
+                            "items": {"type": "string"},
+                        },
+                    },
                 },
                 ["text"],
                 closed=True,
@@ -723,6 +744,7 @@ OWN_TOOLS: list[Tool] = [
         _top(_ENTRY_OUT),
         WRITE,
         _add_memory,
+        _AddMemory,
     ),
     Tool(
         "profile_card",
@@ -742,6 +764,7 @@ OWN_TOOLS: list[Tool] = [
         ),
         READ,
         _profile_card,
+        _ProfileCard,
     ),
     Tool(
         "remember",
@@ -756,6 +779,7 @@ OWN_TOOLS: list[Tool] = [
         ),
         {**WRITE, "idempotentHint": True},
         _remember,
+        _Remember,
     ),
     Tool(
         "relate",
@@ -775,6 +799,7 @@ OWN_TOOLS: list[Tool] = [
         ),
         {**WRITE, "idempotentHint": True},
         _relate,
+        _Relate,
     ),
     Tool(
         "entity_history",
@@ -790,6 +815,7 @@ OWN_TOOLS: list[Tool] = [
         ),
         READ,
         _entity_history,
+        _EntityHistory,
     ),
 ]
 

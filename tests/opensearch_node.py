@@ -27,6 +27,8 @@ TARGET = NODE_DIR / "target"
 CLASSPATH = ":".join(str(TARGET / part) for part in ("classes", "lib/*", "knn/*"))
 JVM_OPTIONS = ("-Xms512m", "-Xmx1g")
 READY = "OpenSearch ready"
+TEST_DIMENSION = 64
+"""The vectors of the integration tests on the node (the hashing embedder's, at this size)."""
 NEEDS = "the OpenSearch tests need Java 17 and Maven (tools/opensearch-node is built with Maven)"
 
 

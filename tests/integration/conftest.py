@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -10,6 +11,8 @@ from agentmem.container import Container, set_container
 from agentmem.settings import Settings
 from agentmem.stores.table import Table
 from agentmem.tenancy import TenantService
+from agentmem.vectors.opensearch import OpenSearchVectorIndex
+from tests.opensearch_node import TEST_DIMENSION, OpenSearchNode
 
 
 @pytest.fixture
@@ -19,3 +22,12 @@ def tenants(table: Table) -> Iterator[TenantService]:
     set_container(container)
     yield container.tenants
     set_container(None)
+
+
+@pytest.fixture
+def index(opensearch_node: OpenSearchNode) -> Iterator[OpenSearchVectorIndex]:
+    """A fresh index per test on the session's node, created as `agentmem create-index` does."""
+    created = OpenSearchVectorIndex(opensearch_node.url, index=f"vectors-{uuid.uuid4().hex[:12]}", engine="lucene")
+    assert created.create_index(TEST_DIMENSION) is True
+    yield created
+    created.client.indices.delete(index=created.index)

@@ -3,7 +3,6 @@ indexer, on the real OpenSearch node (tests/opensearch_node.py)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,20 +22,12 @@ from agentmem.settings import Settings
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.vectors.opensearch import OpenSearchVectorIndex
 from agentmem.vectors.port import VectorRecord
-from tests.opensearch_node import OpenSearchNode, on_node
+from tests.opensearch_node import TEST_DIMENSION, OpenSearchNode, on_node
 from tests.support import ApiClient, scope_path, stream_image, text_entry
 
-EMBEDDER = HashingEmbedder(64)
+EMBEDDER = HashingEmbedder(TEST_DIMENSION)
 SCOPE = Scope("app", "alice")
 NOW = "2026-06-01T12:00:00.000Z"
-
-
-@pytest.fixture
-def index(opensearch_node: OpenSearchNode) -> Iterator[OpenSearchVectorIndex]:
-    created = OpenSearchVectorIndex(opensearch_node.url, index=f"filters-{uuid.uuid4().hex[:12]}", engine="lucene")
-    assert created.create_index(EMBEDDER.dimension) is True
-    yield created
-    created.client.indices.delete(index=created.index)
 
 
 def _metadata(i: int) -> dict[str, Any]:

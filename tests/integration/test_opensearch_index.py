@@ -7,7 +7,6 @@ from MEMORY_OPENSEARCH_ENGINE and the k-NN query with its filter is the same for
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,20 +25,11 @@ from agentmem.vectors.opensearch import (
     knn_query_body,
 )
 from agentmem.vectors.port import VectorIndex, VectorRecord
-from tests.opensearch_node import OpenSearchNode, on_node
+from tests.opensearch_node import TEST_DIMENSION, OpenSearchNode, on_node
 from tests.support import ApiClient, scope_path, text_entry
 
-EMBEDDER = HashingEmbedder(64)
+EMBEDDER = HashingEmbedder(TEST_DIMENSION)
 ALICE = UserRef("app", "alice")
-
-
-@pytest.fixture
-def index(opensearch_node: OpenSearchNode) -> Iterator[OpenSearchVectorIndex]:
-    """A fresh index per test on the session's node, created as `agentmem create-index` does."""
-    created = OpenSearchVectorIndex(opensearch_node.url, index=f"vectors-{uuid.uuid4().hex[:12]}", engine="lucene")
-    assert created.create_index(EMBEDDER.dimension) is True
-    yield created
-    created.client.indices.delete(index=created.index)
 
 
 def _record(scope: Scope, entry_id: str, text: str = "some text", model: str = EMBEDDER.model_id) -> VectorRecord:

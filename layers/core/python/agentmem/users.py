@@ -139,22 +139,23 @@ class GuardedTable:
             self._table.batch_write(deletes=deletes)
         unique = list({(item["pk"], item["sk"]): item for item in puts}.values())
         unique.sort(key=lambda item: not str(item["sk"]).startswith(SCOPE_REGISTRY))  # registries first
-        if not _guards([Put(item) for item in unique]):
+        ops = [Put(item) for item in unique]
+        if not _guards(ops):
             self._table.batch_write(puts=unique)
             return
         chunks: list[list[WriteOp]] = [[]]
         size = 0
         owners: set[str] = set()
-        for item in unique:
-            item_size = size_bound(item)
-            owners.add(item["pk"])
+        for op in ops:
+            item_size = size_bound(op.item)
+            owners.add(op.item["pk"])
             # At most one mark and one registry check per partition owner: keep room for them.
             if chunks[-1] and (
                 len(chunks[-1]) + 2 * len(owners) >= MAX_TRANSACTION_ITEMS or size + item_size > _TRANSACTION_BYTES
             ):
                 chunks.append([])
-                size, owners = 0, {item["pk"]}
-            chunks[-1].append(Put(item))
+                size, owners = 0, {op.item["pk"]}
+            chunks[-1].append(op)
             size += item_size
         # The first chunk holds the registries the others' checks require: it lands first, then the rest
         # together (concurrently on DynamoDB; on SQLite all of them in order, in one commit).
@@ -209,10 +210,11 @@ def _can_create(op: WriteOp) -> bool:
 
 def _guards(ops: Sequence[WriteOp]) -> list[Check]:
     """The checks that make ``ops`` refuse to land for a user being (or just) erased; [] when none apply."""
-    written = {op_key(op) for op in ops}
+    keys = [op_key(op) for op in ops]
+    written = set(keys)
     marks: dict[Key, None] = {}
     registries: dict[Key, None] = {}
-    partitions = dict.fromkeys(op_key(op)[0] for op in ops if _can_create(op))
+    partitions = dict.fromkeys(key[0] for op, key in zip(ops, keys, strict=True) if _can_create(op))
     for pk in partitions:
         scope = scope_of_partition(pk)
         if scope is not None:

@@ -58,7 +58,7 @@ $(VENV)/.infra: $(BIN)/python requirements-infra.txt
 	$(PIP) -r requirements-infra.txt
 	touch $@
 
-test: $(VENV)/.dev $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) ## run every test tier (the OpenSearch tests need Java 17 and Maven)
+test: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) ## run every test tier, the bench at a hundredth included (the OpenSearch tests need Java 17 and Maven)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
@@ -66,7 +66,7 @@ lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# The bench-only environment: the pinned peers (bench/requirements.txt), not installed by `make test`.
+# The bench's environment: the pinned peers (bench/requirements.txt); `make test` runs the bench at a hundredth.
 $(VENV)/.bench: $(VENV)/.dev bench/requirements.txt
 	$(PIP) -r bench/requirements.txt
 	touch $@

@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib import LocalServer, Rest, percentiles, ratio, w1
+from benchlib import LocalServer, Rest, percentiles, ratio, scaled, w1
 
-N = int(os.environ.get("BENCH_W1_N", "10000"))
+N = int(os.environ.get("BENCH_W1_N", str(scaled(10_000, 100))))
 SCOPE_PATH = "/v1/apps/bench/users/w1"
-EMBEDDED_SAMPLE = 10  # sessions ingested over REST with the local embedding model
+EMBEDDED_SAMPLE = scaled(10)  # sessions ingested over REST with the local embedding model
 
 Figures = dict[str, tuple[list[float], float | None]]  # call -> (samples in ms, share of targets found)
 
@@ -123,7 +123,7 @@ def over_rest(sessions: list[list[str]], queries: list[tuple[str, str]], folder:
 
 
 def main() -> None:
-    sessions, queries = w1(N)
+    sessions, queries = w1(N, scaled(200, 5))
     results: dict[str, Figures] = {}
     print(f"W1 with N={N:,}: Google ADK InMemoryMemoryService", file=sys.stderr, flush=True)
     results["ADK InMemory"] = adk(sessions, queries)

@@ -13,14 +13,14 @@ import time
 import uuid
 from pathlib import Path
 
-from benchlib import report
+from benchlib import report, scaled
 
-USERS = 20
+USERS = scaled(20, 2)
 GLOBAL_PER_USER = 100
 PROJECTS = 5
 PER_PROJECT = 80
 DIMENSION = 384
-QUERIES = 100
+QUERIES = scaled(100, 5)
 TOP_K = 10
 
 

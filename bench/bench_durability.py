@@ -15,15 +15,15 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from benchlib import report, sentence, timed, vocabulary
+from benchlib import report, scaled, sentence, timed, vocabulary
 
 from agentmem.keys import Scope
 from agentmem.memory.service import MemoryService
 from agentmem.models.memory import MemoryEntry
 from agentmem.stores.sqlite_table import SqliteTable
 
-ROUNDS = 3
-CALLS = 200
+ROUNDS = scaled(3)
+CALLS = scaled(200, 10)
 
 
 class UnsyncedTable(SqliteTable):

@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from benchlib import sentence, vocabulary
+from benchlib import scaled, sentence, vocabulary
 
 REGION = "us-east-1"
 SEED_SESSIONS = 2
@@ -200,11 +200,15 @@ def main() -> None:
         _measure(
             counter,
             "graph search_nodes (one word, limit 10)",
-            [lambda w=w: graph.search_nodes(gscope, w, limit=10) for w in rng.sample(words[:300], 20)],
+            [lambda w=w: graph.search_nodes(gscope, w, limit=10) for w in rng.sample(words[:300], scaled(20, 2))],
         )
-        _measure(counter, "graph open_nodes (3 names)", [lambda: graph.open_nodes(gscope, rng.sample(names, 3))] * 20)
+        _measure(
+            counter,
+            "graph open_nodes (3 names)",
+            [lambda: graph.open_nodes(gscope, rng.sample(names, 3))] * scaled(20, 2),
+        )
         _measure(counter, "graph read_graph (first page, 100 entities)", [lambda: graph.read_graph(gscope)])
-    in_process_create()
+    in_process_create(scaled(10, 2))
 
 
 def in_process_create(calls: int = 10) -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from benchlib import scaled
+
 from agentmem import users
 from agentmem.deletion import steps
 from agentmem.deletion.runners import LocalRunner, execution_input
@@ -131,9 +133,9 @@ def main() -> None:
     }.items():
         os.environ.setdefault(name, value)
     logger.setLevel("WARNING")
-    local_erasure(5_000)
-    local_erasure(20_000)
-    moto_erasure(5_000)
+    local_erasure(scaled(5_000, 40))
+    local_erasure(scaled(20_000, 80))
+    moto_erasure(scaled(5_000, 40))
 
 
 if __name__ == "__main__":

@@ -13,15 +13,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchlib import scaled
+
 from agentmem.graph.service import GraphMemoryService
 from agentmem.keys import Scope
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.stores.table import Item, Page, Table
 
-SIZES = (1_000, 10_000)
+SIZES = (scaled(1_000, 50), scaled(10_000, 100))
 OBSERVATIONS = 5
-QUERIES = 200
-CARDS = 200
+QUERIES = scaled(200, 4)
+CARDS = scaled(200, 4)
 SCOPE = Scope("bench", "user")
 TYPES = ["person", "project", "company", "place", "preference", "tool", "book", "team", "event", "pet"]
 

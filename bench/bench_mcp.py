@@ -27,21 +27,21 @@ from urllib.parse import urlencode
 
 import anyio
 import httpx2
-from benchlib import LocalServer, Rest, percentiles, ratio, sentence, server_environment, vocabulary
+from benchlib import LocalServer, Rest, percentiles, ratio, scaled, sentence, server_environment, vocabulary
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "peers/mcp-server-memory/node_modules/@modelcontextprotocol/server-memory/dist/index.js"
-ENTITIES = int(os.environ.get("BENCH_MCP_ENTITIES", "1000"))
+ENTITIES = int(os.environ.get("BENCH_MCP_ENTITIES", str(scaled(1_000, 200))))
 # create_entities is measured again as the graph grows to GROW entities (0: not measured), on the last LAST calls
-GROW = int(os.environ.get("BENCH_MCP_GROW", "10000"))
+GROW = int(os.environ.get("BENCH_MCP_GROW", str(scaled(10_000, 1_200))))
 LAST = 10
 OBSERVATIONS = 5
 BATCH = 100
-SEARCHES = 200
-OPENS = 200
+SEARCHES = scaled(200, 5)
+OPENS = scaled(200, 5)
 TYPES = ["person", "project", "company", "place", "preference", "tool", "book", "team", "event", "pet"]
 OPERATIONS = ["create_entities", "create_relations", "search_nodes", "open_nodes", "read_graph"]
 

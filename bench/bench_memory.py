@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchlib import report, sentence, timed, vocabulary
+from benchlib import report, scaled, sentence, timed, vocabulary
 
 from agentmem.keys import Scope
 from agentmem.memory.service import MemoryService
@@ -41,12 +41,14 @@ def memory_figures() -> None:
         service = MemoryService(table)
         scope = Scope("bench", "user-1")
         have = 0
-        for size in (1_000, 10_000):
+        for size in (scaled(1_000, 50), scaled(10_000, 100)):
             _fill(service, scope, rng, words, size, have)
             have = size
-            adds = timed([lambda: service.add_entry(scope, _entry(sentence(rng, words))) for _ in range(200)])
-            have += 200
-            queries = [" ".join(rng.sample(sentence(rng, words, (6, 12)).split(), 3)) for _ in range(200)]
+            adds = timed(
+                [lambda: service.add_entry(scope, _entry(sentence(rng, words))) for _ in range(scaled(200, 5))]
+            )
+            have += scaled(200, 5)
+            queries = [" ".join(rng.sample(sentence(rng, words, (6, 12)).split(), 3)) for _ in range(scaled(200, 5))]
             searches = timed([lambda q=q: service.search(scope, q, top_k=10) for q in queries])
             report(f"add_entry at {size:,} entries (SQLite, in-process)", adds)
             report(f"keyword search top 10 at {size:,} entries (SQLite, in-process)", searches)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchlib import vocabulary
+from benchlib import scaled, vocabulary
 
 from agentmem.container import Container, set_container
 from agentmem.settings import Settings
@@ -30,6 +30,8 @@ from agentmem.stores.table import Check, Put, Table, item_size
 
 USERS = "/v1/apps/bench/users"
 BODY_LIMIT = 6 * 1024 * 1024
+ENTRIES = scaled(500, 5)
+"""Entries (or entities) of the largest writes: 500 is the most a request may hold."""
 _WRITES = {"PutItem", "DeleteItem", "UpdateItem"}
 
 
@@ -166,7 +168,7 @@ def largest_session() -> dict[str, Any]:
     rng = random.Random(1)
     words = vocabulary(20_000)
     per_entry = (BODY_LIMIT - 10_000) // 500 - 80
-    return {"entries": [_text_entry(_words(rng, words, per_entry)) for _ in range(500)]}
+    return {"entries": [_text_entry(_words(rng, words, per_entry)) for _ in range(ENTRIES)]}
 
 
 def largest_entry() -> dict[str, Any]:
@@ -188,7 +190,7 @@ def largest_graph_write() -> dict[str, Any]:
             "entity_type": _words(rng, words, 240)[:250],
             "observations": [_words(rng, words, per_fact)],
         }
-        for _ in range(500)
+        for _ in range(ENTRIES)
     ]
     return {"entities": entities}
 
@@ -217,6 +219,10 @@ def _api(method: str, path: str, body: Any = None, query: str = "") -> int:
     return int(response["statusCode"])
 
 
+def _megabytes(body: Any) -> str:
+    return f"{len(json.dumps(body)) / 1e6:.0f} MB"
+
+
 def _run(table: Table, counter: _Counts, *, memory_writes_only: bool = False) -> None:
     from urllib.parse import urlencode
 
@@ -226,13 +232,19 @@ def _run(table: Table, counter: _Counts, *, memory_writes_only: bool = False) ->
     q = urlencode({"q": longest_query()["query"]})
     # each write in a user (a partition) of its own; the searches read the session and the graph written
     requests: list[tuple[str, Callable[[], int]]] = [
-        ("PUT session: 500 entries, 6 MB", lambda: _api("PUT", f"{USERS}/u1/sessions/s1/memories", session)),
+        (
+            f"PUT session: {ENTRIES} entries, {_megabytes(session)}",
+            lambda: _api("PUT", f"{USERS}/u1/sessions/s1/memories", session),
+        ),
         ("POST memories: 64 KiB CJK, 256 KiB entry", lambda: _api("POST", f"{USERS}/u2/memories", largest_entry())),
         (
-            "POST graph/episodes: 500 entries, 6 MB",
+            f"POST graph/episodes: {ENTRIES} entries, {_megabytes(session)}",
             lambda: _api("POST", f"{USERS}/u3/graph/episodes", {"session_id": "s1", **session}),
         ),
-        ("POST graph/entities: 500 entities, 500 facts", lambda: _api("POST", f"{USERS}/u4/graph/entities", graph)),
+        (
+            f"POST graph/entities: {ENTRIES} entities, {ENTRIES} facts",
+            lambda: _api("POST", f"{USERS}/u4/graph/entities", graph),
+        ),
         (
             "POST memories/search: 20,000-char CJK query",
             lambda: _api("POST", f"{USERS}/u1/memories/search", longest_query()),

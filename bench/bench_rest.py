@@ -17,9 +17,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib import LocalServer, Rest, percentiles, sentence, vocabulary
+from benchlib import LocalServer, Rest, percentiles, scaled, sentence, vocabulary
 
-SIZES = [int(s) for s in os.environ.get("BENCH_REST_SIZES", "1000,10000,100000").split(",")]
+SIZES = [
+    int(s)
+    for s in os.environ.get(
+        "BENCH_REST_SIZES", f"{scaled(1_000, 100)},{scaled(10_000, 200)},{scaled(100_000, 500)}"
+    ).split(",")
+]
 SCOPE_PATH = "/v1/apps/bench/users/big"
 
 
@@ -45,7 +50,7 @@ def seed(db: Path, have: int, target: int, rng: random.Random, words: list[str])
     return time.perf_counter() - started
 
 
-def _queries(rng: random.Random, words: list[str], count: int = 200) -> list[str]:
+def _queries(rng: random.Random, words: list[str], count: int = scaled(200, 5)) -> list[str]:
     return [" ".join(rng.sample(sentence(rng, words, (8, 12)).split(), rng.randint(2, 4))) for _ in range(count)]
 
 
@@ -58,7 +63,7 @@ def latency(port: int, rng: random.Random, words: list[str]) -> dict[str, tuple[
             for q in _queries(rng, words)
         ],
         "add a memory (POST /memories)": [
-            ("POST", f"{SCOPE_PATH}/memories", {"entry": _entry(sentence(rng, words))}) for _ in range(50)
+            ("POST", f"{SCOPE_PATH}/memories", {"entry": _entry(sentence(rng, words))}) for _ in range(scaled(50, 5))
         ],
         "list newest 20 (GET /memories)": [("GET", f"{SCOPE_PATH}/memories?limit=20", None)] * 50,
     }

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchlib import scaled
+
 HERE = Path(__file__).resolve().parent
 # As `agentmem serve` does: one BLAS thread (effective only if numpy is not imported yet; printed below).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -151,7 +153,9 @@ def quality(embedder: Any, data: Any) -> dict[str, tuple[float, float, float]]:
     return results
 
 
-def latency(count: int, dimension: int = 384, searches: int = 200) -> tuple[float, float, float, float, float]:
+def latency(
+    count: int, dimension: int = 384, searches: int = scaled(200, 40)
+) -> tuple[float, float, float, float, float]:
     """Warm ExactVectorIndex searches over ``count`` entries in one scope (p50, p95), the cold first one, and
     searches right after a write through MemoryService in the same process (p50, p95: the cache is patched)."""
     import numpy as np
@@ -231,7 +235,7 @@ def main() -> None:
     for embedder in _embedders():
         quality(embedder, data)
     print(f"  OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, load average {os.getloadavg()[0]:.1f}")
-    for count in (1_000, 10_000):
+    for count in (scaled(1_000, 50), scaled(10_000, 100)):
         p50, p95, cold, w50, w95 = latency(count)
         print(
             f"  exact semantic search, {count:>6} entries x 384 dims: p50 {p50:6.2f} ms  p95 {p95:6.2f} ms  "

@@ -28,13 +28,13 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-from benchlib import percentiles, report, sentence, vocabulary
+from benchlib import SCALE, percentiles, report, scaled, sentence, vocabulary
 
-MEMORIES = 10_000
-ENTITIES = 1_000
-QUERIES = 200
+MEMORIES = scaled(10_000, 100)
+ENTITIES = scaled(1_000, 100)
+QUERIES = scaled(200, 5)
 CLIENTS = (1, 4, 16)
-SECONDS = 5.0
+SECONDS = 5.0 * min(1.0, max(SCALE, 0.1))
 APP, USER = "bench", "user"
 
 
@@ -194,8 +194,8 @@ def measure(url: str, keyword_queries: list[str], graph_queries: list[str], serv
         for call in search[:20] + nodes[:20]:  # warm the worker this connection reaches
             client.request(call[0], call[1], **call[2])
         _latency(client, "GET /v1/health", health)
-        _latency(client, f"keyword search, N={MEMORIES // 1000}k memories", search)
-        _latency(client, f"graph search_nodes, E={ENTITIES // 1000}k entities", nodes)
+        _latency(client, f"keyword search, N={MEMORIES:,} memories", search)
+        _latency(client, f"graph search_nodes, E={ENTITIES:,} entities", nodes)
         _latency(client, "POST one memory (no embedder; synced commit)", writes, status=201)
     for clients in CLIENTS:
         _throughput(url, search, clients, server_pid)

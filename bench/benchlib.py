@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import time
 from collections.abc import Callable
+
+SCALE = float(os.environ.get("BENCH_SCALE", "1"))
+"""How much of each workload runs: 1 for ``make bench``; the test tier's smoke run (tests/bench) uses a
+hundredth, which checks that every section still runs, not how fast."""
+
+
+def scaled(full: int, least: int = 1) -> int:
+    """``full`` items of a workload at :data:`SCALE`, at least ``least``."""
+    return max(least, round(full * SCALE))
 
 
 def percentiles(samples_ms: list[float]) -> tuple[float, float]:

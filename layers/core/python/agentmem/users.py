@@ -164,7 +164,7 @@ class GuardedTable:
         else:
             self.transact_write(chunks[0])
             together = chunks[1:]
-        refused = [outcome for outcome in self.transact_write_each(together) if outcome is not None] if together else []
+        refused = [outcome for outcome in self.transact_write_each(together) if outcome is not None]
         if refused:
             raise refused[0]
 

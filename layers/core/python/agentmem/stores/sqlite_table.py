@@ -21,9 +21,6 @@ from typing import Any
 
 from agentmem.errors import ConditionFailed, InvalidInput, Unavailable
 from agentmem.stores.table import (
-    MAX_ITEM_BYTES,
-    MAX_PARTITION_KEY_BYTES,
-    MAX_SORT_KEY_BYTES,
     MAX_TRANSACTION_ITEMS,
     TTL_ATTRIBUTE,
     Add,
@@ -34,7 +31,7 @@ from agentmem.stores.table import (
     Page,
     Put,
     WriteOp,
-    check_items,
+    check_item,
     is_expired,
     op_key,
     prefix_upper_bound,
@@ -93,8 +90,6 @@ def _dumps(item: Item) -> str:
 
 _Row = tuple[str, str, str, int | None]
 _UPSERT = "INSERT OR REPLACE INTO items (pk, sk, data, ttl) VALUES (?, ?, ?, ?)"
-_SAFE_PK_CHARS = MAX_PARTITION_KEY_BYTES // 4
-_SAFE_SK_CHARS = MAX_SORT_KEY_BYTES // 4
 
 
 def row_bound(pk: str, sk: str, data: str) -> int:
@@ -105,11 +100,10 @@ def row_bound(pk: str, sk: str, data: str) -> int:
 
 
 def _row(item: Item) -> _Row:
-    """The item as a row, refused as DynamoDB refuses it: only keys or rows near a limit are measured exactly."""
+    """The item as a row, refused as DynamoDB refuses it (measured by the row it makes)."""
     pk, sk = item["pk"], item["sk"]
     data = _dumps(item)
-    if len(pk) > _SAFE_PK_CHARS or len(sk) > _SAFE_SK_CHARS or row_bound(pk, sk, data) > MAX_ITEM_BYTES:
-        check_items([item])
+    check_item(item, row_bound(pk, sk, data))
     ttl = item.get(TTL_ATTRIBUTE)
     return pk, sk, data, ttl if isinstance(ttl, int) else None
 
@@ -305,6 +299,8 @@ class SqliteTable:
     def transact_write_each(self, batches: Sequence[Sequence[WriteOp]]) -> list[ConditionFailed | None]:
         """Every batch in one SQLite transaction, each inside its own savepoint: a batch whose condition
         fails is rolled back alone, and the others commit together (one fsync rather than one per batch)."""
+        if not batches:
+            return []
         rows = [self._checked_transaction(ops) for ops in batches]
         outcomes: list[ConditionFailed | None] = []
         with self._write() as conn:

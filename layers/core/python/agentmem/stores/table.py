@@ -175,23 +175,29 @@ def check_items(items: Iterable[Mapping[str, Any]]) -> None:
     request leaves nothing behind and gets the same answer from every table.
     """
     for item in items:
-        pk, sk = item["pk"], item["sk"]
-        # A character is at most 4 bytes of UTF-8: only keys longer than a quarter of a limit are measured.
-        if len(pk) > MAX_PARTITION_KEY_BYTES // 4 or len(sk) > MAX_SORT_KEY_BYTES // 4:
-            pk_bytes, sk_bytes = _size(pk), _size(sk)
-            if pk_bytes > MAX_PARTITION_KEY_BYTES or sk_bytes > MAX_SORT_KEY_BYTES:
-                raise InvalidInput(
-                    f"the ids of this request are too long once encoded (a key of {max(pk_bytes, sk_bytes)} bytes)",
-                    code="key_too_long",
-                )
-        if size_bound(item) <= MAX_ITEM_BYTES:
-            continue  # the exact count walks every value in Python: only for items near the limit
-        size = item_size(item)
-        if size > MAX_ITEM_BYTES:
-            raise PayloadTooLarge(
-                f"an item of this request would be {size} bytes stored; the limit is {MAX_ITEM_BYTES}",
-                code="item_too_large",
+        check_item(item)
+
+
+def check_item(item: Mapping[str, Any], bound: int | None = None) -> None:
+    """:func:`check_items` for one item; ``bound``: an upper bound of its size already at hand (else
+    :func:`size_bound`), so that only an item near the limit is measured exactly."""
+    pk, sk = item["pk"], item["sk"]
+    # A character is at most 4 bytes of UTF-8: only keys longer than a quarter of a limit are measured.
+    if len(pk) > MAX_PARTITION_KEY_BYTES // 4 or len(sk) > MAX_SORT_KEY_BYTES // 4:
+        pk_bytes, sk_bytes = _size(pk), _size(sk)
+        if pk_bytes > MAX_PARTITION_KEY_BYTES or sk_bytes > MAX_SORT_KEY_BYTES:
+            raise InvalidInput(
+                f"the ids of this request are too long once encoded (a key of {max(pk_bytes, sk_bytes)} bytes)",
+                code="key_too_long",
             )
+    if (size_bound(item) if bound is None else bound) <= MAX_ITEM_BYTES:
+        return  # the exact count walks every value in Python: only for items near the limit
+    size = item_size(item)
+    if size > MAX_ITEM_BYTES:
+        raise PayloadTooLarge(
+            f"an item of this request would be {size} bytes stored; the limit is {MAX_ITEM_BYTES}",
+            code="item_too_large",
+        )
 
 
 def write_outcome(write: Callable[[Sequence[WriteOp]], None], ops: Sequence[WriteOp]) -> ConditionFailed | None:

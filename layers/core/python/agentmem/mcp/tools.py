@@ -399,11 +399,7 @@ def _search_memory(services: Services, scope: Scope, args: _SearchMemory) -> Too
         mode=args.mode,
         where=filters.parse(args.filter),
     )
-    payload: dict[str, Any] = {"entries": [e.to_json() for e in result.entries], "mode": result.mode}
-    if result.degraded:
-        payload["degraded"] = True
-        payload["warnings"] = result.warnings
-    return json_result(fit_list(payload, "entries"))
+    return json_result(fit_list(result.to_json(), "entries"))
 
 
 def _add_memory(services: Services, scope: Scope, args: _AddMemory) -> ToolResult:

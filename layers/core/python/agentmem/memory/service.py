@@ -25,6 +25,7 @@ import heapq
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from agentmem import users
 from agentmem.budget import Budget
@@ -75,6 +76,14 @@ class SearchResult:
     warnings: list[str] = field(default_factory=list)
     truncated: bool = False
     """The best hits were cut at the response byte budget (see :mod:`agentmem.budget`)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The hits and the mode, and, for a degraded search, why (the REST route and the MCP tool answer this)."""
+        payload: dict[str, Any] = {"entries": [e.to_json() for e in self.entries], "mode": self.mode}
+        if self.degraded:
+            payload["degraded"] = True
+            payload["warnings"] = self.warnings
+        return payload
 
 
 @dataclass(frozen=True, slots=True)

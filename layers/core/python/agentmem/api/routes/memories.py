@@ -81,16 +81,9 @@ def search(app: PathId, user: PathId, body: SearchRequest) -> Response[SearchRes
         where=filters.parse(body.filter),
     )
     metrics.add_metric(name="Searches", unit=MetricUnit.Count, value=1)
-    payload: dict[str, Any] = {
-        "entries": [e.to_json() for e in result.entries],
-        "mode": result.mode,
-        "truncated": result.truncated,
-    }
     if result.degraded:
         metrics.add_metric(name="SearchesDegraded", unit=MetricUnit.Count, value=1)
-        payload["degraded"] = True
-        payload["warnings"] = result.warnings
-    return json_response(200, payload)
+    return json_response(200, {**result.to_json(), "truncated": result.truncated})
 
 
 @router.get(

@@ -260,7 +260,7 @@ class Deployment:
         self.collection = ""
         self.collection_arn = ""
         self.data_policies: list[Any] = []
-        self._lock = threading.Lock()
+        self._lock = _ENVIRONMENT_LOCK
         self._stream_positions: dict[str, str] = {}
 
     # -- bringing it up ------------------------------------------------------------------------------
@@ -601,21 +601,27 @@ class _LambdaContext:
         return 30_000
 
 
+_ENVIRONMENT_LOCK = threading.RLock()
+"""The process environment is one for every thread: functions of every deployment run one at a time, and
+no swap of the environment interleaves with another (a state machine's worker threads outlive a flow, and
+the machine's own AWS_* variables, AWS_CA_BUNDLE for one, are cleared and restored by each function run)."""
+
+
 @contextmanager
 def _swapped_environment(values: Mapping[str, str], clear: Sequence[str] = ()) -> Iterator[None]:
     """Set ``values`` (after removing every variable starting with a ``clear`` prefix); restore on exit."""
-    saved = dict(os.environ)
-    for name in list(os.environ):
-        if name.startswith(tuple(clear)):
-            del os.environ[name]
-    os.environ.update(values)
+    with _ENVIRONMENT_LOCK:
+        saved = dict(os.environ)
+        for name in [name for name in os.environ if name.startswith(tuple(clear))]:
+            os.environ.pop(name, None)
+        os.environ.update(values)
     try:
         yield
     finally:
-        for name in list(os.environ):
-            if name not in saved:
-                del os.environ[name]
-        os.environ.update(saved)
+        with _ENVIRONMENT_LOCK:
+            for name in [name for name in os.environ if name not in saved]:
+                os.environ.pop(name, None)
+            os.environ.update(saved)
 
 
 def _wire(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,19 +1,64 @@
-"""The calibration's shipped background: the default local model's own vectors of BACKGROUND."""
+"""The calibration's shipped background: it stands in for the default local model's own vectors of BACKGROUND.
+
+The native engine's numbers differ by CPU (an AVX-512 machine's vectors differ from an AVX2 machine's by
+about 2e-3 per component), so the shipped vectors are held to what the calibration uses them for: each
+query's standing (the cosine at which a hit becomes relevant, and the relevance of every cosine), not to
+their bits. Measured across two builds of the engine on one machine, the shipped background moves the
+threshold's cosine by at most 3e-4 and a relevance by at most 0.005; the bounds below leave 5x room.
+"""
 
 from __future__ import annotations
+
+import pytest
 
 from agentmem.embeddings.local import MODEL_ID, LocalEmbedder
 from agentmem.search import calibration
 
+QUERIES = (
+    "what is the name of my pet?",
+    "What is my favourite football team?",
+    "When did Caroline go to the support group?",
+    "¿Dónde vive ahora mi hermana?",
+    "À quel aliment suis-je allergique ?",
+    "ما هي مهنتي؟",
+    "我家里养了什么动物？",  # noqa: RUF001 (Chinese ends a question with a full-width mark)
+    "dark mode",
+)
+THRESHOLD_COSINE_TOLERANCE = 0.002
+RELEVANCE_TOLERANCE = 0.02
 
-def test_the_shipped_background_is_what_the_default_model_embeds() -> None:
+
+@pytest.fixture(scope="module")
+def standings() -> list[tuple[calibration.QueryStanding, calibration.QueryStanding]]:
+    """Per query, its standing against the shipped background and against the background embedded now."""
     embedder = LocalEmbedder()
     shipped = calibration._shipped(MODEL_ID, embedder.dimension)
     assert shipped is not None, "run: python -m agentmem.search.calibration"
     fresh = embedder.embed(list(calibration.BACKGROUND))
-    assert len(shipped) == len(fresh) == len(calibration.BACKGROUND)
-    worst = max(abs(a - b) for row, again in zip(shipped, fresh, strict=True) for a, b in zip(row, again, strict=True))
-    assert worst < 1e-3, "the model changed: run python -m agentmem.search.calibration"
+    pairs = []
+    for query in QUERIES:
+        vector = embedder.embed_query(query)
+        pairs.append((calibration.QueryStanding.over(shipped, vector), calibration.QueryStanding.over(fresh, vector)))
+    return pairs
+
+
+def test_the_shipped_background_puts_each_querys_threshold_where_the_model_does(
+    standings: list[tuple[calibration.QueryStanding, calibration.QueryStanding]],
+) -> None:
+    shifts = [abs(s.relevant_cosine() - f.relevant_cosine()) for s, f in standings]
+    assert max(shifts) < THRESHOLD_COSINE_TOLERANCE, "the model changed: run python -m agentmem.search.calibration"
+
+
+def test_the_shipped_background_scores_every_cosine_as_the_model_does(
+    standings: list[tuple[calibration.QueryStanding, calibration.QueryStanding]],
+) -> None:
+    cosines = [0.6 + i / 100 for i in range(41)]
+    shifts = [
+        abs(calibration.relevance(s.logit(c)) - calibration.relevance(f.logit(c)))
+        for s, f in standings
+        for c in cosines
+    ]
+    assert max(shifts) < RELEVANCE_TOLERANCE, "the model changed: run python -m agentmem.search.calibration"
 
 
 def test_another_model_embeds_the_background_itself() -> None:

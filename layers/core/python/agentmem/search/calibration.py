@@ -6,7 +6,9 @@ one query to the next (a question in Arabic against English memories sits lower)
 scored by how far its cosine stands above the query's own background: ``z = (cos - mean) / std`` over
 the cosines of the query with :data:`BACKGROUND`, 32 everyday sentences about nothing in particular
 (in the languages of the bench set), shipped as vectors for the default local model (:data:`SHIPPED`), embedded once per
-process on the first semantic search for any other model. A keyword hit is
+process on the first semantic search for any other model. The engine's numbers differ slightly by CPU;
+the shipped vectors are checked for what they are used for (each query's threshold and scores), not
+their bits (tests/unit/test_calibration.py). A keyword hit is
 scored by its BM25 score (normalised so that a hit holding every query token once scores 1). Both
 become a relevance in (0, 1) through a logistic, and :data:`RELEVANCE_THRESHOLD` (0.5) is the point
 where a hit counts as relevant:
@@ -106,30 +108,45 @@ def _background(embedder: Embedder) -> list[list[float]]:
         return vectors
 
 
-def _logistic(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x))))
+def relevance(logit: float) -> float:
+    """A relevance logit as a score in (0, 1)."""
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
 
 
 class QueryStanding:
     """How far a cosine stands above one query's background, as a logit of relevance."""
 
     def __init__(self, embedder: Embedder, query_vector: Sequence[float]) -> None:
-        cosines = [sum(a * b for a, b in zip(query_vector, v, strict=True)) for v in _background(embedder)]
+        self._stand(_background(embedder), query_vector)
+
+    @classmethod
+    def over(cls, background: Sequence[Sequence[float]], query_vector: Sequence[float]) -> QueryStanding:
+        """The query's standing against the given background vectors (``embedder``'s are the default)."""
+        standing = cls.__new__(cls)
+        standing._stand(background, query_vector)
+        return standing
+
+    def _stand(self, background: Sequence[Sequence[float]], query_vector: Sequence[float]) -> None:
+        cosines = [sum(a * b for a, b in zip(query_vector, v, strict=True)) for v in background]
         self.mean = sum(cosines) / len(cosines)
         self.std = math.sqrt(sum((c - self.mean) ** 2 for c in cosines) / len(cosines)) or 1.0
 
     def logit(self, cosine: float) -> float:
         return SLOPE * ((cosine - self.mean) / self.std - Z_RELEVANT)
 
+    def relevant_cosine(self) -> float:
+        """The cosine at which a hit of this query reaches :data:`RELEVANCE_THRESHOLD`."""
+        return self.mean + self.std * Z_RELEVANT
+
 
 def semantic(standing: QueryStanding, hits: Sequence[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
     """Cosine hits (best first) rescored as relevance."""
-    return [(p, d, round(_logistic(standing.logit(cosine)), 6)) for p, d, cosine in hits]
+    return [(p, d, round(relevance(standing.logit(cosine)), 6)) for p, d, cosine in hits]
 
 
 def keyword(hits: Sequence[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
     """BM25 hits (best first) rescored as relevance."""
-    return [(p, d, round(_logistic(KEYWORD_SLOPE * (bm25 - BM25_RELEVANT)), 6)) for p, d, bm25 in hits]
+    return [(p, d, round(relevance(KEYWORD_SLOPE * (bm25 - BM25_RELEVANT)), 6)) for p, d, bm25 in hits]
 
 
 def hybrid(
@@ -140,10 +157,10 @@ def hybrid(
     """Both rankings as one, by relevance: the semantic logit plus the keyword evidence; ties to newer ids."""
     bm25 = {(p, d): s for p, d, s in keyword_hits}
     scores = {
-        (p, d): _logistic(standing.logit(cos) + KEYWORD_BONUS * bm25.get((p, d), 0.0)) for p, d, cos in cosine_hits
+        (p, d): relevance(standing.logit(cos) + KEYWORD_BONUS * bm25.get((p, d), 0.0)) for p, d, cos in cosine_hits
     }
-    for (p, d), relevance in zip(bm25, (s for _, _, s in keyword(keyword_hits)), strict=True):
-        scores.setdefault((p, d), relevance)
+    for (p, d), keyword_relevance in zip(bm25, (s for _, _, s in keyword(keyword_hits)), strict=True):
+        scores.setdefault((p, d), keyword_relevance)
     fused = [(p, d, round(s, 6)) for (p, d), s in scores.items()]
     fused.sort(key=lambda h: (h[2], h[1]), reverse=True)
     return fused

@@ -30,6 +30,7 @@ def main() -> int:
         if spec is None or spec.loader is None:
             raise ImportError(path)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module  # dataclasses look their module up while the class is built
         spec.loader.exec_module(module)
         print(f"\n## {path.stem}", flush=True)
         started = time.perf_counter()

@@ -75,7 +75,7 @@ def quality(embedder: Any, data: Any) -> dict[str, tuple[float, float, float]]:
     from agentmem.keys import Scope
     from agentmem.memory.service import MemoryService
     from agentmem.models.memory import MemoryEntry
-    from agentmem.search import calibration
+    from agentmem.search import relevance
     from agentmem.stores.sqlite_table import SqliteTable
 
     memories, queries = data.build()
@@ -118,7 +118,7 @@ def quality(embedder: Any, data: Any) -> dict[str, tuple[float, float, float]]:
                 flush=True,
             )
         print(f"  {embedder.model_id:<36} ingest of {len(memories)} memories: {ingest:.1f} s", flush=True)
-        threshold = calibration.RELEVANCE_THRESHOLD
+        threshold = relevance.RELEVANCE_THRESHOLD
         negatives = data.negatives()
         for mode in ("keyword", "semantic", "hybrid"):
             kept = 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from agentmem.embeddings.local import MODEL_ID, LocalEmbedder
-from agentmem.search import calibration
+from agentmem.search import calibration, relevance
 
 QUERIES = (
     "what is the name of my pet?",
@@ -53,11 +53,7 @@ def test_the_shipped_background_scores_every_cosine_as_the_model_does(
     standings: list[tuple[calibration.QueryStanding, calibration.QueryStanding]],
 ) -> None:
     cosines = [0.6 + i / 100 for i in range(41)]
-    shifts = [
-        abs(calibration.relevance(s.logit(c)) - calibration.relevance(f.logit(c)))
-        for s, f in standings
-        for c in cosines
-    ]
+    shifts = [abs(relevance.score(s.logit(c)) - relevance.score(f.logit(c))) for s, f in standings for c in cosines]
     assert max(shifts) < RELEVANCE_TOLERANCE, "the model changed: run python -m agentmem.search.calibration"
 
 

@@ -23,7 +23,7 @@ import asyncio
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from google.adk.events import Event
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
@@ -31,9 +31,11 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions import Session
 from google.genai import types
 
-from agentmem.client import AsyncMemoryClient, RetryPolicy
+from agentmem.client import AsyncMemoryClient, AsyncUserMemory, RetryPolicy
 from agentmem.errors import NotFound
 
+EVENT_ID = "adk_event_id"
+"""The metadata key holding the id of the ADK event an entry was stored from (an event is stored once)."""
 HIT_FIELDS = ("score", "session_id", "project_id", "expires_at")
 """What a search hit adds to ``custom_metadata`` beside the entry's metadata (never stored as metadata)."""
 _EXPIRY_KEYS = ("expire_time", "expires_at")
@@ -89,14 +91,24 @@ def write_options(*layers: Mapping[str, object] | None) -> dict[str, Any]:
 
 
 def event_entry(event: Event) -> dict[str, Any] | None:
-    """An ADK event as a memory entry; None for events without content."""
+    """An ADK event as a memory entry (its id kept as ``adk_event_id`` metadata); None without content."""
     if event.content is None or not event.content.parts:
         return None
-    return {
+    entry: dict[str, Any] = {
         "content": event.content.model_dump(mode="json", exclude_none=True),
         "author": event.author,
         "timestamp": _timestamp(event.timestamp),
     }
+    if event.id:
+        entry["metadata"] = {EVENT_ID: event.id}
+    return entry
+
+
+def _options_of(entry: dict[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    """``add_entry`` options for an event's entry: the write's, with the entry's own metadata (its event id)
+    moved into them (``add_entry``'s ``metadata`` replaces the entry's)."""
+    own = entry.pop("metadata", {})
+    return {**options, "metadata": {**options.get("metadata", {}), **own}} if own else dict(options)
 
 
 def memory_entry(memory: MemoryEntry) -> dict[str, Any]:
@@ -127,10 +139,13 @@ class AgentMemoryService(BaseMemoryService):  # type: ignore[misc]
         api_key: str | None = None,
         project_id: str | None = None,
         top_k: int = 10,
-        min_score: float | None = None,
+        min_score: float | Literal["relevant"] | None = "relevant",
         timeout: float = 30.0,
         retry: RetryPolicy | None = None,
     ) -> None:
+        """``min_score`` ``"relevant"`` (the default) is the server's ``relevance_threshold``, read once from
+        /v1/capabilities: as with ADK's own memory services, a query about nothing stored finds nothing.
+        None returns the ``top_k`` best whatever their score."""
         self._client = AsyncMemoryClient(base_url, api_key=api_key, timeout=timeout, retry=retry)
         self.project_id = project_id
         self.top_k = top_k
@@ -155,10 +170,26 @@ class AgentMemoryService(BaseMemoryService):  # type: ignore[misc]
     ) -> None:
         memory = self._client.user(app_name, user_id)
         options = write_options(custom_metadata)
-        entries = [e for e in map(event_entry, events) if e is not None]
+        entries: dict[object, dict[str, Any]] = {}
+        for entry in filter(None, map(event_entry, events)):  # an event id once, as ADK keeps it
+            entries.setdefault(entry.get("metadata", {}).get(EVENT_ID) or id(entry), entry)
+        stored = await self._stored_events(memory, [key for key in entries if isinstance(key, str)])
         await asyncio.gather(
-            *(memory.add_entry(e, project_id=self.project_id, session_id=session_id, **options) for e in entries)
+            *(
+                memory.add_entry(e, project_id=self.project_id, session_id=session_id, **_options_of(e, options))
+                for key, e in entries.items()
+                if key not in stored
+            )
         )
+
+    async def _stored_events(self, memory: AsyncUserMemory, event_ids: Sequence[str]) -> set[str]:
+        """Which of these event ids this user's memory (in this service's project) holds already."""
+        found: set[str] = set()
+        for start in range(0, len(event_ids), 40):
+            chunk = list(event_ids[start : start + 40])
+            page = await memory.query({EVENT_ID: {"$in": chunk}}, limit=100, project_id=self.project_id)
+            found.update(hit.get("metadata", {}).get(EVENT_ID) for hit in page["entries"])
+        return found
 
     async def add_memory(
         self,
@@ -182,6 +213,8 @@ class AgentMemoryService(BaseMemoryService):  # type: ignore[misc]
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         memory = self._client.user(app_name, user_id)
+        if self.min_score == "relevant":
+            self.min_score = float((await self._client.capabilities())["relevance_threshold"])
         hits = await memory.search(query, top_k=self.top_k, min_score=self.min_score, project_id=self.project_id)
         return SearchMemoryResponse(memories=[hit_memory(hit) for hit in hits])
 

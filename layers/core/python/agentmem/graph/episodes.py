@@ -104,7 +104,8 @@ class Episodes:
             validate_id(session_id, "session_id")
         partitions = [s.partition for s in scope.visible_scopes()]
         if query is not None and query.strip():
-            hits = self._index.search(partitions, tokenize(query))
+            ranking = self._index.search(partitions, tokenize(query))
+            hits = ranking.hits
             found = {
                 (i["pk"], i["id"]): i
                 for i in self._table.batch_get([(h.partition, records.episode_sk(h.doc_id)) for h in hits])
@@ -114,7 +115,7 @@ class Episodes:
                 item = found.get((hit.partition, hit.doc_id))
                 if item is None or (session_id is not None and item.get("session_id") != session_id):
                     continue
-                out.append({**records.episode_out(item), "score": hit.score})
+                out.append({**records.episode_out(item), "score": ranking.normalised(hit.score)})
                 if len(out) >= limit:
                     break
             return out

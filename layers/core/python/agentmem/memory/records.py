@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from agentmem.clock import format_timestamp
 from agentmem.keys import Scope, escape
 from agentmem.memory import filters
+from agentmem.models.content import Content
 from agentmem.models.memory import StoredEntry
+from agentmem.search import context
 from agentmem.stores.table import TTL_ATTRIBUTE, Item
 
 ENTRY = "E#"
@@ -20,6 +22,8 @@ SESSION_HEAD = "SESSION#"
 INDEX_NAMESPACE = "M"
 ENTRY_POINTER = "ID#"
 METADATA = "metadata"
+CONTEXT = "context"
+CONTEXT_LENGTH = "context_length"
 EXPIRES_AT = filters.EXPIRES_AT
 
 
@@ -58,6 +62,16 @@ def entry_from_item(item: Item, score: float | None = None) -> StoredEntry:
         expires_at=item.get(EXPIRES_AT),
         score=score,
     )
+
+
+def entry_text(item: Item) -> str:
+    """The text of an entry item (its text parts)."""
+    return Content.model_validate(json.loads(item["content"])).text()
+
+
+def embedding_text(item: Item) -> str:
+    """What is embedded for an entry item: its text after the entry before it (:func:`context.embedding_text`)."""
+    return context.embedding_text(entry_text(item), item.get(CONTEXT) or [])
 
 
 def entry_metadata(item: Item) -> dict[str, Any]:
@@ -99,8 +113,11 @@ def entry_item(
     length: int,
     metadata: dict[str, Any] | None = None,
     expires_at: datetime | None = None,
+    context: Sequence[str] = (),
+    context_length: int = 0,
 ) -> Item:
-    """``terms`` lists the distinct tokens the entry is indexed under (to find its postings again)."""
+    """``terms`` lists the distinct tokens the entry is indexed under (to find its postings again);
+    ``context`` is what it keeps of the entries before it in its session (:mod:`agentmem.search.context`)."""
     item: Item = {
         "pk": scope.partition,
         "sk": entry_sk(entry_id),
@@ -113,6 +130,9 @@ def entry_item(
         "tokens": sorted(terms),
         "length": length,
     }
+    if context:
+        item[CONTEXT] = list(context)
+        item[CONTEXT_LENGTH] = context_length
     if metadata:
         item[METADATA] = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
     if expires_at is not None:

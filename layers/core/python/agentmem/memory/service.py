@@ -37,11 +37,13 @@ from agentmem.keys import Scope, UserRef, scope_of_partition, validate_id
 from agentmem.memory import filters, records
 from agentmem.models.memory import MAX_ENTRY_BYTES, MAX_TEXT_BYTES, MemoryEntry, SearchMode, StoredEntry
 from agentmem.observability import logger
-from agentmem.search import calibration
+from agentmem.search import calibration, fusion, relevance
+from agentmem.search.context import CONTEXT_ENTRIES, CONTEXT_TERMS, context_of, context_terms
 from agentmem.search.inverted_index import (
     MAX_QUERY_TERMS,
     MAX_TERMS_PER_DOCUMENT,
     InvertedIndex,
+    Ranking,
     index_terms,
     terms_per_document,
 )
@@ -49,7 +51,7 @@ from agentmem.search.tokenize import tokenize
 from agentmem.stores.retry import retry_on_conflict
 from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Item, Key, Table, check_items, query_all
 from agentmem.vectors.indexing import record_for_item
-from agentmem.vectors.port import VectorIndex
+from agentmem.vectors.port import VectorHit, VectorIndex
 
 _DELETE_PAGE = 200
 CANDIDATES = 50
@@ -102,6 +104,9 @@ class _PreparedEntry:
     scope: Scope
     has_text: bool
     text: str = ""
+    context: dict[str, int] = field(default_factory=dict)
+    """The context words it is indexed under (:mod:`agentmem.search.context`), beside ``terms``."""
+    context_length: int = 0
 
 
 class MemoryService:
@@ -142,9 +147,13 @@ class MemoryService:
         validate_id(session_id, "session_id")
         self.ensure_writable(scope.user_ref)
         max_terms = terms_per_document(len(entries))
-        prepared = [
-            p for p in (self._prepare(scope, e, session_id, max_terms, ttl_seconds) for e in entries) if p.has_text
-        ]
+        prepared: list[_PreparedEntry] = []
+        said: list[tuple[str | None, str]] = []
+        for entry in entries:
+            p = self._prepare(scope, entry, session_id, max_terms, ttl_seconds, context_of(said, entry.author))
+            if p.has_text:
+                prepared.append(p)
+                said.append((entry.author, p.text))
         skipped = len(entries) - len(prepared)
         generation = new_id()
         if not prepared:
@@ -180,13 +189,34 @@ class MemoryService:
         if session_id is not None:
             validate_id(session_id, "session_id")
         self.ensure_writable(scope.user_ref)
-        prepared = self._prepare(scope, entry, session_id, MAX_TERMS_PER_DOCUMENT, ttl_seconds)
+        context = self._session_tail(scope, session_id, entry.author) if session_id is not None else []
+        prepared = self._prepare(scope, entry, session_id, MAX_TERMS_PER_DOCUMENT, ttl_seconds, context)
         indexing = self._write([prepared], session_id, generation="")
         stored = records.entry_from_item(prepared.item)
         return stored.model_copy(update={"indexing": indexing}) if indexing else stored
 
+    def _session_tail(self, scope: Scope, session_id: str, author: str | None) -> list[str]:
+        """The context of an entry by ``author`` added to a session on its own: from the session's last
+        entries in this scope."""
+        rows = self._table.query(
+            scope.partition, records.session_prefix(session_id), limit=CONTEXT_ENTRIES, descending=True
+        ).items
+        ids = [row["sk"].rsplit("#", 1)[1] for row in rows]
+        found = {
+            item["id"]: item for item in self._table.batch_get([(scope.partition, records.entry_sk(i)) for i in ids])
+        }
+        return context_of(
+            [(found[i].get("author"), records.entry_text(found[i])) for i in reversed(ids) if i in found], author
+        )
+
     def _prepare(
-        self, scope: Scope, entry: MemoryEntry, session_id: str | None, max_terms: int, ttl_seconds: int | None = None
+        self,
+        scope: Scope,
+        entry: MemoryEntry,
+        session_id: str | None,
+        max_terms: int,
+        ttl_seconds: int | None = None,
+        context: Sequence[str] = (),
     ) -> _PreparedEntry:
         """Build the entry item and check it against every limit (nothing is written before all pass)."""
         text = entry.content.text()
@@ -204,6 +234,8 @@ class MemoryService:
         if expires_at is None and ttl_seconds is not None:
             expires_at = self._clock() + timedelta(seconds=ttl_seconds)
         terms = index_terms(tokens, max_terms)
+        context_tokens = tokenize("\n".join(context))
+        around = context_terms(context_tokens, set(terms), min(CONTEXT_TERMS, max_terms - len(terms)))
         item = records.entry_item(
             scope,
             entry_id,
@@ -211,24 +243,35 @@ class MemoryService:
             content=entry.content.to_json(),
             author=entry.author,
             timestamp=format_timestamp(moment),
-            terms=terms,
+            terms=[*terms, *around],
             length=len(tokens),
             metadata=entry.metadata,
             expires_at=expires_at,
+            context=context,
+            context_length=len(context_tokens),
         )
         size = len(item["content"].encode("utf-8"))
         if size > MAX_ENTRY_BYTES:
             raise PayloadTooLarge(
                 f"an entry's content is {size} bytes as JSON; the limit is {MAX_ENTRY_BYTES}", code="entry_too_large"
             )
-        return _PreparedEntry(item, terms, len(tokens), scope, has_text=bool(text.strip()), text=text)
+        return _PreparedEntry(
+            item,
+            terms,
+            len(tokens),
+            scope,
+            has_text=bool(text.strip()),
+            text=text,
+            context=around,
+            context_length=len(context_tokens),
+        )
 
     def _embed(self, prepared: Sequence[_PreparedEntry]) -> bool:
         """Put the vector and model id on each entry item (one batch); False when the embedder failed."""
         if self.embedder is None:
             return True
         try:
-            vectors = self.embedder.embed([p.text for p in prepared])
+            vectors = self.embedder.embed([records.embedding_text(p.item) for p in prepared])
             if len(vectors) != len(prepared):
                 raise ValueError("the embedder returned a different number of vectors")
         except Exception as error:  # any embedder failure: store the entries anyway, embed them later
@@ -265,7 +308,7 @@ class MemoryService:
             entry_id = p.item["id"]
             own = [
                 records.pointer_item(scope, entry_id),
-                *self._index.postings(scope.partition, entry_id, p.terms, p.length),
+                *self._index.postings(scope.partition, entry_id, p.terms, p.length, p.context, p.context_length),
             ]
             if session_id is not None:
                 own.append(records.session_index_item(scope, session_id, entry_id, generation))
@@ -281,7 +324,12 @@ class MemoryService:
             self._table.batch_write(puts=entries)
         # The stats version moves after the entries exist, so a reader that sees the new version also sees
         # the new entries (ExactVectorIndex keys its cache on it).
-        self._index.record(scope.partition, docs=len(prepared), length=sum(p.length for p in prepared))
+        self._index.record(
+            scope.partition,
+            docs=len(prepared),
+            length=sum(p.length for p in prepared),
+            context_length=sum(p.context_length for p in prepared),
+        )
         return self._upsert_vectors(prepared, vectors_ok)
 
     def ensure_writable(self, user: UserRef) -> None:
@@ -311,32 +359,16 @@ class MemoryService:
         now = self._now()
         known: dict[str, Item] = {}
         warnings: list[str] = []
-        keyword: list[tuple[str, str, float]] = []
-        if mode != "semantic":
-            keyword = self._keyword(scope, query)
-        if where is not None and mode == "hybrid":  # combine the evidence of matching entries only
-            keyword = [hit for hit, _ in self._select(keyword, max(CANDIDATES, top_k), where, now, known)]
-        scored = calibration.keyword(keyword)
+        selected: list[tuple[tuple[str, str, float], Item]] | None = None
         if mode != "keyword":
-            depth = max(CANDIDATES, top_k)
             try:
-                self._foreign_models(scope, warnings)
-                while True:
-                    standing, semantic = self._semantic(scope, query, depth, filters.both(where, filters.live(now)))
-                    if mode == "semantic":
-                        scored = calibration.semantic(standing, semantic)
-                    else:
-                        scored = calibration.hybrid(standing, keyword[:depth], semantic)
-                    selected = self._select(_at_least(scored, min_score), top_k, where, now, known)
-                    if len(selected) >= top_k or len(semantic) < depth or depth >= MAX_CANDIDATES:
-                        break
-                    depth = min(depth * 4, MAX_CANDIDATES)  # hits of gone or expired entries: look deeper
+                selected = self._ranked(scope, query, mode, top_k, min_score, where, now, known, warnings)
             except Exception as error:  # embedder or index down: keyword matching still answers
                 logger.warning("semantic search failed; keyword fallback", extra={"error": type(error).__name__})
                 warnings = [f"{mode} search is unavailable right now; these are keyword results"]
-                scored = calibration.keyword(keyword if mode == "hybrid" else self._keyword(scope, query))
                 mode = "keyword"
-        selected = self._select(_at_least(scored, min_score), top_k, where, now, known)
+        if selected is None:
+            selected = self._select(_at_least(self._keyword(scope, query), min_score), top_k, where, now, known)
         budget = Budget()
         entries = _within(budget, [records.entry_from_item(item, hit[2]) for hit, item in selected])
         return SearchResult(
@@ -344,19 +376,88 @@ class MemoryService:
         )
 
     def _keyword(self, scope: Scope, query: str) -> list[tuple[str, str, float]]:
-        hits = self._index.search([s.partition for s in scope.visible_scopes()], tokenize(query))
-        return [(h.partition, h.doc_id, h.score) for h in hits]
+        """Keyword mode: BM25 over the entries' own words, each hit scored by its keyword coverage."""
+        ranking = self._index.search([s.partition for s in scope.visible_scopes()], tokenize(query))
+        scores = relevance.keyword_scores([h.score / ranking.idf_total for h in ranking.hits])
+        return [(h.partition, h.doc_id, score) for h, score in zip(ranking.hits, scores, strict=True)]
 
-    def _semantic(
-        self, scope: Scope, query: str, depth: int, where: filters.Node | None
-    ) -> tuple[calibration.QueryStanding, list[tuple[str, str, float]]]:
-        """The cosine hits of the query, best first, and the query's standing to calibrate them."""
+    def _ranked(
+        self,
+        scope: Scope,
+        query: str,
+        mode: SearchMode,
+        top_k: int,
+        min_score: float | None,
+        where: filters.Node | None,
+        now: str,
+        known: dict[str, Item],
+        warnings: list[str],
+    ) -> list[tuple[tuple[str, str, float], Item]]:
+        """Semantic or hybrid search: the candidates of both rankings fused (:mod:`agentmem.search.fusion`),
+        scored (:mod:`agentmem.search.relevance`) and read down to ``top_k`` live matching entries."""
         assert self.embedder is not None
         assert self.vector_index is not None
+        self._foreign_models(scope, warnings)
+        depth = max(CANDIDATES, top_k)
+        hybrid = mode == "hybrid"
+        keyword = Ranking([])
+        if hybrid:
+            keyword = self._index.search(
+                [s.partition for s in scope.visible_scopes()], tokenize(query), contextual=True
+            )
+        keyword_hits = [(h.partition, h.doc_id, h.score) for h in keyword.hits]
+        if where is not None and hybrid:  # combine the evidence of matching entries only
+            keyword_hits = [hit for hit, _ in self._select(keyword_hits, depth, where, now, known)]
         vector = embed_query(self.embedder, query)
-        hits = self.vector_index.search(scope.visible_scopes(), vector, depth, self.embedder.model_id, where)
         standing = calibration.QueryStanding(self.embedder, vector)
-        return standing, [(h.scope.partition, h.entry_id, h.score) for h in hits]
+        cues = fusion.QueryCues.of(query)
+        live = filters.both(where, filters.live(now))
+        while True:
+            semantic = self.vector_index.search(scope.visible_scopes(), vector, depth, self.embedder.model_id, live)
+            candidates = self._candidates(semantic, keyword_hits[:depth], known)
+            ranked = fusion.rank(
+                candidates,
+                cues,
+                keyword_spread=keyword.spread,
+                cosine_spread=fusion.cosine_spread(self.embedder.model_id, [h.score for h in semantic]),
+                keyword=hybrid,
+            )
+            scores = relevance.in_ranking_order(
+                relevance.hit_logit(
+                    self.embedder.model_id,
+                    standing,
+                    r.candidate.cosine,
+                    r.candidate.bm25 / keyword.idf_total if keyword.idf_total > 0 else 0.0,
+                )
+                for r in ranked
+            )
+            scored = [(r.candidate.partition, r.candidate.entry_id, s) for r, s in zip(ranked, scores, strict=True)]
+            selected = self._select(_at_least(scored, min_score), top_k, where, now, known)
+            if len(selected) >= top_k or len(semantic) < depth or depth >= MAX_CANDIDATES:
+                return selected
+            depth = min(depth * 4, MAX_CANDIDATES)  # hits of gone or expired entries: look deeper
+
+    def _candidates(
+        self, semantic: Sequence[VectorHit], keyword: Sequence[tuple[str, str, float]], known: dict[str, Item]
+    ) -> list[fusion.Candidate]:
+        """Every entry either ranking found, with its evidence; the entries only keyword search found are
+        read (into ``known``) for their author and timestamp."""
+        bm25 = {doc_id: score for _, doc_id, score in keyword}
+        candidates = {
+            h.entry_id: fusion.Candidate(
+                h.scope.partition, h.entry_id, h.score, bm25.get(h.entry_id, 0.0), h.author, h.timestamp
+            )
+            for h in semantic
+        }
+        unread = [(p, records.entry_sk(d)) for p, d, _ in keyword if d not in candidates and d not in known]
+        known.update((item["id"], item) for item in self._table.batch_get(unread))
+        for partition, doc_id, score in keyword:
+            item = known.get(doc_id)
+            if doc_id not in candidates and item is not None:
+                candidates[doc_id] = fusion.Candidate(
+                    partition, doc_id, None, score, item.get("author"), item.get("timestamp")
+                )
+        return list(candidates.values())
 
     def _foreign_models(self, scope: Scope, warnings: list[str]) -> None:
         assert self.embedder is not None
@@ -564,7 +665,12 @@ class MemoryService:
             if item.get("session_id") is not None:
                 side.append((scope.partition, records.session_prefix(item["session_id"]) + item["id"]))
         self._table.batch_write(deletes=side)
-        self._index.forget(scope.partition, docs=len(items), length=sum(int(item.get("length", 0)) for item in items))
+        self._index.forget(
+            scope.partition,
+            docs=len(items),
+            length=sum(int(item.get("length", 0)) for item in items),
+            context_length=sum(int(item.get("context_length", 0)) for item in items),
+        )
         self._forget_vectors(scope, [item["id"] for item in items])
 
     def _forget_vectors(self, scope: Scope, entry_ids: Sequence[str]) -> None:

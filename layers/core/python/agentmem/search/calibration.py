@@ -1,28 +1,16 @@
-"""Relevance scores that mean the same in every search mode, and the ``min_score`` that keeps what is relevant.
+"""A query's standing against a fixed background: how high its cosines sit with sentences about nothing in particular.
 
-A raw cosine does not say how relevant a hit is: a small embedding model scores every first-person
-sentence about 0.75-0.85 against every personal question, and how high that band sits differs from
-one query to the next (a question in Arabic against English memories sits lower). So a semantic hit is
-scored by how far its cosine stands above the query's own background: ``z = (cos - mean) / std`` over
-the cosines of the query with :data:`BACKGROUND`, 32 everyday sentences about nothing in particular
-(in the languages of the bench set), shipped as vectors for the default local model (:data:`SHIPPED`), embedded once per
-process on the first semantic search for any other model. The engine's numbers differ slightly by CPU;
-the shipped vectors are checked for what they are used for (each query's threshold and scores), not
-their bits (tests/unit/test_calibration.py). A keyword hit is
-scored by its BM25 score (normalised so that a hit holding every query token once scores 1). Both
-become a relevance in (0, 1) through a logistic, and :data:`RELEVANCE_THRESHOLD` (0.5) is the point
-where a hit counts as relevant:
+A small embedding model scores every first-person sentence about 0.75-0.85 against every personal question,
+and how high that band sits differs from one query to the next (a question in Arabic against English
+memories sits lower). So the relevance of a semantic hit (:mod:`agentmem.search.relevance`) reads the
+query's standing as well as the hit's cosine: the mean and spread of the query's cosines with
+:data:`BACKGROUND`, 32 everyday sentences in the languages of the bench sets, shipped as vectors for the
+default local model (:data:`SHIPPED`) and embedded once per process for any other model. The engine's
+numbers differ slightly by CPU; the shipped vectors are checked for what they are used for (each query's
+threshold and scores), not their bits (tests/unit/test_calibration.py).
 
-- semantic: ``logistic(SLOPE * (z - Z_RELEVANT))``;
-- keyword: ``logistic(KEYWORD_SLOPE * (bm25 - BM25_RELEVANT))``;
-- hybrid: ``logistic(SLOPE * (z - Z_RELEVANT) + KEYWORD_BONUS * bm25)``: keyword evidence can only add
-  (a hit that only keyword search found is scored as in keyword mode), and hits are ranked by it.
-
-``Z_RELEVANT`` was measured on the paraphrase set of bench/data with the default local model (the z
-that best separates right answers from the best hit of a question whose answer was never stored);
-``make bench`` prints recall and rejection at the threshold per mode. No fixed threshold separates
-them fully with this model (recall@5 and rejection both about 0.7 at the best point): a paraphrase in
-another language often sits closer to the band of unrelated memories than to its answer.
+For a model without a fitted relevance model, :meth:`QueryStanding.logit` is the fallback: how many
+spreads the cosine stands above the background mean, :data:`Z_RELEVANT` being relevant.
 """
 
 from __future__ import annotations
@@ -36,12 +24,8 @@ from importlib import resources
 
 from agentmem.embeddings.port import Embedder
 
-RELEVANCE_THRESHOLD = 0.5
 Z_RELEVANT = 2.3
 SLOPE = 1.5
-BM25_RELEVANT = 0.5
-KEYWORD_SLOPE = 8.0
-KEYWORD_BONUS = 4.0
 
 BACKGROUND = (
     "The meeting was moved to the large conference room.",
@@ -108,11 +92,6 @@ def _background(embedder: Embedder) -> list[list[float]]:
         return vectors
 
 
-def relevance(logit: float) -> float:
-    """A relevance logit as a score in (0, 1)."""
-    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
-
-
 class QueryStanding:
     """How far a cosine stands above one query's background, as a logit of relevance."""
 
@@ -135,35 +114,8 @@ class QueryStanding:
         return SLOPE * ((cosine - self.mean) / self.std - Z_RELEVANT)
 
     def relevant_cosine(self) -> float:
-        """The cosine at which a hit of this query reaches :data:`RELEVANCE_THRESHOLD`."""
+        """The cosine at which :meth:`logit` is 0 (a relevance of 0.5)."""
         return self.mean + self.std * Z_RELEVANT
-
-
-def semantic(standing: QueryStanding, hits: Sequence[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
-    """Cosine hits (best first) rescored as relevance."""
-    return [(p, d, round(relevance(standing.logit(cosine)), 6)) for p, d, cosine in hits]
-
-
-def keyword(hits: Sequence[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
-    """BM25 hits (best first) rescored as relevance."""
-    return [(p, d, round(relevance(KEYWORD_SLOPE * (bm25 - BM25_RELEVANT)), 6)) for p, d, bm25 in hits]
-
-
-def hybrid(
-    standing: QueryStanding,
-    keyword_hits: Sequence[tuple[str, str, float]],
-    cosine_hits: Sequence[tuple[str, str, float]],
-) -> list[tuple[str, str, float]]:
-    """Both rankings as one, by relevance: the semantic logit plus the keyword evidence; ties to newer ids."""
-    bm25 = {(p, d): s for p, d, s in keyword_hits}
-    scores = {
-        (p, d): relevance(standing.logit(cos) + KEYWORD_BONUS * bm25.get((p, d), 0.0)) for p, d, cos in cosine_hits
-    }
-    for (p, d), keyword_relevance in zip(bm25, (s for _, _, s in keyword(keyword_hits)), strict=True):
-        scores.setdefault((p, d), keyword_relevance)
-    fused = [(p, d, round(s, 6)) for (p, d), s in scores.items()]
-    fused.sort(key=lambda h: (h[2], h[1]), reverse=True)
-    return fused
 
 
 def write_shipped() -> None:

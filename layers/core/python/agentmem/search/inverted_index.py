@@ -6,6 +6,12 @@ the document's own partition. A per-partition statistics item holds the document
 length that BM25 needs. A search reads one posting range per query token: its cost grows with the
 number of matches, never with the size of the partition.
 
+A memory entry may also be indexed under the words of the entries said just before it
+(:mod:`agentmem.search.context`): such a posting holds ``cf`` (the word's frequency in the context) beside
+``tf`` (in the entry itself, 0 for a context-only word), and ``dc``, the entry's contextual length. Plain
+BM25 (keyword search, delete-by-query) reads ``tf`` only; contextual BM25 (hybrid search) counts an own
+word :data:`~agentmem.search.context.OWN_WEIGHT` times a context word.
+
 Costs are capped (docs/search.md): a document is indexed under at most :data:`MAX_TERMS_PER_DOCUMENT`
 distinct tokens (its most frequent ones), a write request indexes at most :data:`TERMS_PER_REQUEST`
 postings in all (:func:`terms_per_document` shares them among its documents), and a query reads the
@@ -22,6 +28,7 @@ from dataclasses import dataclass
 
 from agentmem.errors import ConditionFailed
 from agentmem.keys import escape
+from agentmem.search.context import OWN_WEIGHT
 from agentmem.stores.table import Condition, Item, Key, Table, query_all
 
 K1 = 1.2
@@ -58,6 +65,23 @@ class Hit:
     partition: str
     doc_id: str
     score: float
+    """The BM25 score, uncapped."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """BM25 hits of one query, best first (ties: newer ids first), with what puts their scores in scale."""
+
+    hits: list[Hit]
+    idf_total: float = 0.0
+    """The sum of the query tokens' IDFs: a hit holding every query token once at average length scores about it."""
+    spread: float = 0.0
+    """The standard deviation of the score over every document of the partitions (those that match nothing
+    score 0): how far a score stands out in this collection, for this query."""
+
+    def normalised(self, score: float) -> float:
+        """A score in [0, 1]: 1 for a hit holding every query token once (capped there)."""
+        return min(1.0, round(score / self.idf_total, 6)) if self.idf_total > 0 else 0.0
 
 
 class InvertedIndex:
@@ -72,27 +96,60 @@ class InvertedIndex:
     def _token_prefix(self, token: str) -> str:
         return f"{self._ns}T#{escape(token)}#"
 
-    def postings(self, partition: str, doc_id: str, terms: Mapping[str, int], length: int) -> list[Item]:
-        """The posting items for one document of ``length`` tokens (write them with the document)."""
-        return [
-            {"pk": partition, "sk": self._token_prefix(token) + doc_id, "tf": tf, "dl": length}
+    def postings(
+        self,
+        partition: str,
+        doc_id: str,
+        terms: Mapping[str, int],
+        length: int,
+        context: Mapping[str, int] | None = None,
+        context_length: int = 0,
+    ) -> list[Item]:
+        """The posting items for one document of ``length`` tokens (write them with the document); with
+        ``context``, also for the context words it is found by (``context_length`` tokens)."""
+        if not context and not context_length:
+            return [
+                {"pk": partition, "sk": self._token_prefix(token) + doc_id, "tf": tf, "dl": length}
+                for token, tf in terms.items()
+            ]
+        contextual = OWN_WEIGHT * length + context_length
+        items = [
+            {"pk": partition, "sk": self._token_prefix(token) + doc_id, "tf": tf, "dl": length, "dc": contextual}
             for token, tf in terms.items()
         ]
+        items += [
+            {
+                "pk": partition,
+                "sk": self._token_prefix(token) + doc_id,
+                "tf": 0,
+                "cf": cf,
+                "dl": length,
+                "dc": contextual,
+            }
+            for token, cf in (context or {}).items()
+            if token not in terms
+        ]
+        return items
 
     def posting_keys(self, partition: str, doc_id: str, tokens: Iterable[str]) -> list[Key]:
         return [(partition, self._token_prefix(token) + doc_id) for token in set(tokens)]
 
-    def record(self, partition: str, *, docs: int, length: int) -> None:
+    def record(self, partition: str, *, docs: int, length: int, context_length: int = 0) -> None:
         """Add to the statistics of a partition after adding documents."""
         if docs or length:
-            self._table.increment(partition, self.stats_sk, {"docs": docs, "length": length, "version": 1})
+            deltas = {"docs": docs, "length": length, "version": 1}
+            if context_length:
+                deltas["context_length"] = context_length
+            self._table.increment(partition, self.stats_sk, deltas)
 
-    def forget(self, partition: str, *, docs: int, length: int) -> None:
+    def forget(self, partition: str, *, docs: int, length: int, context_length: int = 0) -> None:
         """Take from the statistics after removing documents. Never creates them: statistics that are gone
         (an erasure swept the partition meanwhile) stay gone."""
         if not (docs or length):
             return
         deltas = {"docs": -docs, "length": -length, "version": 1}
+        if context_length:
+            deltas["context_length"] = -context_length
         with contextlib.suppress(ConditionFailed):
             self._table.increment(partition, self.stats_sk, deltas, Condition(exists=True))
 
@@ -101,38 +158,44 @@ class InvertedIndex:
         return int(item.get("version", 0)) if item else 0
 
     def documents_with_all(self, partition: str, tokens: Iterable[str]) -> set[str]:
-        """Ids of the documents of one partition that hold every token."""
+        """Ids of the documents of one partition that hold every token (in their own words)."""
         result: set[str] | None = None
         for token in dict.fromkeys(tokens):
             ids = {
-                item["sk"].rsplit("#", 1)[1] for item in query_all(self._table, partition, self._token_prefix(token))
+                item["sk"].rsplit("#", 1)[1]
+                for item in query_all(self._table, partition, self._token_prefix(token))
+                if int(item.get("tf", 0)) > 0
             }
             result = ids if result is None else result & ids
             if not result:
                 return set()
         return result or set()
 
-    def search(self, partitions: Sequence[str], tokens: Sequence[str]) -> list[Hit]:
-        """Documents of ``partitions`` matching any token, BM25-ranked, scores normalised to [0, 1].
+    def search(self, partitions: Sequence[str], tokens: Sequence[str], *, contextual: bool = False) -> Ranking:
+        """Documents of ``partitions`` matching any token, by BM25 (uncapped), best first.
 
-        The score divides the BM25 sum by the sum of the query tokens' IDFs, so a document that holds
-        every query token once, at average length, scores 1; the score is capped at 1.
+        ``contextual`` counts the words of a memory entry's context too (at a lower weight than its own);
+        otherwise only a document's own words match.
         """
         query = query_terms(tokens)
         if not query:
-            return []
+            return Ranking([])
         docs = 0
         length = 0
+        context_length = 0
         for item in self._table.batch_get([(p, self.stats_sk) for p in partitions]):
             docs += max(0, int(item.get("docs", 0)))
             length += max(0, int(item.get("length", 0)))
+            context_length += max(0, int(item.get("context_length", 0)))
         postings: dict[str, list[Item]] = {}
         for token in query:
-            postings[token] = [
-                item for p in partitions for item in query_all(self._table, p, self._token_prefix(token))
-            ]
+            found = [item for p in partitions for item in query_all(self._table, p, self._token_prefix(token))]
+            postings[token] = found if contextual else [item for item in found if int(item.get("tf", 0)) > 0]
         docs = max(docs, max((len(v) for v in postings.values()), default=0), 1)
-        average_length = max(length / docs, 1.0)
+        if contextual:
+            average_length = max((OWN_WEIGHT * length + context_length) / docs, 1.0)
+        else:
+            average_length = max(length / docs, 1.0)
         scores: dict[tuple[str, str], float] = {}
         idf_total = 0.0
         for token in query:
@@ -141,12 +204,19 @@ class InvertedIndex:
             idf = math.log(1 + (docs - df + 0.5) / (df + 0.5))
             idf_total += idf
             for item in matches:
-                tf = int(item["tf"])
-                norm = 1 - B + B * int(item["dl"]) / average_length
+                if contextual:
+                    tf = OWN_WEIGHT * int(item["tf"]) + int(item.get("cf", 0))
+                    dl = int(item.get("dc", OWN_WEIGHT * int(item["dl"])))
+                else:
+                    tf = int(item["tf"])
+                    dl = int(item["dl"])
+                norm = 1 - B + B * dl / average_length
                 key = (item["pk"], item["sk"].rsplit("#", 1)[1])
                 scores[key] = scores.get(key, 0.0) + idf * tf * (K1 + 1) / (tf + K1 * norm)
         if idf_total <= 0:
-            return []
-        hits = [Hit(p, d, min(1.0, round(s / idf_total, 6))) for (p, d), s in scores.items()]
+            return Ranking([])
+        hits = [Hit(p, d, s) for (p, d), s in scores.items()]
         hits.sort(key=lambda h: (h.score, h.doc_id), reverse=True)  # ties: newer (larger) ids first
-        return hits
+        mean = sum(scores.values()) / docs
+        variance = max(0.0, sum(s * s for s in scores.values()) / docs - mean * mean)
+        return Ranking(hits, idf_total, math.sqrt(variance))

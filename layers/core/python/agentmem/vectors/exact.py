@@ -209,7 +209,17 @@ class ExactVectorIndex:
             scores = matrix @ query
             count = min(top_k, len(ids))
             best = np.argpartition(-scores, count - 1)[:count] if count < len(ids) else np.arange(len(ids))
-            hits.extend(VectorHit(scope, ids[i], max(0.0, min(1.0, float(scores[i])))) for i in best)
+            rows = held.rows if predicate is None else [held.rows[i] for i in keep]
+            hits.extend(
+                VectorHit(
+                    scope,
+                    ids[i],
+                    max(0.0, min(1.0, float(scores[i]))),
+                    author=rows[i][0].get("author"),
+                    timestamp=rows[i][0].get("timestamp"),
+                )
+                for i in best
+            )
         hits.sort(key=lambda h: (h.score, h.entry_id), reverse=True)
         return hits[:top_k]
 

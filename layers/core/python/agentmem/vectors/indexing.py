@@ -12,7 +12,6 @@ Both the DynamoDB stream indexer and ``agentmem reindex`` use these functions:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -21,7 +20,6 @@ from agentmem.embeddings.port import Embedder
 from agentmem.errors import ConditionFailed
 from agentmem.keys import Scope, UserRef, scope_of_partition, unescape, user_of_partition
 from agentmem.memory import records
-from agentmem.models.content import Content
 from agentmem.stores.table import Condition, Item, Table, query_all
 from agentmem.users import SCOPE_REGISTRY, registered_scopes
 from agentmem.vectors.exact import bump_version
@@ -32,10 +30,6 @@ _BATCH = 100
 
 def is_entry(item: Item) -> bool:
     return str(item.get("sk", "")).startswith(records.ENTRY) and scope_of_partition(str(item.get("pk", ""))) is not None
-
-
-def entry_text(item: Item) -> str:
-    return Content.model_validate(json.loads(item["content"])).text()
 
 
 def record_for_item(item: Item) -> VectorRecord | None:
@@ -71,7 +65,7 @@ def embed_pending(table: Table, embedder: Embedder, items: Sequence[Item]) -> li
     """
     if not items:
         return []
-    vectors = embedder.embed([entry_text(item) for item in items])
+    vectors = embedder.embed([records.embedding_text(item) for item in items])
     updated: list[Item] = []
     for item, vector in zip(items, vectors, strict=True):
         new = {k: v for k, v in item.items() if k != PENDING_ATTR}

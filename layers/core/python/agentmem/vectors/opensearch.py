@@ -210,7 +210,7 @@ def knn_query_body(
         restrict["bool"]["filter"].append(filter_query(where))
     return {
         "size": top_k,
-        "_source": ["app", "user", "project", "entry_id"],
+        "_source": ["app", "user", "project", "entry_id", "author", "timestamp"],
         "query": {
             "knn": {
                 "vector": {
@@ -379,7 +379,10 @@ class OpenSearchVectorIndex:
             # Defence in depth: the filter already restricts to this user; never trust a stray hit.
             if scope is None or source.get("app") != scope.app or source.get("user") != scope.user:
                 continue
-            hits.append(VectorHit(scope, str(source["entry_id"]), cosine_from_score(float(hit.get("_score", 0.0)))))
+            cosine = cosine_from_score(float(hit.get("_score", 0.0)))
+            hits.append(
+                VectorHit(scope, str(source["entry_id"]), cosine, source.get("author"), source.get("timestamp"))
+            )
         return hits
 
     def other_models(self, scopes: Sequence[Scope], model_id: str) -> list[str]:

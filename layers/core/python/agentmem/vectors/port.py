@@ -35,6 +35,9 @@ class VectorHit:
     entry_id: str
     score: float
     """Cosine similarity mapped to [0, 1]."""
+    author: str | None = None
+    timestamp: str | None = None
+    """The entry's author and timestamp (ranking reads them: :mod:`agentmem.search.fusion`)."""
 
 
 @runtime_checkable

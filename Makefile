@@ -21,6 +21,7 @@ $(BIN)/python:
 
 $(VENV)/.dev: $(BIN)/python requirements-dev.txt layers/core/pyproject.toml
 	$(PIP) -r requirements-dev.txt
+	$(BIN)/agentmem tune-engine --if-possible
 	touch $@
 
 # The MCP reference memory server, pinned (package-lock.json): the differential test and make bench run it.

@@ -40,6 +40,11 @@ def _serve(args: argparse.Namespace) -> int:
     from agentmem.container import get_container, set_container
     from agentmem.local.server import LocalServer, default_workers
 
+    # The embedding engine's threads: the cores shared out among the workers (one each by default). A short
+    # query or one passage is faster on one thread than two (make bench ONLY=embedding), and a worker's
+    # threads would only take the cores its siblings need.
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, default_workers() // (args.workers or default_workers()))))
+
     if args.workers < 0:
         print("agentmem serve: --workers must be 1 or more (0: one per core)", file=sys.stderr)
         return 2
@@ -228,6 +233,18 @@ def _reindex(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tune_engine(args: argparse.Namespace) -> int:
+    from agentmem.embeddings.engine import tune
+
+    try:
+        path, what = tune()
+    except ImportError:
+        print("the local embedding model is not installed (pip install 'agentmem[local]')", file=sys.stderr)
+        return 0 if args.if_possible else 2
+    print(f"agentmem tune-engine: {what}", file=sys.stderr)
+    return 0 if path is not None or args.if_possible else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentmem", description="Long-term memory for AI agents")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -304,6 +321,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     rebuild.add_argument("--user", help="the one user to rebuild")
     rebuild.add_argument("--re-embed", action="store_true", help="also re-embed entries of another model")
     rebuild.set_defaults(run=_reindex)
+
+    tuner = commands.add_parser(
+        "tune-engine", help="build the local model's engine for this CPU (checked against the shipped build)"
+    )
+    tuner.add_argument(
+        "--if-possible", action="store_true", help="exit 0 when no tuned build can be made (the shipped one is used)"
+    )
+    tuner.set_defaults(run=_tune_engine)
 
     args = parser.parse_args(argv)
     return int(args.run(args))

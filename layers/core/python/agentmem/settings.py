@@ -23,6 +23,7 @@
 | MEMORY_DELETION_WORKFLOW_PATH | another ASL file for the local runner (trying a change) | unset: the packaged one |
 | MEMORY_RECEIPT_KEY | secret of the HMAC-SHA256 naming the user in deletion receipts | a development key: set it |
 | MEMORY_RECEIPT_KEY_SECRET_ARN | read that secret from Secrets Manager instead (what the CDK stack sets) | unset |
+| MEMORY_EMBEDDING_ENGINE | the local engine library, or `shipped` (agentmem/embeddings/engine.py) | the tuned build |
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Env:
     IDEMPOTENCY_TTL_SECONDS: Final = "MEMORY_IDEMPOTENCY_TTL_SECONDS"
     EMBEDDER: Final = "MEMORY_EMBEDDER"
     EMBEDDING_DIMENSION: Final = "MEMORY_EMBEDDING_DIMENSION"
+    EMBEDDING_ENGINE: Final = "MEMORY_EMBEDDING_ENGINE"
     BEDROCK_MODEL_ID: Final = "MEMORY_BEDROCK_MODEL_ID"
     VECTOR_INDEX: Final = "MEMORY_VECTOR_INDEX"
     OPENSEARCH_ENDPOINT: Final = "MEMORY_OPENSEARCH_ENDPOINT"
@@ -85,6 +87,7 @@ class Settings:
     idempotency_ttl_seconds: int = 86400
     embedder: EmbedderKind = "none"
     embedding_dimension: int | None = None
+    embedding_engine: str | None = None
     bedrock_model_id: str = "amazon.titan-embed-text-v2:0"
     vector_index: VectorIndexKind = "exact"
     opensearch_endpoint: str | None = None
@@ -146,6 +149,7 @@ class Settings:
             idempotency_ttl_seconds=int(env.get(Env.IDEMPOTENCY_TTL_SECONDS) or _DEFAULTS.idempotency_ttl_seconds),
             embedder=embedder,  # type: ignore[arg-type]
             embedding_dimension=int(dimension) if dimension else None,
+            embedding_engine=env.get(Env.EMBEDDING_ENGINE) or None,
             bedrock_model_id=env.get(Env.BEDROCK_MODEL_ID) or _DEFAULTS.bedrock_model_id,
             vector_index=vector_index,  # type: ignore[arg-type]
             opensearch_endpoint=opensearch_endpoint,

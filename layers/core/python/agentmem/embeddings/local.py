@@ -28,7 +28,7 @@ _BATCH = 32
 _WAIT_POLICY = "PASSIVE"
 
 
-def _model(variant: str) -> Any:
+def _model(variant: str, engine: str | None = None) -> Any:
     with _lock:
         model = _models.get(variant)
         if model is None:
@@ -42,7 +42,7 @@ def _model(variant: str) -> Any:
             os.environ.setdefault("OMP_WAIT_POLICY", _WAIT_POLICY)
             from agentmem.embeddings.engine import engine_path
 
-            model = E5(variant=variant, lib_path=engine_path())
+            model = E5(variant=variant, lib_path=engine_path(engine))
             _models[variant] = model
         return model
 
@@ -50,13 +50,16 @@ def _model(variant: str) -> Any:
 class LocalEmbedder:
     dimension = 384
 
-    def __init__(self, variant: str = "original") -> None:
+    def __init__(self, variant: str = "original", *, engine: str | None = None) -> None:
+        """``engine``: the engine library, ``shipped``, or None for the tuned build when there is one
+        (the first embedder of a process loads the model; later ones share it)."""
         self.variant = variant
+        self.engine = engine
         self.model_id = MODEL_ID if variant == "original" else f"{MODEL_ID}:{variant}"
         self._call_lock = threading.Lock()
 
     def _encode(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
-        model = _model(self.variant)
+        model = _model(self.variant, self.engine)
         vectors: list[list[float]] = []
         with self._call_lock:  # the native engine is not documented as re-entrant
             for start in range(0, len(texts), _BATCH):
@@ -73,7 +76,7 @@ class LocalEmbedder:
 
     def health(self) -> str:
         try:
-            _model(self.variant)
+            _model(self.variant, self.engine)
         except Unavailable:
             return "failing"
         return "ok"

@@ -1,0 +1,261 @@
+"""Memory search: keyword, semantic and hybrid, each returning the ``top_k`` live entries that match.
+
+Keyword search ranks by BM25 over the entries' own words. Semantic and hybrid search read both rankings'
+candidates (:data:`CANDIDATES` deep, at least ``top_k``), rank them together (:mod:`agentmem.search.fusion`;
+semantic: without the keyword evidence), score each hit's relevance (:mod:`agentmem.search.relevance`) and
+read entries down that ranking until ``top_k`` are live and match the filter, widening the semantic
+ranking when its hits are of gone or expired entries. An embedder or index failure answers with keyword
+results, said so (``degraded``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from agentmem.budget import Budget
+from agentmem.clock import format_timestamp
+from agentmem.embeddings.port import Embedder, embed_query
+from agentmem.errors import InvalidInput
+from agentmem.keys import Scope
+from agentmem.memory import filters, records
+from agentmem.models.memory import SearchMode, StoredEntry
+from agentmem.observability import logger
+from agentmem.search import calibration, fusion, relevance
+from agentmem.search.inverted_index import InvertedIndex, Ranking
+from agentmem.search.tokenize import tokenize
+from agentmem.stores.table import Item, Table
+from agentmem.vectors.port import VectorHit, VectorIndex
+
+CANDIDATES = 50
+"""How deep each ranking is read before they are combined (at least ``top_k``)."""
+MAX_CANDIDATES = 10_000
+"""How deep a semantic ranking is widened at most when its hits are of gone or expired entries."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    entries: list[StoredEntry]
+    mode: SearchMode
+    degraded: bool = False
+    warnings: list[str] = field(default_factory=list)
+    truncated: bool = False
+    """The best hits were cut at the response byte budget (see :mod:`agentmem.budget`)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The hits and the mode, and, for a degraded search, why (the REST route and the MCP tool answer this)."""
+        payload: dict[str, Any] = {"entries": [e.to_json() for e in self.entries], "mode": self.mode}
+        if self.degraded:
+            payload["degraded"] = True
+            payload["warnings"] = self.warnings
+        return payload
+
+
+class MemorySearch:
+    def __init__(
+        self,
+        table: Table,
+        index: InvertedIndex,
+        clock: Callable[[], datetime],
+        embedder: Embedder | None,
+        vector_index: VectorIndex | None,
+    ) -> None:
+        self._table = table
+        self._index = index
+        self._clock = clock
+        self.embedder = embedder
+        self.vector_index = vector_index
+
+    @property
+    def search_modes(self) -> list[SearchMode]:
+        return ["keyword", "semantic", "hybrid"] if self.embedder is not None else ["keyword"]
+
+    @property
+    def default_mode(self) -> SearchMode:
+        return "hybrid" if self.embedder is not None else "keyword"
+
+    def search(
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        top_k: int = 10,
+        min_score: float | None = None,
+        mode: SearchMode | None = None,
+        where: filters.Node | None = None,
+    ) -> SearchResult:
+        """The ``top_k`` best entries matching ``where``: the filter applies before ranking, so a search
+        returns ``top_k`` entries whenever that many match (the semantic candidates are widened until
+        they are enough or the scope is exhausted)."""
+        mode = mode or self.default_mode
+        if mode not in self.search_modes:
+            raise InvalidInput(
+                f"search mode {mode!r} is not available here; available: {', '.join(self.search_modes)}",
+                code="search_mode_unavailable",
+            )
+        now = format_timestamp(self._clock())
+        known: dict[str, Item] = {}
+        warnings: list[str] = []
+        selected: list[tuple[tuple[str, str, float], Item]] | None = None
+        if mode != "keyword":
+            try:
+                selected = self._ranked(scope, query, mode, top_k, min_score, where, now, known, warnings)
+            except Exception as error:  # embedder or index down: keyword matching still answers
+                logger.warning("semantic search failed; keyword fallback", extra={"error": type(error).__name__})
+                warnings = [f"{mode} search is unavailable right now; these are keyword results"]
+                mode = "keyword"
+        if selected is None:
+            selected = self._select(_at_least(self._keyword(scope, query), min_score), top_k, where, now, known)
+        budget = Budget()
+        entries = within(budget, [records.entry_from_item(item, hit[2]) for hit, item in selected])
+        return SearchResult(
+            entries=entries, mode=mode, degraded=bool(warnings), warnings=warnings, truncated=budget.truncated
+        )
+
+    def _keyword(self, scope: Scope, query: str) -> list[tuple[str, str, float]]:
+        """Keyword mode: BM25 over the entries' own words, each hit scored by its keyword coverage."""
+        ranking = self._index.search([s.partition for s in scope.visible_scopes()], tokenize(query))
+        scores = relevance.keyword_scores([h.score / ranking.idf_total for h in ranking.hits])
+        return [(h.partition, h.doc_id, score) for h, score in zip(ranking.hits, scores, strict=True)]
+
+    def _ranked(
+        self,
+        scope: Scope,
+        query: str,
+        mode: SearchMode,
+        top_k: int,
+        min_score: float | None,
+        where: filters.Node | None,
+        now: str,
+        known: dict[str, Item],
+        warnings: list[str],
+    ) -> list[tuple[tuple[str, str, float], Item]]:
+        """Semantic or hybrid search: the candidates of both rankings fused (:mod:`agentmem.search.fusion`),
+        scored (:mod:`agentmem.search.relevance`) and read down to ``top_k`` live matching entries."""
+        assert self.embedder is not None
+        assert self.vector_index is not None
+        self._foreign_models(scope, warnings)
+        depth = max(CANDIDATES, top_k)
+        hybrid = mode == "hybrid"
+        # The query is embedded on another thread while the keyword index is read (the engine releases
+        # the GIL): the two take about as long, and a search's latency is the longer of them.
+        vector_soon = _embedding_pool().submit(embed_query, self.embedder, query)
+        keyword = Ranking([])
+        if hybrid:
+            keyword = self._index.search(
+                [s.partition for s in scope.visible_scopes()], tokenize(query), contextual=True
+            )
+        keyword_hits = [(h.partition, h.doc_id, h.score) for h in keyword.hits]
+        if where is not None and hybrid:  # combine the evidence of matching entries only
+            keyword_hits = [hit for hit, _ in self._select(keyword_hits, depth, where, now, known)]
+        vector = vector_soon.result()
+        standing = calibration.QueryStanding(self.embedder, vector)
+        cues = fusion.QueryCues.of(query)
+        live = filters.both(where, filters.live(now))
+        while True:
+            semantic = self.vector_index.search(scope.visible_scopes(), vector, depth, self.embedder.model_id, live)
+            candidates = self._candidates(semantic, keyword_hits[:depth], known)
+            ranked = fusion.rank(
+                candidates,
+                cues,
+                keyword_spread=keyword.spread,
+                cosine_spread=fusion.cosine_spread(self.embedder.model_id, [h.score for h in semantic]),
+                keyword=hybrid,
+            )
+            scores = relevance.in_ranking_order(
+                relevance.hit_logit(
+                    self.embedder.model_id,
+                    standing,
+                    r.candidate.cosine,
+                    r.candidate.bm25 / keyword.idf_total if keyword.idf_total > 0 else 0.0,
+                )
+                for r in ranked
+            )
+            scored = [(r.candidate.partition, r.candidate.entry_id, s) for r, s in zip(ranked, scores, strict=True)]
+            selected = self._select(_at_least(scored, min_score), top_k, where, now, known)
+            if len(selected) >= top_k or len(semantic) < depth or depth >= MAX_CANDIDATES:
+                return selected
+            depth = min(depth * 4, MAX_CANDIDATES)  # hits of gone or expired entries: look deeper
+
+    def _candidates(
+        self, semantic: Sequence[VectorHit], keyword: Sequence[tuple[str, str, float]], known: dict[str, Item]
+    ) -> list[fusion.Candidate]:
+        """Every entry either ranking found, with its evidence; the entries only keyword search found are
+        read (into ``known``) for their author and timestamp."""
+        bm25 = {doc_id: score for _, doc_id, score in keyword}
+        candidates = {
+            h.entry_id: fusion.Candidate(
+                h.scope.partition, h.entry_id, h.score, bm25.get(h.entry_id, 0.0), h.author, h.timestamp
+            )
+            for h in semantic
+        }
+        unread = [(p, records.entry_sk(d)) for p, d, _ in keyword if d not in candidates and d not in known]
+        known.update((item["id"], item) for item in self._table.batch_get(unread))
+        for partition, doc_id, score in keyword:
+            item = known.get(doc_id)
+            if doc_id not in candidates and item is not None:
+                candidates[doc_id] = fusion.Candidate(
+                    partition, doc_id, None, score, item.get("author"), item.get("timestamp")
+                )
+        return list(candidates.values())
+
+    def _foreign_models(self, scope: Scope, warnings: list[str]) -> None:
+        assert self.embedder is not None
+        assert self.vector_index is not None
+        foreign = self.vector_index.other_models(scope.visible_scopes(), self.embedder.model_id)
+        if foreign:
+            warnings.append(
+                f"entries embedded by another model ({', '.join(foreign)}) are left out of semantic ranking; "
+                "run `agentmem reindex --re-embed` to embed them with the current model"
+            )
+
+    def _select(
+        self,
+        ranked: Sequence[tuple[str, str, float]],
+        limit: int,
+        where: filters.Node | None,
+        now: str,
+        known: dict[str, Item],
+    ) -> list[tuple[tuple[str, str, float], Item]]:
+        """The first ``limit`` ranked hits whose entry exists, is live and matches ``where``, with the entry.
+
+        Entries are read in growing windows (``known`` keeps those read already), so a selective filter
+        reads as far down the ranking as it must and no further."""
+        found: list[tuple[tuple[str, str, float], Item]] = []
+        position = 0
+        window = max(limit, 10)
+        while len(found) < limit and position < len(ranked):
+            chunk = ranked[position : position + window]
+            position += len(chunk)
+            missing = [(p, records.entry_sk(i)) for p, i, _ in chunk if i not in known]
+            known.update((item["id"], item) for item in self._table.batch_get(missing))
+            for hit in chunk:
+                item = known.get(hit[1])
+                if item is not None and len(found) < limit and records.matches(item, where, now):
+                    found.append((hit, item))
+            window = min(window * 2, 100)
+        return found
+
+
+@functools.cache
+def _embedding_pool() -> ThreadPoolExecutor:
+    """One thread per process that embeds search queries (built on the first semantic search)."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-query")
+
+
+def _at_least(scored: Sequence[tuple[str, str, float]], min_score: float | None) -> Sequence[tuple[str, str, float]]:
+    return scored if min_score is None else [h for h in scored if h[2] >= min_score]
+
+
+def within(budget: Budget, entries: Sequence[StoredEntry]) -> list[StoredEntry]:
+    """The leading entries that fit the response budget."""
+    kept: list[StoredEntry] = []
+    for entry in entries:
+        if not budget.take(entry.to_json()):
+            break
+        kept.append(entry)
+    return kept

@@ -300,9 +300,12 @@ class IsolationMachine(RuleBasedStateMachine):
         blind = data.draw(st.sampled_from(self._blind_scopes(obs.scope)))
         path = f"/graph/observations/{quote(obs_id, safe='')}/invalidate"
         self._expect_not_found(self.api.post(scope_path(*blind[:2]) + path, _project_body(blind[2])))
-        # From a scope that sees it (its own, or a project over its global scope)
-        seeing = project if project is not None else data.draw(projects)
-        closed = _ok(self.api.post(scope_path(app, user) + path, _project_body(seeing)))
+        # From a project that sees a global fact: not found either (a project never widens a write)
+        if project is None:
+            over = data.draw(st.sampled_from([p for p in PROJECTS if p is not None]))
+            self._expect_not_found(self.api.post(scope_path(app, user) + path, _project_body(over)))
+        # From its own scope
+        closed = _ok(self.api.post(scope_path(app, user) + path, _project_body(project)))
         assert closed["id"] == obs_id
         assert closed["valid_to"] is not None
         obs.current = False

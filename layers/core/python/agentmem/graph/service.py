@@ -1,9 +1,9 @@
 """GraphMemoryService: a bitemporal knowledge graph per ``(app, user, project)`` on the Table port.
 
 Scoping (SPEC section 1): reads in project P see the global graph and P's graph, merged by entity
-name; writes addressed by name (entities, observations, relations, episodes) go to exactly the named
-scope. Writes addressed by id (invalidate, supersede, delete) find the fact among the caller's visible
-scopes only (an id of another user, app or project is "not found") and change it where it lives.
+name; every write goes to exactly the named scope. Writes addressed by id (invalidate, supersede,
+delete) find the fact in that scope only: a global fact addressed from a project, like an id of another
+user, app or project, is "not found" (a project never widens a write).
 
 Time (docs/adr/0400-graph-bitemporal-semantics.md): every observation and relation carries valid time
 (``valid_from``/``valid_to``: when it was true in the world) and transaction time (``recorded_at``/
@@ -180,14 +180,13 @@ class GraphMemoryService:
         return [records.observation_out(o) for o in written.get(name, [])]
 
     def _find_observation(self, scope: Scope, obs_id: str) -> Item:
+        """The observation with this id in exactly this scope (what a write by id may change)."""
         validate_id(obs_id, "id")
-        for pointer in self._table.batch_get(
-            [(s.partition, records.pointer_sk(obs_id)) for s in scope.visible_scopes()]
-        ):
-            item = self._table.get(pointer["pk"], records.observation_sk(pointer["entity"], obs_id))
-            if item is not None:
-                return item
-        raise NotFound(f"no observation {obs_id!r} in this scope", code="observation_not_found")
+        pointer = self._table.get(scope.partition, records.pointer_sk(obs_id))
+        item = self._table.get(scope.partition, records.observation_sk(pointer["entity"], obs_id)) if pointer else None
+        if item is None:
+            raise NotFound(f"no observation {obs_id!r} in this scope", code="observation_not_found")
+        return item
 
     def _forget(self, obs: Item, entity: Item | None, **changes: Any) -> list[WriteOp]:
         """The entity (versioned) without ``obs`` among its current facts, with ``changes``; and, for an
@@ -398,11 +397,12 @@ class GraphMemoryService:
         return retry_on_conflict(attempt, what="the relation")
 
     def _find_relation(self, scope: Scope, rel_id: str) -> Item:
+        """The relation with this id in exactly this scope (what a write by id may change)."""
         validate_id(rel_id, "id")
-        found = self._table.batch_get([(s.partition, records.relation_sk(rel_id)) for s in scope.visible_scopes()])
-        if not found:
+        relation = self._table.get(scope.partition, records.relation_sk(rel_id))
+        if relation is None:
             raise NotFound(f"no relation {rel_id!r} in this scope", code="relation_not_found")
-        return found[0]
+        return relation
 
     def invalidate_relation(self, scope: Scope, rel_id: str, valid_to: datetime | None = None) -> dict[str, Any]:
         self._begin_write(scope)
@@ -422,6 +422,28 @@ class GraphMemoryService:
         self._begin_write(scope)
         relation = self._find_relation(scope, rel_id)
         self._table.batch_write(deletes=records.relation_keys(relation))
+
+    # -- finding facts to change, by what they say (the MCP tools name facts by content, not by id) ----
+
+    def known_entities(self, scope: Scope, names: Sequence[str]) -> set[str]:
+        """The names among ``names`` of entities visible in this scope (whatever their size)."""
+        for name in names:
+            validate_id(name, "name")
+        return set(self._entity_items(scope, names))
+
+    def current_observation_ids(self, scope: Scope, name: str, contents: Iterable[str]) -> list[str]:
+        """The ids of the entity's current facts in exactly this scope that say one of ``contents``."""
+        validate_id(name, "name")
+        entity = self._table.get(scope.partition, records.entity_sk(name))
+        if entity is None:
+            return []
+        facts = facts_of(self._table, entity)
+        return [facts[d] for d in dict.fromkeys(records.fact_digest(c) for c in contents) if d in facts]
+
+    def current_relation_ids(self, scope: Scope, triples: Iterable[tuple[str, str, str]]) -> list[str]:
+        """The ids of the current relations (source, type, target) in exactly this scope."""
+        keys = [(scope.partition, records.current_relation_sk(*t)) for t in dict.fromkeys(triples)]
+        return [lock["id"] for lock in self._table.batch_get(keys) if "id" in lock]
 
     def _relations_of(self, partitions: Sequence[str], names: Iterable[str]) -> list[Item]:
         keys: list[Key] = []

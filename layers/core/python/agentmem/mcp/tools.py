@@ -308,7 +308,7 @@ def _create_relations(services: Services, scope: Scope, args: _Relations) -> Too
 
 def _add_observations(services: Services, scope: Scope, args: _AddObservations) -> ToolResult:
     names = [o.entityName for o in args.observations]
-    known = {e["name"] for e in services.graph.open_nodes(scope, names)["entities"]} if names else set()
+    known = services.graph.known_entities(scope, names) if names else set()
     missing = [n for n in dict.fromkeys(names) if n not in known]
     if missing:  # checked before anything is written, so a bad call changes nothing
         raise ToolArgumentsError(f"Entity with name {missing[0]} not found")
@@ -327,29 +327,21 @@ def _delete_entities(services: Services, scope: Scope, args: _DeleteEntities) ->
 
 
 def _delete_observations(services: Services, scope: Scope, args: _DeleteObservations) -> ToolResult:
-    """Invalidates the matching current facts: they leave the graph and stay in ``entity_history``."""
+    """Invalidates the matching current facts of this scope: they leave the graph and stay in
+    ``entity_history``."""
     graph = services.graph
     for deletion in args.deletions:
-        contents = set(deletion.observations)
-        if not contents:
-            continue
-        opened = graph.open_nodes(scope, [deletion.entityName])["entities"]
-        for entity in opened:
-            for observation in entity["observations"]:
-                if observation["content"] in contents:
-                    graph.invalidate_observation(scope, observation["id"])
+        for obs_id in graph.current_observation_ids(scope, deletion.entityName, deletion.observations):
+            graph.invalidate_observation(scope, obs_id)
     return _success("Observations deleted successfully")
 
 
 def _delete_relations(services: Services, scope: Scope, args: _Relations) -> ToolResult:
-    """Invalidates the matching current relations: they leave the graph and stay in ``entity_history``."""
+    """Invalidates the matching current relations of this scope: they leave the graph and stay in
+    ``entity_history``."""
     graph = services.graph
-    wanted = {(r.from_, r.relationType, r.to) for r in args.relations}
-    sources = list(dict.fromkeys(r.from_ for r in args.relations))
-    if sources:
-        for relation in graph.open_nodes(scope, sources)["relations"]:
-            if (relation["source"], relation["relation_type"], relation["target"]) in wanted:
-                graph.invalidate_relation(scope, relation["id"])
+    for rel_id in graph.current_relation_ids(scope, [(r.from_, r.relationType, r.to) for r in args.relations]):
+        graph.invalidate_relation(scope, rel_id)
     return _success("Relations deleted successfully")
 
 

@@ -1,7 +1,13 @@
 """Idempotency-Key support: a retried write with the same key and body gets the first answer again.
 
-Records live in the user's own partition (so erasure removes them) and expire with a TTL. A key reused
-with a different request is refused; a key whose first request is still running answers 409.
+Records live in the user's own partition (so erasure removes them) and expire with a TTL, never later than
+the earliest ``expires_at`` the answer holds. A record past its TTL is absent on both tables (DynamoDB
+may keep it for 48 hours more). A key reused with a different request is refused; a key whose first
+request is still running answers 409; so does a key whose answer was recorded before something of the
+user's was deleted (``idempotency_key_stale``): the answer may hold what was deleted, and running the
+request again would bring it back, so neither happens and a new key writes again.
+
+Only writes are recorded (api/middlewares.py): a read answers from the data as it is now.
 
 A claim is refused while the user's erasure runs (the guarded table conditions it on the deletion
 mark), and the answer is recorded only over the request's own claim: a claim an erasure removed
@@ -47,6 +53,12 @@ class IdempotencyStore:
                     "this Idempotency-Key was used for a different request", code="idempotency_key_reused"
                 )
             if existing.get("status") == "done":
+                if int(existing.get("recorded_at", 0)) <= users.forgotten_at(self._table, user):
+                    raise Conflict(
+                        "the answer to this Idempotency-Key was recorded before some of this user's memory was "
+                        "deleted and is not replayed; send the request with a new key to run it again",
+                        code="idempotency_key_stale",
+                    )
                 return StoredResponse(existing["status_code"], existing["body"], existing["content_type"])
             if existing.get("claimed_until", 0) > now:
                 raise Conflict("a request with this Idempotency-Key is still running", code="idempotency_in_progress")
@@ -69,9 +81,20 @@ class IdempotencyStore:
             ) from None
         return None
 
-    def complete(self, user: UserRef, key: str, fingerprint: str, response: StoredResponse) -> None:
-        """Record the answer over this request's claim; nothing when the claim is gone (erased meanwhile)."""
+    def complete(
+        self,
+        user: UserRef,
+        key: str,
+        fingerprint: str,
+        response: StoredResponse,
+        *,
+        started_ms: int,
+        expires: int | None = None,
+    ) -> None:
+        """Record the answer of the request that began at ``started_ms`` over its claim (until ``expires``,
+        epoch seconds, at the latest); nothing when the claim is gone (erased meanwhile)."""
         now = int(time.time())
+        ttl = now + self._ttl if expires is None else min(now + self._ttl, expires)
         claim = Condition(equals={"fingerprint": fingerprint, "status": "running"})
         with contextlib.suppress(ConditionFailed):
             self._table.put(
@@ -83,7 +106,8 @@ class IdempotencyStore:
                     "status_code": response.status_code,
                     "body": response.body,
                     "content_type": response.content_type,
-                    "ttl": now + self._ttl,
+                    "recorded_at": started_ms,
+                    "ttl": ttl,
                 },
                 claim,
             )

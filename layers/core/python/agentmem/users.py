@@ -3,11 +3,15 @@
 - the registry of the user's scopes (``SCOPE#<project>``), written with every write, so erasure and
   export list a user's projects without scanning the table; only an erasure removes it;
 - the deletion mark (``DELETION``): while it exists, every write for the user is refused (409), in the
-  same atomic operation as the write (:class:`GuardedTable`).
+  same atomic operation as the write (:class:`GuardedTable`);
+- when something of the user's was last deleted (``FORGOTTEN``): an ``Idempotency-Key`` answer recorded
+  before it is not replayed (it may hold what was deleted).
 """
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Mapping, Sequence
 
 from agentmem.errors import ConditionFailed, UserDeletionInProgress
@@ -30,6 +34,7 @@ from agentmem.stores.table import (
 
 SCOPE_REGISTRY = "SCOPE#"
 DELETION_MARK = "DELETION"
+FORGOTTEN = "FORGOTTEN"
 
 
 def registry_sk(project_id: str | None) -> str:
@@ -48,6 +53,22 @@ def registered_scopes(table: Table, user: UserRef) -> list[Scope]:
     }
     projects.discard("")
     return [user.scope(None), *(Scope(user.app, user.user, p) for p in sorted(projects))]
+
+
+def forgot(table: Table, scope: Scope) -> None:
+    """Note that something of the user's was just deleted from ``scope`` (call after the delete): an
+    ``Idempotency-Key`` answer of a request that began before now must not be replayed. Only while the
+    scope is registered: after an erasure (which removed the records too) nothing of the user comes back."""
+    user = scope.user_ref
+    note = Put({"pk": user.partition, "sk": FORGOTTEN, "at": int(time.time() * 1000)})
+    with contextlib.suppress(ConditionFailed):
+        table.transact_write([Check(user.partition, registry_sk(scope.project_id), Condition(exists=True)), note])
+
+
+def forgotten_at(table: Table, user: UserRef) -> int:
+    """When something of the user's was last deleted (epoch milliseconds; 0: never)."""
+    item = table.get(user.partition, FORGOTTEN)
+    return int(item["at"]) if item else 0
 
 
 def deletion_mark_key(user: UserRef) -> Key:

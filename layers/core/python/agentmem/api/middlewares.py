@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import re
+import time
+from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -20,6 +24,7 @@ IDEMPOTENCY_HEADER = "idempotency-key"
 _WRITE_METHODS = {"POST", "PUT", "DELETE", "PATCH"}
 _USER_ERASURE = re.compile(r"^/v1/apps/[^/]+/users/[^/]+/*$")
 _MCP = re.compile(r"^/v1/apps/[^/]+/users/[^/]+/mcp/*$")
+_READ_POSTS = re.compile(r"^/v1/apps/[^/]+/users/[^/]+/memories/(search|query)/*$")
 """``DELETE {scope}`` keeps no Idempotency-Key record: it would be written into the very partition
 being erased, after the erasure; the route answers a retry with the running deletion by itself.
 Trailing slashes as the REST resolver matches them (any number: ``^{rule}/*$``)."""
@@ -35,12 +40,75 @@ def _fingerprint(app: APIGatewayRestResolver) -> str:
     return digest.hexdigest()
 
 
+def _writes(app: APIGatewayRestResolver) -> bool:
+    """Whether the request is a write whose answer an ``Idempotency-Key`` records: not a read (GET, the read
+    POSTs search and query, an MCP message other than a call of a tool that writes), not an erasure."""
+    event = app.current_event
+    if event.http_method not in _WRITE_METHODS:
+        return False
+    if event.http_method == "DELETE" and _USER_ERASURE.match(event.path):
+        return False
+    if _READ_POSTS.match(event.path):
+        return False
+    if _MCP.match(event.path):
+        return _calls_a_writing_tool(event.body)
+    return True
+
+
+def _calls_a_writing_tool(body: str | None) -> bool:
+    from agentmem.mcp.tools import TOOLS
+
+    try:
+        message = json.loads(body or "")
+    except ValueError:
+        return False
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return False
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    tool = TOOLS.get(name) if isinstance(name, str) else None
+    return tool is not None and not tool.annotations.get("readOnlyHint", False)
+
+
+def _succeeded(response: Response[Any], body: str, mcp: bool) -> bool:
+    """A 2xx, and for MCP a result that is neither a JSON-RPC error nor a failed tool call."""
+    if not 200 <= response.status_code < 300:
+        return False
+    if not mcp:
+        return True
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    result = message.get("result") if isinstance(message, dict) else None
+    return isinstance(result, dict) and "error" not in message and result.get("isError") is not True
+
+
+def _earliest_expiry(body: str) -> int | None:
+    """The earliest ``expires_at`` anywhere in a JSON answer, in epoch seconds (None: none)."""
+    found: list[int] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for name, item in value.items():
+                if name == "expires_at" and isinstance(item, str):
+                    with contextlib.suppress(ValueError):
+                        found.append(int(datetime.fromisoformat(item.replace("Z", "+00:00")).timestamp()))
+                else:
+                    walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    with contextlib.suppress(ValueError):
+        walk(json.loads(body))
+    return min(found, default=None)
+
+
 def idempotency(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response[Any]:
     """Replay the first answer to a write retried with the same ``Idempotency-Key`` and body."""
     event = app.current_event
-    key = event.headers.get(IDEMPOTENCY_HEADER) if event.http_method in _WRITE_METHODS else None
-    if event.http_method == "DELETE" and _USER_ERASURE.match(event.path):
-        key = None
+    key = event.headers.get(IDEMPOTENCY_HEADER) if _writes(app) else None
     user = user_of_path(event.path) if key else None
     if key is None or user is None:
         return next_middleware(app)
@@ -54,19 +122,21 @@ def idempotency(app: APIGatewayRestResolver, next_middleware: NextMiddleware) ->
             body=stored.body,
             headers={"Idempotent-Replayed": "true"},
         )
+    started_ms = int(time.time() * 1000)
     try:
         response = next_middleware(app)
     except BaseException:
         store.release(user, key)
         raise
-    if 200 <= response.status_code < 300:
-        # The route's answer, as the resolver will write it (already checked against its model).
-        body = response.body if isinstance(response.body, str) else dumps(response.body)
-        try:
-            store.complete(user, key, fingerprint, StoredResponse(response.status_code, body, "application/json"))
-        except PayloadTooLarge:  # an answer too big for one table item: the write stands, a retry runs again
-            store.release(user, key)
-    else:
+    # The route's answer, as the resolver will write it (already checked against its model).
+    body = response.body if isinstance(response.body, str) else dumps(response.body)
+    if not _succeeded(response, body, bool(_MCP.match(event.path))):
+        store.release(user, key)
+        return response
+    try:
+        answer = StoredResponse(response.status_code, body, "application/json")
+        store.complete(user, key, fingerprint, answer, started_ms=started_ms, expires=_earliest_expiry(body))
+    except PayloadTooLarge:  # an answer too big for one table item: the write stands, a retry runs again
         store.release(user, key)
     return response
 

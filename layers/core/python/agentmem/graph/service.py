@@ -163,6 +163,7 @@ class GraphMemoryService:
             keys += records.relation_keys(relation)
         keys += [(partition, link["sk"]) for link in links]
         self._table.batch_write(deletes=list(dict.fromkeys(keys)))
+        users.forgot(self._table, scope)
 
     # -- observations ------------------------------------------------------------------------------
 
@@ -305,6 +306,7 @@ class GraphMemoryService:
             return obs
 
         obs = retry_on_conflict(attempt, what="the observation")
+        users.forgot(self._table, scope)
         if is_current(obs):
             self._unindex([obs])
 
@@ -422,6 +424,7 @@ class GraphMemoryService:
         self._begin_write(scope)
         relation = self._find_relation(scope, rel_id)
         self._table.batch_write(deletes=records.relation_keys(relation))
+        users.forgot(self._table, scope)
 
     # -- finding facts to change, by what they say (the MCP tools name facts by content, not by id) ----
 

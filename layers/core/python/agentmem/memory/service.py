@@ -449,6 +449,7 @@ class MemoryService:
             keys += [(user.partition, records.ENTRY_POINTER + i) for i in entry_ids]
             self._table.batch_write(deletes=keys)
             self._forget_vectors(scope, entry_ids)
+            users.forgot(self._table, scope)
         return deleted
 
     def _session_rows(self, scope: Scope, session_id: str) -> list[tuple[str, str]]:
@@ -486,6 +487,7 @@ class MemoryService:
             return 0
         self._table.batch_write(deletes=[(item["pk"], item["sk"]) for item in items])
         self._forget_items(scope, items)
+        users.forgot(self._table, scope)
         return len(items)
 
     def purge_expired(self, items: Sequence[Item], *, already_deleted: bool = False) -> int:

@@ -141,13 +141,18 @@ class DynamoTable:
 
     @staticmethod
     def _condition(condition: Condition | None, names: dict[str, str], values: dict[str, Any]) -> str | None:
+        """The condition as DynamoDB evaluates it, with an item past its ``ttl`` (which TTL has not removed
+        yet, for up to 48 hours) counted as absent, as every read here and the SQLite table count it."""
         if condition is None:
             return None
         parts: list[str] = []
-        if condition.exists is True:
-            parts.append("attribute_exists(pk)")
-        elif condition.exists is False:
-            parts.append("attribute_not_exists(pk)")
+        if condition.exists is not None or condition.equals:
+            names["#ttl"] = TTL_ATTRIBUTE
+            values[":now"] = int(time.time())
+        if condition.exists is False:
+            parts.append("(attribute_not_exists(pk) OR #ttl <= :now)")
+        elif condition.exists is True or condition.equals:
+            parts.append("attribute_exists(pk) AND (attribute_not_exists(#ttl) OR #ttl > :now)")
         for i, (name, expected) in enumerate(condition.equals.items()):
             names[f"#c{i}"] = name
             values[f":c{i}"] = expected

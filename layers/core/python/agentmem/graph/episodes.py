@@ -3,6 +3,7 @@ found again newest first or by keyword (BM25 over the ``GP`` inverted index)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -16,7 +17,9 @@ from agentmem.keys import Scope, validate_id
 from agentmem.models.memory import MAX_TEXT_BYTES, MemoryEntry
 from agentmem.search.inverted_index import InvertedIndex, index_terms, terms_per_document
 from agentmem.search.tokenize import tokenize
-from agentmem.stores.table import Item, Key, Table, check_items, query_all
+from agentmem.stores.table import TTL_ATTRIBUTE, Item, Key, Table, check_items, query_all
+
+EXPIRES_AT = "expires_at"
 
 
 class Episodes:
@@ -50,22 +53,26 @@ class Episodes:
             episode_id = new_id(int(moment.timestamp() * 1000))
             tokens = tokenize(text)
             terms = index_terms(tokens, max_terms)
-            items.append(
-                {
-                    "pk": partition,
-                    "sk": records.episode_sk(episode_id),
-                    "id": episode_id,
-                    "session_id": session_id,
-                    "project_id": scope.project_id,
-                    "author": entry.author,
-                    "text": text,
-                    "timestamp": format_timestamp(moment),
-                    "tokens": sorted(terms),
-                    "length": len(tokens),
-                }
-            )
-            side.append({"pk": partition, "sk": session_prefix + episode_id})
-            side += self._index.postings(partition, episode_id, terms, len(tokens))
+            episode: Item = {
+                "pk": partition,
+                "sk": records.episode_sk(episode_id),
+                "id": episode_id,
+                "session_id": session_id,
+                "project_id": scope.project_id,
+                "author": entry.author,
+                "text": text,
+                "timestamp": format_timestamp(moment),
+                "tokens": sorted(terms),
+                "length": len(tokens),
+            }
+            own = [{"pk": partition, "sk": session_prefix + episode_id}]
+            own += self._index.postings(partition, episode_id, terms, len(tokens))
+            if entry.expires_at is not None:  # it expires as an entry does, with what points at it
+                episode[EXPIRES_AT] = format_timestamp(entry.expires_at)
+                episode[TTL_ATTRIBUTE] = math.ceil(entry.expires_at.timestamp())
+                own = [{**item, TTL_ATTRIBUTE: episode[TTL_ATTRIBUTE]} for item in own]
+            items.append(episode)
+            side += own
         check_items([*side, *items])  # a rejected write must leave nothing behind
         self._table.put(users.registry_item(scope))
         self._table.batch_write(puts=side)
@@ -115,6 +122,8 @@ class Episodes:
                 item = found.get((hit.partition, hit.doc_id))
                 if item is None or (session_id is not None and item.get("session_id") != session_id):
                     continue
+                if not self._live(item):
+                    continue
                 out.append({**records.episode_out(item), "score": ranking.normalised(hit.score)})
                 if len(out) >= limit:
                     break
@@ -127,5 +136,11 @@ class Episodes:
                 items += self._table.batch_get([(partition, records.episode_sk(i)) for i in ids])
             else:
                 items += self._table.query(partition, records.EPISODE, limit=limit, descending=True).items
+        items = [i for i in items if self._live(i)]
         items.sort(key=lambda i: (i["timestamp"], i["id"]), reverse=True)
         return [records.episode_out(i) for i in items[:limit]]
+
+    def _live(self, item: Item) -> bool:
+        """Not past its ``expires_at`` (the table hides it from the next second on; this is to the ms)."""
+        expires = item.get(EXPIRES_AT)
+        return not isinstance(expires, str) or expires > format_timestamp(self._clock())

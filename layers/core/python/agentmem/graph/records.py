@@ -348,4 +348,5 @@ def episode_out(item: Item) -> dict[str, Any]:
         "author": item.get("author"),
         "text": item["text"],
         "timestamp": item["timestamp"],
+        "expires_at": item.get("expires_at"),
     }

@@ -215,6 +215,7 @@ class Episode(_Out):
     author: str | None
     text: str
     timestamp: str
+    expires_at: str | None = Field(default=None, description="when the episode expires (null: never)")
     score: float | None = _optional("with ?q= only")
 
 

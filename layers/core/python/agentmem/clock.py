@@ -19,11 +19,16 @@ def utc_now() -> datetime:
 
 
 def format_timestamp(moment: datetime) -> str:
-    """RFC 3339 in UTC with millisecond precision and a ``Z``."""
+    """RFC 3339 in UTC with millisecond precision and a ``Z``, the year in four digits (stored timestamps
+    compare as strings: ``999-...`` would sort after ``2026-...``). OverflowError for a moment whose UTC
+    falls outside years 1..9999."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:{moment.minute:02d}:"
+        f"{moment.second:02d}.{moment.microsecond // 1000:03d}Z"
+    )
 
 
 def new_id(now_ms: int | None = None) -> str:

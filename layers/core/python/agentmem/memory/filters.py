@@ -182,7 +182,12 @@ def _normal_timestamp(value: str) -> str:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         return value
-    return format_timestamp(moment) if moment.tzinfo is not None else value
+    if moment.tzinfo is None:
+        return value
+    try:
+        return format_timestamp(moment)
+    except OverflowError:
+        raise _bad(f"timestamp {value!r} falls outside years 1 to 9999 in UTC") from None
 
 
 def parse(document: Any) -> Node | None:

@@ -6,6 +6,10 @@
   fixed time: requests per second, errors, and whether every acknowledged write is stored (the entries
   listed afterwards are counted against the 201s).
 
+- the costliest writes the limits allow, embedded: one 64 KiB CJK entry, one 30 KB English entry, a
+  session of 500 entries of 12 KB (each text is embedded from its beginning, at most the model's window,
+  a request at most 16,384 tokens: agentmem/embeddings/local.py).
+
 Natural text, because the model's cost grows with its tokens: the generated words of W1 split into three
 or four tokens each and cost twice what a sentence of real words does.
 """
@@ -117,6 +121,23 @@ def writers(url: str, texts: list[str]) -> None:
     )
 
 
+def largest_writes(client: httpx.Client) -> None:
+    """The costliest writes the limits allow, embedded by the local model: one entry of 64 KiB of CJK text,
+    one of 30 KB of English, and a session of 500 entries of 12 KB each (6 MB)."""
+    scope = f"/v1/apps/{APP}/users/large"
+    cjk = "我们周末去公园散步了天气很好" * 1560  # 65,520 bytes
+    english = "The quarterly report is due on Friday and the whole team is busy with it. " * 400
+    for name, text in (("64 KiB of CJK", cjk[: 65_536 // 3]), ("30 KB of English", english[:30_000])):
+        started = time.perf_counter()
+        client.post(f"{scope}/memories", json={"entry": _turn(text)}).raise_for_status()
+        print(f"REST POST /memories, one entry of {name}: {time.perf_counter() - started:6.2f} s", flush=True)
+    entries = max(5, round(500 * min(1.0, SCALE * 10)))
+    body = {"entries": [_turn(f"{n} " + english[:12_000]) for n in range(entries)]}
+    started = time.perf_counter()
+    client.put(f"{scope}/sessions/big/memories", json=body, timeout=600).raise_for_status()
+    print(f"REST PUT a session of {entries} entries of 12 KB: {time.perf_counter() - started:6.2f} s", flush=True)
+
+
 def main() -> None:
     rng = random.Random(5)
     data = _relevance_set()
@@ -127,6 +148,7 @@ def main() -> None:
         print(f"the default server: local model, {server.base}", file=sys.stderr, flush=True)
         with httpx.Client(base_url=server.base, timeout=60) as client:
             search_latency(client, rng, texts, asked)
+            largest_writes(client)
         writers(server.base, texts)
 
 

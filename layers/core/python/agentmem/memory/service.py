@@ -261,36 +261,52 @@ class MemoryService:
         )
 
     def _embed(self, prepared: Sequence[_PreparedEntry]) -> bool:
-        """Put the vector and model id on each entry item (one batch); False when the embedder failed."""
+        """Put the vector and model id on each entry item (one batch); False when some entry has none.
+
+        When the embedder refuses a text (InvalidInput), the others are embedded one by one and only the
+        refused ones are stored ``vector_pending``; when it fails otherwise (down), all of them are."""
         if self.embedder is None:
             return True
+        texts = [records.embedding_text(p.item) for p in prepared]
         try:
-            vectors = self.embedder.embed([records.embedding_text(p.item) for p in prepared])
+            vectors: list[list[float] | None] = list(self.embedder.embed(texts))
             if len(vectors) != len(prepared):
                 raise ValueError("the embedder returned a different number of vectors")
+        except InvalidInput:
+            vectors = [self._embed_alone(text) for text in texts] if len(texts) > 1 else [None]
         except Exception as error:  # any embedder failure: store the entries anyway, embed them later
             logger.warning("embedding failed; entries stored as pending", extra={"error": type(error).__name__})
-            for p in prepared:
-                p.item[PENDING_ATTR] = True
-            return False
+            vectors = [None] * len(prepared)
         for p, vector in zip(prepared, vectors, strict=True):
-            p.item[VECTOR_ATTR] = encode_vector(vector)
-            p.item[MODEL_ATTR] = self.embedder.model_id
-        return True
+            if vector is None:
+                p.item[PENDING_ATTR] = True
+            else:
+                p.item[VECTOR_ATTR] = encode_vector(vector)
+                p.item[MODEL_ATTR] = self.embedder.model_id
+        return all(vector is not None for vector in vectors)
+
+    def _embed_alone(self, text: str) -> list[float] | None:
+        assert self.embedder is not None
+        try:
+            return self.embedder.embed([text])[0]
+        except Exception as error:
+            logger.warning(
+                "embedding refused one entry; it is stored as pending", extra={"error": type(error).__name__}
+            )
+            return None
 
     def _upsert_vectors(self, prepared: Sequence[_PreparedEntry], vectors_ok: bool) -> str | None:
         """Update the vector index in the request (read-your-writes); ``pending`` when that was not possible."""
         if self.embedder is None or self.vector_index is None:
             return None
-        if not vectors_ok:
-            return PENDING
         upserts = [r for r in (record_for_item(p.item) for p in prepared) if r is not None]
         try:
-            self.vector_index.upsert(upserts)
+            if upserts:
+                self.vector_index.upsert(upserts)
         except Exception as error:  # the table holds the vectors; the stream indexer or `reindex` catches up
             logger.warning("vector index upsert failed; indexing pending", extra={"error": type(error).__name__})
             return PENDING
-        return None
+        return None if vectors_ok else PENDING
 
     def _write(self, prepared: Sequence[_PreparedEntry], session_id: str | None, generation: str) -> str | None:
         if not prepared:

@@ -63,7 +63,7 @@ def test_a_negative_content_length_is_a_400_with_the_error_body(live_server: Liv
     # Given a POST that says its body is -1 bytes long (the old server read until the client hung up)
     status, headers, payload = raw_exchange(
         live_server,
-        f"POST {SCOPE}/memories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: -1\r\n",
+        f"POST {SCOPE}/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: -1\r\n",
         b'{"entry": {"content": {"role": "user", "parts": [{"text": "never stored"}]}, "author": "user"}}',
     )
     # Then 400 with the API's error body, the connection closes, and nothing is written
@@ -76,7 +76,7 @@ def test_a_negative_content_length_is_a_400_with_the_error_body(live_server: Liv
 
 def test_a_content_length_that_is_not_a_number_is_a_400_with_the_error_body(live_server: LiveServer) -> None:
     status, headers, payload = raw_exchange(
-        live_server, f"POST {SCOPE}/memories HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n", b"{}"
+        live_server, f"POST {SCOPE}/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n", b"{}"
     )
     assert status == 400
     assert headers["content-type"] == "application/json"
@@ -86,7 +86,7 @@ def test_a_content_length_that_is_not_a_number_is_a_400_with_the_error_body(live
 def test_a_declared_body_over_the_limit_is_refused_before_it_is_sent(live_server: LiveServer) -> None:
     # Given a request declaring 10 GiB and sending none of it: the answer cannot wait for the body
     status, headers, payload = raw_exchange(
-        live_server, f"POST {SCOPE}/memories HTTP/1.1\r\nHost: x\r\nContent-Length: {10 * 2**30}\r\n"
+        live_server, f"POST {SCOPE}/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {10 * 2**30}\r\n"
     )
     assert status == 413
     assert headers["connection"] == "close"
@@ -115,13 +115,13 @@ def test_trace_and_other_unrouted_methods_are_405_with_the_error_body(http: http
 
 
 def test_an_unparsable_request_line_is_a_400_with_the_error_body(live_server: LiveServer) -> None:
-    status, _, payload = raw_exchange(live_server, "GET /v1/health HTTP/9.9\r\nHost: x\r\n")
+    status, _, payload = raw_exchange(live_server, "GET /v1/health HTTP/9.9\r\nHost: 127.0.0.1\r\n")
     assert status == 400
     assert_error_body(payload, "malformed_request")
 
 
 def test_a_bad_request_does_not_break_the_next_one(live_server: LiveServer, http: httpx.Client) -> None:
-    raw_exchange(live_server, f"POST {SCOPE}/memories HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n")
+    raw_exchange(live_server, f"POST {SCOPE}/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n")
     assert http.get("/v1/health").status_code == 200
 
 

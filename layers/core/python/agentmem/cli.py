@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ipaddress
 import os
 import sys
 import warnings
@@ -38,7 +37,7 @@ def _serve(args: argparse.Namespace) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
     from agentmem.container import get_container, set_container
-    from agentmem.local.server import LocalServer, default_workers
+    from agentmem.local.server import LocalServer, default_workers, is_loopback_name
 
     # The embedding engine's threads: the cores shared out among the workers (one each by default). A short
     # query or one passage is faster on one thread than two (make bench ONLY=embedding), and a worker's
@@ -51,7 +50,7 @@ def _serve(args: argparse.Namespace) -> int:
     set_container(None)
     container = get_container()
     settings = container.settings
-    if settings.auth == "none" and not _is_loopback(args.host) and not args.allow_unauthenticated_network:
+    if settings.auth == "none" and not is_loopback_name(args.host) and not args.allow_unauthenticated_network:
         print(
             f"agentmem serve: refusing to serve {args.host} without authentication: anyone on the network could "
             "read and erase every app's data. Use --auth required (with keys from `agentmem keys create`), "
@@ -83,6 +82,8 @@ def _serve(args: argparse.Namespace) -> int:
         _worker_handler,
         banner=f"; {settings.store}: {where}",
         access_log=args.access_log,
+        allowed_origins=args.allow_origin,
+        read_timeout=args.read_timeout,
     )
     server.run()  # gunicorn's master: returns or exits when stopped (SIGTERM, SIGINT)
     return 0
@@ -125,15 +126,6 @@ def _worker_handler() -> Any:
     container.table.ping()
     container.memory.health()
     return lambda_handler
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _create_table(args: argparse.Namespace) -> int:
@@ -269,6 +261,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="serve a non-loopback --host with --auth none (every app's data open to the network)",
     )
     serve.add_argument("--access-log", action="store_true", help="print one line per request (worker pid first)")
+    serve.add_argument(
+        "--read-timeout",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="close a connection that stops sending a request halfway for this long (default 15)",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web origin (e.g. http://localhost:3000) whose pages may call this server; repeatable. Others: 403",
+    )
     serve.set_defaults(run=_serve)
 
     mcp = commands.add_parser("mcp", help="serve the MCP tools over stdio (for clients that launch a command)")

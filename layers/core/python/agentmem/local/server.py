@@ -2,7 +2,7 @@
 
 Like Lambda execution environments, every worker is a process with its own container (table
 connections, caches, embedding model) that runs the handler for one API Gateway REST proxy event at
-a time (``gthread`` with one request thread; its main thread keeps idle keep-alive connections).
+a time (``gthread`` threads read requests, with a read timeout; the handler takes one at a time).
 Gunicorn parses HTTP and sets ``TCP_NODELAY``; this module turns a request into the event of
 :mod:`agentmem.local.events` and answers what never reaches the handler (a method API Gateway does
 not route, a body without a length or over the limit, a request gunicorn cannot parse) with the
@@ -11,18 +11,23 @@ API's JSON error body.
 
 from __future__ import annotations
 
+import errno
 import http
+import ipaddress
 import json
 import os
+import socket
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from gunicorn.app.base import BaseApplication
 from gunicorn.http import errors as http_errors
 from gunicorn.util import write_nonblock
-from gunicorn.workers.gthread import ThreadWorker
+from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from agentmem.api.http import MAX_BODY_BYTES
 from agentmem.local.events import LocalContext, rest_event
@@ -61,11 +66,60 @@ def _unreadable_body(headers: Mapping[str, str]) -> tuple[int, str, str] | None:
     return None
 
 
-class LambdaApp:
-    """A WSGI application that hands each request to the Lambda handler as an API Gateway REST event."""
+def is_loopback_name(host: str) -> bool:
+    """``localhost`` (or a name under it), a 127/8 address or ``::1``, with or without brackets."""
+    name = host.strip().rstrip(".").lower().removeprefix("[").removesuffix("]")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
-    def __init__(self, lambda_handler: LambdaHandler) -> None:
+
+def _host_name(host_header: str) -> str:
+    """The name of a ``Host`` header without its port (``[::1]:8000`` -> ``[::1]``)."""
+    if host_header.startswith("["):
+        return host_header.split("]", 1)[0] + "]"
+    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+
+
+@dataclass(frozen=True, slots=True)
+class BrowserGuard:
+    """What a web page the user visits may not do to a server on the user's machine.
+
+    - A request whose ``Origin`` is neither this server's own (``http://`` + its ``Host``) nor on
+      ``allowed_origins`` is refused (403 ``forbidden_origin``): a cross-site form, a ``text/plain``
+      fetch, a page's MCP call. Browsers send ``Origin`` on every such request; ``curl`` sends none.
+      ``Sec-Fetch-Site: cross-site`` is refused likewise.
+    - On a loopback bind, a request whose ``Host`` is not a loopback name is refused (421
+      ``misdirected_request``): a page that points its own domain at 127.0.0.1 (DNS rebinding) cannot
+      read the API through it.
+    """
+
+    allowed_origins: frozenset[str] = frozenset()
+    loopback: bool = True
+
+    def refusal(self, headers: Mapping[str, str]) -> tuple[int, str, str] | None:
+        host = headers.get("host", "")
+        if self.loopback and host and not is_loopback_name(_host_name(host)):
+            return 421, "misdirected_request", f"this server answers loopback names only, not {host!r}"
+        origin = headers.get("origin")
+        if origin is not None and origin.rstrip("/") not in {f"http://{host}", *self.allowed_origins}:
+            return 403, "forbidden_origin", f"requests from {origin!r} are not allowed (agentmem serve --allow-origin)"
+        if origin is None and headers.get("sec-fetch-site") == "cross-site":
+            return 403, "forbidden_origin", "cross-site requests are not allowed"
+        return None
+
+
+class LambdaApp:
+    """A WSGI application that hands each request to the Lambda handler as an API Gateway REST event,
+    one at a time (a worker is one Lambda execution environment; its other threads only read requests)."""
+
+    def __init__(self, lambda_handler: LambdaHandler, guard: BrowserGuard | None = None) -> None:
         self._handler = lambda_handler
+        self._guard = guard or BrowserGuard()
+        self._one_at_a_time = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         method = str(environ["REQUEST_METHOD"]).upper()
@@ -75,6 +129,12 @@ class LambdaApp:
                 start_response, 405, [("Content-Type", "application/json"), ("Allow", ", ".join(METHODS))], body
             )
         headers = _request_headers(environ)
+        guarded = self._guard.refusal(headers)
+        if guarded is not None:
+            status, code, message = guarded
+            return self._reply(
+                start_response, status, [("Content-Type", "application/json")], error_body(code, message)
+            )
         refused = _unreadable_body({name.upper(): value for name, value in headers.items()})
         if refused is not None:
             status, code, message = refused
@@ -92,7 +152,8 @@ class LambdaApp:
         event = rest_event(
             method, path, query=query, headers=headers, body=text, source_ip=str(environ.get("REMOTE_ADDR") or "")
         )
-        result = self._handler(event, LocalContext())
+        with self._one_at_a_time:
+            result = self._handler(event, LocalContext())
         reply: dict[str, str] = {k: str(v) for k, v in (result.get("headers") or {}).items()}
         for name, values in (result.get("multiValueHeaders") or {}).items():
             reply[name] = ", ".join(str(v) for v in values)
@@ -127,8 +188,40 @@ def _raw_target(environ: Mapping[str, Any]) -> tuple[str, str]:
     return path, query
 
 
+READ_TIMEOUT_SECONDS = 15.0
+"""How long a connection may keep a request thread waiting for the rest of a request it started."""
+REQUEST_THREADS = 8
+"""Threads a worker reads requests with; the handler runs one request at a time (:class:`LambdaApp`)."""
+
+
+class _TimedSocket(socket.socket):
+    """A client socket whose blocking reads give up after ``read_timeout`` seconds (gunicorn sets its
+    sockets blocking, with no timeout: a client that sent half a request held a thread forever)."""
+
+    read_timeout = READ_TIMEOUT_SECONDS
+
+    def setblocking(self, flag: bool) -> None:
+        if flag:
+            self.settimeout(self.read_timeout)
+        else:
+            super().setblocking(flag)
+
+
 class LambdaWorker(ThreadWorker):  # type: ignore[misc]
-    """gunicorn's threaded worker, answering the requests it cannot parse with the API's error body."""
+    """gunicorn's threaded worker, answering the requests it cannot parse with the API's error body and
+    timing out clients that stop sending halfway."""
+
+    def accept(self, listener: Any) -> None:
+        try:
+            client, address = listener.accept()
+        except OSError as error:
+            if error.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                raise
+            return
+        self.nr_conns += 1
+        timed = _TimedSocket(client.family, client.type, client.proto, fileno=client.detach())
+        timed.setblocking(True)
+        self.enqueue_req(TConn(self.cfg, timed, address, listener.getsockname()))
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         status, code, message = _parse_error(exc)
@@ -188,12 +281,14 @@ class LocalServer(BaseApplication):  # type: ignore[misc]
         *,
         banner: str = "",
         access_log: bool = False,
+        allowed_origins: Iterable[str] = (),
+        read_timeout: float = READ_TIMEOUT_SECONDS,
     ) -> None:
         self._options: dict[str, Any] = {
             "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
             "workers": workers,
             "worker_class": "agentmem.local.server.LambdaWorker",
-            "threads": 1,
+            "threads": REQUEST_THREADS,
             "keepalive": 75,
             "timeout": 120,
             "graceful_timeout": 30,
@@ -206,8 +301,10 @@ class LocalServer(BaseApplication):  # type: ignore[misc]
             "worker_exit": _wait_for_deletions,
             "when_ready": self._ready,
         }
+        _TimedSocket.read_timeout = read_timeout  # the workers are forked from this process: they inherit it
         self._load_app = load_app
         self._banner = banner
+        self._guard = BrowserGuard(frozenset(o.rstrip("/") for o in allowed_origins), loopback=is_loopback_name(host))
         super().__init__()
 
     def _ready(self, arbiter: Any) -> None:
@@ -220,7 +317,7 @@ class LocalServer(BaseApplication):  # type: ignore[misc]
             self.cfg.set(name, value)
 
     def load(self) -> LambdaApp:
-        return LambdaApp(self._load_app())
+        return LambdaApp(self._load_app(), self._guard)
 
 
 def default_workers() -> int:

@@ -18,7 +18,7 @@ from benchlib import scaled
 from agentmem.graph.service import GraphMemoryService
 from agentmem.keys import Scope
 from agentmem.stores.sqlite_table import SqliteTable
-from agentmem.stores.table import Item, Page, Table
+from tests.counting import CountingTable
 
 SIZES = (scaled(1_000, 50), scaled(10_000, 100))
 OBSERVATIONS = 5
@@ -26,32 +26,6 @@ QUERIES = scaled(200, 4)
 CARDS = scaled(200, 4)
 SCOPE = Scope("bench", "user")
 TYPES = ["person", "project", "company", "place", "preference", "tool", "book", "team", "event", "pet"]
-
-
-class CountingTable:
-    """The real table, counting the items each read returns (what a DynamoDB read is billed on)."""
-
-    def __init__(self, table: Table) -> None:
-        self._table = table
-        self.items_read = 0
-
-    def get(self, pk: str, sk: str) -> Item | None:
-        item = self._table.get(pk, sk)
-        self.items_read += item is not None
-        return item
-
-    def batch_get(self, keys: Any) -> list[Item]:
-        items = self._table.batch_get(keys)
-        self.items_read += len(items)
-        return items
-
-    def query(self, pk: str, prefix: str = "", **kw: Any) -> Page:
-        page = self._table.query(pk, prefix, **kw)
-        self.items_read += len(page.items)
-        return page
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._table, name)
 
 
 def _vocabulary(rng: random.Random, size: int = 3000) -> list[str]:

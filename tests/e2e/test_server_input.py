@@ -63,7 +63,8 @@ def test_a_negative_content_length_is_a_400_with_the_error_body(live_server: Liv
     # Given a POST that says its body is -1 bytes long (the old server read until the client hung up)
     status, headers, payload = raw_exchange(
         live_server,
-        f"POST {SCOPE}/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: -1\r\n",
+        f"POST {SCOPE}/memories HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: application/json\r\nContent-Length: -1\r\n",
         b'{"entry": {"content": {"role": "user", "parts": [{"text": "never stored"}]}, "author": "user"}}',
     )
     # Then 400 with the API's error body, the connection closes, and nothing is written

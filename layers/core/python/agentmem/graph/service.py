@@ -34,11 +34,11 @@ from agentmem.graph.episodes import Episodes
 from agentmem.graph.paging import (
     Pager,
     decode_position,
-    encode_position,
     entity_out,
     format_profile_card,
     merge_entities,
 )
+from agentmem.graph.reading import read_page
 from agentmem.graph.scoring import index_tokens, score_tokens
 from agentmem.graph.segments import Pair
 from agentmem.graph.timeslice import TimeSlice, is_current
@@ -632,41 +632,17 @@ class GraphMemoryService:
         """The whole visible graph: current facts, or the facts of a time slice (see :class:`TimeSlice`).
 
         An entity is shown when it was recorded by the slice's moments or one of its shown facts is.
-        One page holds what fits the response byte budget; ``next_cursor`` (with ``truncated``) resumes.
+        A page reads a bounded window of the graph (:mod:`agentmem.graph.reading`) and holds what fits the
+        response byte budget; ``next_cursor`` (with ``truncated``) resumes.
         """
         after = decode_position(cursor) if cursor else None
         view = TimeSlice(
             format_timestamp(as_of) if as_of is not None else None,
             format_timestamp(recorded_as_of) if recorded_as_of is not None else None,
         )
-        grouped: dict[str, list[Item]] = {}
-        observations: dict[str, list[Item]] = {}
-        relations: list[Item] = []
-        for s in scope.visible_scopes():
-            for item in query_all(self._table, s.partition, records.ENTITY):
-                grouped.setdefault(item["name"], []).append(item)
-            for item in query_all(self._table, s.partition, records.OBSERVATION):
-                if view.shows(item):
-                    observations.setdefault(item["entity"], []).append(item)
-            relations += [r for r in query_all(self._table, s.partition, records.RELATION) if view.shows(r)]
         horizon = min(m for m in (view.as_of, view.recorded_as_of, self._now()) if m is not None)
-        endpoints = {r["source"] for r in relations} | {r["target"] for r in relations}
-        entities = []
-        for name in sorted(grouped):
-            entity = merge_entities(grouped[name])
-            if entity["created_at"] <= horizon or name in observations or name in endpoints:
-                entities.append(entity_out(entity, observations.get(name, [])))
-        relations.sort(key=lambda r: (r["recorded_at"], r["id"]))
-        pager = Pager(Budget(), after)
-        page = pager.entities(entities)
-        related = [] if pager.budget.truncated else pager.relations(records.relation_out(r) for r in relations)
-        cut = pager.budget.truncated and pager.last is not None
-        return {
-            "entities": page,
-            "relations": related,
-            "truncated": cut,
-            "next_cursor": encode_position(pager.last) if cut and pager.last is not None else None,
-        }
+        partitions = [s.partition for s in scope.visible_scopes()]
+        return read_page(self._table, partitions, view, horizon, after, self._current_observations)
 
     def history(self, scope: Scope, name: str) -> dict[str, Any]:
         """The entity with every observation and relation it ever had (current and past), with timestamps."""

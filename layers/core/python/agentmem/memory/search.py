@@ -35,6 +35,9 @@ CANDIDATES = 50
 """How deep each ranking is read before they are combined (at least ``top_k``)."""
 MAX_CANDIDATES = 10_000
 """How deep a semantic ranking is widened at most when its hits are of gone or expired entries."""
+MAX_READ = 1_000
+"""Entries one search reads at most to find ``top_k`` that match its filter (a filter that matches few
+of many keyword hits answers with the matches among the first 1,000)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,9 +180,11 @@ class MemorySearch:
             )
             scored = [(r.candidate.partition, r.candidate.entry_id, s) for r, s in zip(ranked, scores, strict=True)]
             selected = self._select(_at_least(scored, min_score), top_k, where, now, known)
-            if len(selected) >= top_k or len(semantic) < depth or depth >= MAX_CANDIDATES:
+            gone = any(h.entry_id not in known for h in semantic)  # read by _select, or not there any more
+            below = bool(scores) and min_score is not None and scores[-1] < min_score
+            if len(selected) >= top_k or len(semantic) < depth or depth >= MAX_CANDIDATES or below or not gone:
                 return selected
-            depth = min(depth * 4, MAX_CANDIDATES)  # hits of gone or expired entries: look deeper
+            depth = min(depth * 4, MAX_CANDIDATES)  # hits of gone entries (an index lagging the table): deeper
 
     def _candidates(
         self, semantic: Sequence[VectorHit], keyword: Sequence[tuple[str, str, float]], known: dict[str, Item]
@@ -224,12 +229,13 @@ class MemorySearch:
         """The first ``limit`` ranked hits whose entry exists, is live and matches ``where``, with the entry.
 
         Entries are read in growing windows (``known`` keeps those read already), so a selective filter
-        reads as far down the ranking as it must and no further."""
+        reads as far down the ranking as it must, and never more than :data:`MAX_READ` entries."""
         found: list[tuple[tuple[str, str, float], Item]] = []
         position = 0
         window = max(limit, 10)
-        while len(found) < limit and position < len(ranked):
-            chunk = ranked[position : position + window]
+        end = min(len(ranked), MAX_READ)
+        while len(found) < limit and position < end:
+            chunk = ranked[position : min(position + window, end)]
             position += len(chunk)
             missing = [(p, records.entry_sk(i)) for p, i, _ in chunk if i not in known]
             known.update((item["id"], item) for item in self._table.batch_get(missing))

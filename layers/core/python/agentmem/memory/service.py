@@ -53,6 +53,8 @@ from agentmem.vectors.indexing import record_for_item
 from agentmem.vectors.port import VectorIndex
 
 _DELETE_PAGE = 200
+QUERY_READ = 1_000
+"""Entries one page of ``query`` (and ``list_recent``) reads at most."""
 PENDING: str = "pending"
 
 
@@ -367,27 +369,38 @@ class MemoryService:
     def query(
         self, scope: Scope, where: filters.Node | None, *, limit: int = 20, cursor: str | None = None
     ) -> EntryPage:
-        """The entries matching ``where``, newest first (by their timestamp), following an opaque cursor."""
+        """The entries matching ``where``, newest first (by their timestamp), following an opaque cursor.
+
+        A page reads at most :data:`QUERY_READ` entries: a filter that matches few of many answers the
+        matches among them (maybe none) and a cursor that resumes after the last entry read."""
         start = records.entry_sk(_decode_cursor(cursor)) if cursor else None
         now = self._now()
-        page_size = limit + 1 if where is None else max(limit + 1, 100)
+        page_size = limit + 1 if where is None else min(max(limit + 1, 100), QUERY_READ)
         newest = heapq.merge(
             *(self._newest_first(s.partition, start, page_size) for s in scope.visible_scopes()),
             key=lambda item: str(item["sk"]),
             reverse=True,
         )
         matching: list[Item] = []
-        for item in newest:
+        read: Item | None = None
+        count = 0
+        for count, item in enumerate(newest, 1):
+            read = item
             if records.matches(item, where, now):
                 matching.append(item)
                 if len(matching) > limit:
                     break
+            if count >= QUERY_READ:
+                break
         budget = Budget()
         page = within(budget, [records.entry_from_item(item) for item in matching[:limit]])
-        more = len(matching) > limit or budget.truncated
+        if len(matching) > limit or budget.truncated:
+            resume = page[-1].id if page else None
+        else:  # the read bound: resume after the last entry read, if more may follow
+            resume = read["id"] if read is not None and count >= QUERY_READ else None
         return EntryPage(
             entries=page,
-            next_cursor=_encode_cursor(page[-1].id) if more and page else None,
+            next_cursor=_encode_cursor(resume) if resume else None,
             truncated=budget.truncated,
         )
 

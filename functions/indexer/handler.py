@@ -15,7 +15,9 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from agentmem.container import get_container
 from agentmem.errors import Unavailable
 from agentmem.memory.expiry import apply_ttl_removal, is_ttl_removal
+from agentmem.keys import scope_of_partition
 from agentmem.observability import logger
+from agentmem.tenancy.metering import counting, record_meter
 from agentmem.vectors.stream import apply_stream_record, image_to_item
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
@@ -32,14 +34,18 @@ def record_handler(record: DynamoDBRecord) -> str:
     if record.event_name.name == "REMOVE" and is_ttl_removal(record.user_identity):
         # DynamoDB TTL deleted an expired entry: what points at it goes too (its vector just below).
         apply_ttl_removal(container.memory, image_to_item(change.old_image) if change.old_image else None)
-    outcome = apply_stream_record(
-        record.event_name.name,
-        change.keys or {},
-        change.new_image or None,
-        index=index,
-        table=container.table,
-        embedder=container.embedder,
-    )
+    with counting() as meter:  # an entry stored while the embedder was down is embedded here: metered
+        outcome = apply_stream_record(
+            record.event_name.name,
+            change.keys or {},
+            change.new_image or None,
+            index=index,
+            table=container.table,
+            embedder=container.embedder,
+        )
+    scope = scope_of_partition(str((change.keys or {}).get("pk", "")))
+    if scope is not None:
+        record_meter(container.table, scope.app, meter)
     logger.debug("stream record applied", extra={"outcome": outcome})
     return outcome
 

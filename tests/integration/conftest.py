@@ -17,8 +17,9 @@ from tests.opensearch_node import TEST_DIMENSION, OpenSearchNode
 
 @pytest.fixture
 def tenants(table: Table) -> Iterator[TenantService]:
-    """The API with MEMORY_AUTH=required over the parametrised table (SQLite and DynamoDB)."""
-    container = Container(Settings(auth="required"), table=table)
+    """The API with MEMORY_AUTH=required over the parametrised table (SQLite and DynamoDB), embedding with
+    the hashing model (so that usage counts embeddings)."""
+    container = Container(Settings(auth="required", embedder="hashing"), table=table)
     set_container(container)
     yield container.tenants
     set_container(None)

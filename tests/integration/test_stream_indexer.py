@@ -17,6 +17,7 @@ from agentmem.local.events import LocalContext
 from agentmem.models.memory import MemoryEntry
 from agentmem.settings import Settings
 from agentmem.stores.sqlite_table import SqliteTable
+from agentmem.tenancy.metering import read_usage
 from agentmem.vectors.opensearch import OpenSearchVectorIndex
 from tests.opensearch_node import OpenSearchNode, on_node
 from tests.support import load_event, stream_image
@@ -131,6 +132,9 @@ def test_a_pending_entry_is_embedded_by_the_indexer(cloud: Container) -> None:
     assert item[MODEL_ATTR] == "hashing-v1-384"
     assert PENDING_ATTR not in item
     assert stored.id in _entry_ids(cloud)
+    # And the embedding it computed is metered to the entry's app
+    [today] = read_usage(cloud.table, "demo-app")
+    assert today.embeddings == 1
 
 
 def test_reindex_command_rebuilds_one_user_and_everything(cloud: Container, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from agentmem.container import Container
 from agentmem.stores.table import Table
-from agentmem.tenancy import TenantService, record_usage
+from agentmem.tenancy import TenantService
 from tests.support import ApiClient, scope_path, text_entry
 
 
@@ -103,14 +103,13 @@ def test_metering_counts_match_the_requests_made(tenants: TenantService, client:
     # And B's key is refused once on A (not A's usage) and used once on B
     assert client.get(scope + "/memories", headers=key(other)).status == 403
     assert client.get(scope_path("B", "u") + "/memories", headers=key(other)).status == 200
-    # And the embedding code reports 4 embeddings for A
-    record_usage(table, "A", embeddings=4)
-    # Then A's usage of today: 6 requests (the usage read included), 5 items stored, 4 embeddings
+    # Then A's usage of today: 6 requests (the usage read included), 5 items stored, and 6 texts embedded
+    # (five entries and one search query)
     usage = client.get("/v1/apps/A/usage", headers=key(secret))
     assert usage.status == 200
     assert usage.body["app"] == "A"
     [today] = usage.body["days"]
-    assert (today["requests"], today["items_stored"], today["embeddings"]) == (6, 5, 4)
+    assert (today["requests"], today["items_stored"], today["embeddings"]) == (6, 5, 6)
     # And B's usage holds only B's own request
     [b_today] = client.get("/v1/apps/B/usage", headers=key(other)).body["days"]
     assert (b_today["requests"], b_today["items_stored"]) == (2, 0)
@@ -127,6 +126,31 @@ def test_a_replayed_idempotent_write_is_a_request_but_stores_nothing(tenants: Te
     # Then both are requests, one item is stored
     [today] = client.get("/v1/apps/A/usage", headers=key(secret)).body["days"]
     assert (today["requests"], today["items_stored"]) == (3, 1)
+
+
+def test_graph_writes_count_facts_and_mcp_tools_count_their_work(tenants: TenantService, client: ApiClient) -> None:
+    secret = tenants.create_key("A").secret
+    scope = scope_path("A", "u")
+    entities = [{"name": n, "observations": [f"{n} fact {i}" for i in range(3)]} for n in ("X", "Y")]
+    assert client.post(scope + "/graph/entities", {"entities": entities}, headers=key(secret)).status == 200
+    relation = {"relations": [{"source": "X", "relation_type": "knows", "target": "Y"}]}
+    assert client.post(scope + "/graph/relations", relation, headers=key(secret)).status == 200
+    assert (
+        client.post(scope + "/graph/tools/remember", {"entity": "Z", "facts": ["a", "b"]}, headers=key(secret)).status
+        == 200
+    )
+
+    def tool(name: str, arguments: dict[str, object]) -> None:
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+        reply = client.post(scope + "/mcp", message, headers=key(secret))
+        assert reply.body["result"]["isError"] is False
+
+    tool("add_memory", {"text": "a note"})
+    tool("search_memory", {"query": "note"})
+    tool("create_entities", {"entities": [{"name": "W", "entityType": "t", "observations": ["w1", "w2", "w3"]}]})
+    [today] = client.get("/v1/apps/A/usage", headers=key(secret)).body["days"]
+    # 6 + 1 + 2 facts and relations over REST, 1 entry and 3 facts over MCP; 2 texts embedded (MCP)
+    assert (today["items_stored"], today["embeddings"]) == (13, 2)
 
 
 def test_usage_of_another_app_is_forbidden(tenants: TenantService, client: ApiClient) -> None:

@@ -1,40 +1,34 @@
-"""Metering rules: which responses count as stored items, which paths belong to an app, daily counters."""
+"""Metering: work counted where it is done, which paths belong to an app, daily counters."""
 
 from __future__ import annotations
 
-import json
 from datetime import date
 from pathlib import Path
 
-import pytest
-
-from agentmem.api.tenancy import app_of_path, items_stored
+from agentmem.api.tenancy import app_of_path
 from agentmem.stores.sqlite_table import SqliteTable
-from agentmem.tenancy.metering import read_usage, record_usage
+from agentmem.tenancy.metering import Meter, count, counting, read_usage, record_meter, record_usage
 
 
-@pytest.mark.parametrize(
-    ("method", "status", "body", "expected"),
-    [
-        ("POST", 201, {"id": "e1", "content": {}}, 1),  # POST {scope}/memories
-        ("PUT", 200, {"session_id": "s", "stored": 3, "skipped": 1}, 3),  # PUT session
-        ("POST", 200, {"stored": 4}, 4),  # POST graph/episodes
-        ("POST", 200, {"entities": [{}, {}]}, 2),  # POST graph/entities
-        ("POST", 200, {"observations": [{}]}, 1),  # POST graph/entities/{name}/observations
-        ("POST", 200, {"relations": [{}, {}, {}]}, 3),  # POST graph/relations
-        ("POST", 200, {"invalidated": {}, "created": {}}, 1),  # supersede
-        ("POST", 200, {"stored": True, "entity": "x", "facts_added": 2}, 2),  # tools/remember
-        ("POST", 200, {"related": True, "source": "a", "relation": "r", "target": "b"}, 1),  # tools/relate
-        ("POST", 200, {"entries": [{}, {}]}, 0),  # search stores nothing
-        ("POST", 200, {"deleted": 3}, 0),  # delete by query
-        ("POST", 200, {"id": "o1"}, 0),  # invalidate returns the observation, 200 not 201
-        ("GET", 200, {"entities": [{}]}, 0),  # reads never count
-        ("POST", 422, {"error": {}}, 0),  # refused writes never count
-        ("DELETE", 204, None, 0),
-    ],
-)
-def test_items_stored_reads_the_write_response(method: str, status: int, body: object, expected: int) -> None:
-    assert items_stored(method, status, json.dumps(body) if body is not None else "") == expected
+def test_work_is_counted_inside_counting_only() -> None:
+    count(items_stored=5, embeddings=5)  # outside a request: counted nowhere
+    with counting() as meter:
+        count(items_stored=2)
+        count(embeddings=3)
+        with counting() as inner:  # a nested count is its own
+            count(items_stored=1)
+    assert (meter.items_stored, meter.embeddings) == (2, 3)
+    assert (inner.items_stored, inner.embeddings) == (1, 0)
+
+
+def test_a_meter_is_added_to_the_apps_day(tmp_path: Path) -> None:
+    table = SqliteTable(tmp_path / "meter.db")
+    with counting() as meter:
+        count(items_stored=2, embeddings=7)
+    record_meter(table, "A", meter)
+    record_meter(table, "A", Meter())  # nothing counted: nothing written
+    [today] = read_usage(table, "A")
+    assert (today.requests, today.items_stored, today.embeddings) == (0, 2, 7)
 
 
 def test_app_of_path_decodes_the_segment_and_ignores_other_paths() -> None:

@@ -12,16 +12,14 @@ Who the caller is:
 - with ``MEMORY_AUTH=none`` (the local default) there is no caller and no check.
 
 A missing, unknown or revoked key is 401; a key of another app is 403; a tenant over its daily quota
-is 429. Each request that passes is metered to the app and UTC day (requests, and the items stored by
-successful writes, read from the response).
+is 429. Each request that passes is metered to the app and UTC day: a request, and the items stored and
+the texts embedded, as the services count them (:mod:`agentmem.tenancy.metering`).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
 from typing import Any
 
 from agentmem.api.http import error_result, path_id
@@ -30,20 +28,13 @@ from agentmem.errors import Forbidden, MemoryServiceError, RateLimited
 from agentmem.keys import validate_id
 from agentmem.observability import logger
 from agentmem.tenancy.keys import ApiKey, presented_key
-from agentmem.tenancy.metering import record_usage
+from agentmem.tenancy.metering import counting, record_meter, record_usage
 
 API_KEY_HEADER = "x-api-key"
 _APP_PATH = re.compile(r"^/v1/apps/([^/]+)(?:/|$)")
 _STORING_METHODS = {"POST", "PUT"}
 
 Resolve = Callable[[dict[str, Any]], dict[str, Any]]
-_reported_stored: ContextVar[int | None] = ContextVar("reported_items_stored", default=None)
-
-
-def report_items_stored(count: int) -> None:
-    """A route that knows how many items its request stored says so (MCP: the tool call's count),
-    instead of the count being read back from its response body."""
-    _reported_stored.set(count)
 
 
 def app_of_path(path: str) -> str | None:
@@ -82,32 +73,6 @@ def caller_of(event: Mapping[str, Any]) -> ApiKey | None:
     return container.tenants.resolve(presented_key(event.get("headers")))
 
 
-def items_stored(method: str, status: int, body: str | None) -> int:
-    """How many entries or graph items a successful write stored, read from its response body."""
-    if method not in _STORING_METHODS or not 200 <= status < 300 or not body:
-        return 0
-    try:
-        payload = json.loads(body)
-    except json.JSONDecodeError:
-        return 0
-    if not isinstance(payload, dict):
-        return 0
-    stored = payload.get("stored")
-    if isinstance(stored, bool):
-        facts = payload.get("facts_added")
-        return facts if isinstance(facts, int) and stored else int(stored)
-    if isinstance(stored, int):
-        return stored
-    if status == 201 and "id" in payload:
-        return 1
-    for name in ("entities", "observations", "relations"):
-        if isinstance(payload.get(name), list):
-            return len(payload[name])
-    if "created" in payload or payload.get("related") is True:
-        return 1
-    return 0
-
-
 def guard(event: dict[str, Any], resolve: Resolve, request_id: str = "") -> dict[str, Any]:
     """Authenticate, authorise and meter one API Gateway event around ``resolve``."""
     path_app = app_of_path(str(event.get("path") or ""))
@@ -126,25 +91,10 @@ def guard(event: dict[str, Any], resolve: Resolve, request_id: str = "") -> dict
         if error.http_status >= 500:
             logger.warning("tenant check failed", error_code=error.code)
         return error_result(error.http_status, error.code, error.message, request_id)
-    token = _reported_stored.set(None)
-    try:
+    with counting() as meter:
         result = resolve(event)
-        reported = _reported_stored.get()
-    finally:
-        _reported_stored.reset(token)
-    headers = [*(result.get("headers") or {}), *(result.get("multiValueHeaders") or {})]
-    replayed = any(name.lower() == "idempotent-replayed" for name in headers)
-    if replayed:
-        stored = 0
-    elif reported is not None:
-        stored = reported
-    else:
-        stored = items_stored(
-            str(event.get("httpMethod") or ""), int(result.get("statusCode") or 0), result.get("body")
-        )
-    if stored:
-        try:
-            record_usage(get_container().table, path_app, items_stored=stored)
-        except MemoryServiceError:
-            logger.warning("metering failed", app=path_app)
+    try:
+        record_meter(get_container().table, path_app, meter)
+    except MemoryServiceError:  # the counters could not be written: the request's own answer stands
+        logger.warning("metering failed", app=path_app)
     return result

@@ -18,6 +18,7 @@ from agentmem.models.memory import MAX_TEXT_BYTES, MemoryEntry
 from agentmem.search.inverted_index import InvertedIndex, index_terms, terms_per_document
 from agentmem.search.tokenize import tokenize
 from agentmem.stores.table import TTL_ATTRIBUTE, Item, Key, Table, check_items, query_all
+from agentmem.tenancy import metering
 
 EXPIRES_AT = "expires_at"
 
@@ -79,6 +80,7 @@ class Episodes:
         self._index.record(partition, docs=len(items), length=sum(int(i["length"]) for i in items))
         self._table.batch_write(puts=items)
         self._delete_episodes(partition, session_prefix, old_ids)
+        metering.count(items_stored=len(items))
         return len(items)
 
     def _delete_episodes(self, partition: str, session_prefix: str, episode_ids: Sequence[str]) -> None:

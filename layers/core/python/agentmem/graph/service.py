@@ -59,6 +59,7 @@ from agentmem.stores.table import (
     op_key,
     query_all,
 )
+from agentmem.tenancy import metering
 
 
 class GraphMemoryService:
@@ -292,6 +293,7 @@ class GraphMemoryService:
             unpost_quietly(self._table, partition, [(seg, p) for p in segments.observation_pairs(created)])
             raise
         self._unindex([was])
+        metering.count(items_stored=1)
         return records.observation_out(closed), records.observation_out(created)
 
     def delete_observation(self, scope: Scope, obs_id: str) -> None:
@@ -371,6 +373,8 @@ class GraphMemoryService:
             packed[-1].append((w, item))
         outcomes = self._table.transact_write_each(transactions)
         for relations, refused in zip(packed, outcomes, strict=True):
+            if refused is None:
+                metering.count(items_stored=len(relations))
             for w, item in relations:
                 made[w] = records.relation_out(item) if refused is None else self._create_relation(scope, *w)
         return made
@@ -394,6 +398,7 @@ class GraphMemoryService:
                 partition, scope.project_id, new_id(), source, relation_type, target, self._now()
             )
             self._table.transact_write(_relation_ops(item))
+            metering.count(items_stored=1)
             return records.relation_out(item)
 
         return retry_on_conflict(attempt, what="the relation")

@@ -35,6 +35,7 @@ from agentmem.stores.table import (
     size_bound,
     write_outcome,
 )
+from agentmem.tenancy import metering
 
 DEFAULT_TYPE = "general"
 TRANSACTION_OPS = 96
@@ -203,6 +204,7 @@ class EntityWriter:
         removals += [(seg, p) for n in write.unnamed for p in segments.name_pairs(n)]
         unpost_quietly(self._table, partition, removals)
         stored = {n: item for n, item in write.entities.items() if item is not None}
+        metering.count(items_stored=sum(len(facts) for facts in write.written.values()))
         return stored, write.written
 
     def _kind(self, write: _Write, name: str, requested: str | None) -> str:

@@ -51,11 +51,10 @@ class ProtocolError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """What to send back: an HTTP status, the JSON-RPC message (None: nothing, 202) and what was stored."""
+    """What to send back: an HTTP status and the JSON-RPC message (None: nothing, 202)."""
 
     status: int
     message: dict[str, Any] | None = None
-    items_stored: int = 0
 
 
 def _error(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -106,26 +105,26 @@ class McpServer:
         if not isinstance(params, dict):
             return Reply(200, _error(request_id, INVALID_PARAMS, "params must be an object"))
         try:
-            result, stored = self._dispatch(method, params)
+            result = self._dispatch(method, params)
         except ProtocolError as error:
             return Reply(200, _error(request_id, error.code, error.message, error.data))
-        return Reply(200, {"jsonrpc": "2.0", "id": request_id, "result": result}, stored)
+        return Reply(200, {"jsonrpc": "2.0", "id": request_id, "result": result})
 
-    def _dispatch(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    def _dispatch(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "initialize":
-            return self._initialize(params), 0
+            return self._initialize(params)
         if method == "ping":
-            return {}, 0
+            return {}
         if method == "tools/list":
-            return {"tools": [tool.definition() for tool in TOOLS.values()]}, 0
+            return {"tools": [tool.definition() for tool in TOOLS.values()]}
         if method == "tools/call":
             return self._call_tool(params)
         if method == "resources/list":
-            return {"resources": [_graph_resource()]}, 0
+            return {"resources": [_graph_resource()]}
         if method == "resources/templates/list":
-            return {"resourceTemplates": []}, 0
+            return {"resourceTemplates": []}
         if method == "resources/read":
-            return self._read_resource(params), 0
+            return self._read_resource(params)
         raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     @staticmethod
@@ -139,7 +138,7 @@ class McpServer:
             "instructions": INSTRUCTIONS,
         }
 
-    def _call_tool(self, params: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    def _call_tool(self, params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
         tool = TOOLS.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -148,19 +147,19 @@ class McpServer:
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            return _tool_error(f"Invalid arguments for tool {name}: arguments must be an object"), 0
+            return _tool_error(f"Invalid arguments for tool {name}: arguments must be an object")
         try:
             result = tool.call(self.services, self.scope, arguments)
         except ToolArgumentsError as error:
-            return _tool_error(str(error)), 0
+            return _tool_error(str(error))
         except MemoryServiceError as error:
             if error.http_status >= 500:
                 logger.warning("mcp tool failed on a dependency", tool=tool.name, error_code=error.code)
-            return _tool_error(f"{error.message} ({error.code})"), 0
+            return _tool_error(f"{error.message} ({error.code})")
         except Exception:
             logger.exception("mcp tool failed", tool=tool.name)
-            return _tool_error("internal error; retry later"), 0
-        return _tool_result(result), result.items_stored
+            return _tool_error("internal error; retry later")
+        return _tool_result(result)
 
     def _read_resource(self, params: dict[str, Any]) -> dict[str, Any]:
         uri = params.get("uri")

@@ -16,7 +16,6 @@ MAX_RESULT_TEXT_BYTES = 1024 * 1024
 class ToolResult:
     structured: dict[str, Any]
     text: str
-    items_stored: int = 0
 
 
 def dumps(value: Any) -> str:
@@ -27,8 +26,8 @@ def _size(value: Any) -> int:
     return len(dumps(value).encode("utf-8"))
 
 
-def json_result(structured: dict[str, Any], items_stored: int = 0) -> ToolResult:
-    return ToolResult(structured, dumps(structured), items_stored)
+def json_result(structured: dict[str, Any]) -> ToolResult:
+    return ToolResult(structured, dumps(structured))
 
 
 def fit_list(payload: dict[str, Any], *keys: str) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 this service's own, mapped onto the graph and memory services; every result bounded to 1 MiB of text.
 
 Each tool validates its arguments with a pydantic model (a failure is an ``isError`` result the model
-can correct), runs one service call and returns ``(structuredContent, text, items_stored)``. Where our
+can correct), runs one service call and returns ``(structuredContent, text)``. Where our
 semantics differ from the reference on purpose, the tool's description says so (docs/mcp.md lists all).
 """
 
@@ -294,7 +294,7 @@ def _create_entities(services: Services, scope: Scope, args: _CreateEntities) ->
     specs = [{"name": e.name, "entity_type": e.entityType, "observations": e.observations} for e in args.entities]
     stored = services.graph.create_entities(scope, specs)
     payload = fit_list({"entities": [reference_entity(e) for e in stored]}, "entities")
-    return json_result(payload, items_stored=len(stored))
+    return json_result(payload)
 
 
 def _create_relations(services: Services, scope: Scope, args: _Relations) -> ToolResult:
@@ -303,7 +303,7 @@ def _create_relations(services: Services, scope: Scope, args: _Relations) -> Too
     specs = [{"source": r.from_, "relation_type": r.relationType, "target": r.to} for r in args.relations]
     stored = services.graph.create_relations(scope, specs)
     payload = fit_list({"relations": [reference_relation(r) for r in stored]}, "relations")
-    return json_result(payload, items_stored=len(stored))
+    return json_result(payload)
 
 
 def _add_observations(services: Services, scope: Scope, args: _AddObservations) -> ToolResult:
@@ -317,7 +317,7 @@ def _add_observations(services: Services, scope: Scope, args: _AddObservations) 
         added = services.graph.add_observations(scope, item.entityName, item.contents) if item.contents else []
         results.append({"entityName": item.entityName, "addedObservations": [o["content"] for o in added]})
     payload = fit_list({"results": results}, "results")
-    return json_result(payload, items_stored=sum(len(r["addedObservations"]) for r in results))
+    return json_result(payload)
 
 
 def _delete_entities(services: Services, scope: Scope, args: _DeleteEntities) -> ToolResult:
@@ -399,7 +399,7 @@ def _add_memory(services: Services, scope: Scope, args: _AddMemory) -> ToolResul
         content=Content(role="user", parts=[Part({"text": args.text})]), author="user", metadata=args.metadata
     )
     stored = services.memory.add_entry(scope, entry, session_id=args.session_id)
-    return json_result(stored.to_json(), items_stored=1)
+    return json_result(stored.to_json())
 
 
 def _profile_card(services: Services, scope: Scope, args: _ProfileCard) -> ToolResult:
@@ -409,11 +409,11 @@ def _profile_card(services: Services, scope: Scope, args: _ProfileCard) -> ToolR
 
 def _remember(services: Services, scope: Scope, args: _Remember) -> ToolResult:
     stored = graph_tools.remember(services.graph, scope, args.entity, args.facts, args.entity_type)
-    return json_result(stored, items_stored=int(stored["facts_added"]))
+    return json_result(stored)
 
 
 def _relate(services: Services, scope: Scope, args: _Relate) -> ToolResult:
-    return json_result(graph_tools.relate(services.graph, scope, args.source, args.relation, args.target), 1)
+    return json_result(graph_tools.relate(services.graph, scope, args.source, args.relation, args.target))
 
 
 def _entity_history(services: Services, scope: Scope, args: _EntityHistory) -> ToolResult:

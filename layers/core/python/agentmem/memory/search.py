@@ -29,6 +29,7 @@ from agentmem.search import calibration, fusion, relevance
 from agentmem.search.inverted_index import InvertedIndex, Ranking
 from agentmem.search.tokenize import tokenize
 from agentmem.stores.table import Item, Table
+from agentmem.tenancy import metering
 from agentmem.vectors.port import VectorHit, VectorIndex
 
 CANDIDATES = 50
@@ -147,6 +148,7 @@ class MemorySearch:
         # The query is embedded on another thread while the keyword index is read (the engine releases
         # the GIL): the two take about as long, and a search's latency is the longer of them.
         vector_soon = _embedding_pool().submit(embed_query, self.embedder, query)
+        metering.count(embeddings=1)
         keyword = Ranking([])
         if hybrid:
             keyword = self._index.search(

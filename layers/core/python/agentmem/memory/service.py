@@ -49,6 +49,7 @@ from agentmem.search.inverted_index import (
 from agentmem.search.tokenize import tokenize
 from agentmem.stores.retry import retry_on_conflict
 from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Item, Key, Table, check_items, query_all
+from agentmem.tenancy import metering
 from agentmem.vectors.indexing import record_for_item
 from agentmem.vectors.port import VectorIndex
 
@@ -272,6 +273,7 @@ class MemoryService:
         texts = [records.embedding_text(p.item) for p in prepared]
         try:
             vectors: list[list[float] | None] = list(self.embedder.embed(texts))
+            metering.count(embeddings=len(texts))
             if len(vectors) != len(prepared):
                 raise ValueError("the embedder returned a different number of vectors")
         except InvalidInput:
@@ -290,7 +292,9 @@ class MemoryService:
     def _embed_alone(self, text: str) -> list[float] | None:
         assert self.embedder is not None
         try:
-            return self.embedder.embed([text])[0]
+            vector = self.embedder.embed([text])[0]
+            metering.count(embeddings=1)
+            return vector
         except Exception as error:
             logger.warning(
                 "embedding refused one entry; it is stored as pending", extra={"error": type(error).__name__}
@@ -314,6 +318,7 @@ class MemoryService:
         if not prepared:
             return None
         vectors_ok = self._embed(prepared)
+        metering.count(items_stored=len(prepared))
         scope = prepared[0].scope
         side_items: list[Item] = [users.registry_item(scope)]
         for p in prepared:

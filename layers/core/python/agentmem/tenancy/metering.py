@@ -1,12 +1,19 @@
 """Usage counters per app per day: requests, items stored, embeddings computed.
 
 One item per app and UTC day (``T#<app>`` / ``USAGE#<date>``), incremented atomically; counters are
-not personal data (no user id), so user erasure leaves them. Other capabilities call
-:func:`record_usage` (e.g. the embedding code: ``record_usage(table, app, embeddings=n)``).
+not personal data (no user id), so user erasure leaves them.
+
+Counts come from the code that does the work: the services call :func:`count` where they store
+entries, facts, relations and episodes and where they call the embedder; the API (every route and MCP
+tool) and the stream indexer run each request or record inside :func:`counting` and add what was
+counted to the app's day (:func:`record_meter`).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -32,6 +39,42 @@ class UsageDay:
             "items_stored": self.items_stored,
             "embeddings": self.embeddings,
         }
+
+
+@dataclass
+class Meter:
+    """What one request (or stream record) stored and embedded."""
+
+    items_stored: int = 0
+    embeddings: int = 0
+
+
+_meter: ContextVar[Meter | None] = ContextVar("usage_meter", default=None)
+
+
+def count(*, items_stored: int = 0, embeddings: int = 0) -> None:
+    """Count work done for the current request (nothing outside :func:`metered`)."""
+    meter = _meter.get()
+    if meter is not None:
+        meter.items_stored += items_stored
+        meter.embeddings += embeddings
+
+
+@contextlib.contextmanager
+def counting() -> Iterator[Meter]:
+    """Count the work done inside (what :func:`count` is told), for the caller to record."""
+    meter = Meter()
+    token = _meter.set(meter)
+    try:
+        yield meter
+    finally:
+        _meter.reset(token)
+
+
+def record_meter(table: Table, app: str, meter: Meter) -> None:
+    """Add what a request or record stored and embedded to ``app``'s usage of today."""
+    if meter.items_stored or meter.embeddings:
+        record_usage(table, app, items_stored=meter.items_stored, embeddings=meter.embeddings)
 
 
 def _today() -> date:

@@ -21,6 +21,7 @@ from agentmem.errors import ConditionFailed
 from agentmem.keys import Scope, UserRef, scope_of_partition, unescape, user_of_partition
 from agentmem.memory import records
 from agentmem.stores.table import Condition, Item, Table, query_all
+from agentmem.tenancy import metering
 from agentmem.users import SCOPE_REGISTRY, registered_scopes
 from agentmem.vectors.exact import bump_version
 from agentmem.vectors.port import VectorIndex, VectorRecord
@@ -66,6 +67,7 @@ def embed_pending(table: Table, embedder: Embedder, items: Sequence[Item]) -> li
     if not items:
         return []
     vectors = embedder.embed([records.embedding_text(item) for item in items])
+    metering.count(embeddings=len(items))
     updated: list[Item] = []
     for item, vector in zip(items, vectors, strict=True):
         new = {k: v for k, v in item.items() if k != PENDING_ATTR}

@@ -12,7 +12,6 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from agentmem.api import tenancy
 from agentmem.api.http import JSON, SCOPE_PATH, scope_from_path
 from agentmem.api.routes.graph import ProjectQuery
 from agentmem.container import get_container
@@ -33,7 +32,6 @@ def mcp_message(app: str, user: str, project_id: ProjectQuery = None) -> Respons
     reply = McpServer(get_container(), scope).handle_text(
         event.body, protocol_version=event.headers.get(PROTOCOL_HEADER)
     )
-    tenancy.report_items_stored(reply.items_stored)
     body = "" if reply.message is None else dumps(reply.message)
     return Response(status_code=reply.status, content_type=JSON, body=body)
 

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from agentmem import users
+from agentmem.budget import Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.deletion import records
 from agentmem.errors import ConditionFailed, MalformedRequest, NotFound
@@ -36,7 +37,7 @@ DEFAULT_MAX_SWEEPS = 6
 DEFAULT_SCOPE_PAGE = 200
 """Scopes per Map run: 200 project ids of at most 256 bytes keep a state far below 256 KiB."""
 EXPORT_PAGE_ITEMS = 500
-EXPORT_PAGE_BYTES = 1024 * 1024
+"""Items one export page holds at most; its bytes on the wire stay within the response budget."""
 """A page of export stays around 1 MiB of JSON, far below the 6 MB response limit of Lambda."""
 MAX_CAUSE_CHARS = 1000
 
@@ -241,25 +242,24 @@ class DeletionService:
             "episodes": [],
             "next_cursor": None,
         }
-        count, size = 0, 0
+        count = 0
+        budget = Budget()  # the bytes as the page travels (non-ASCII escaped by the Lambda runtime)
         for scope in scopes:
-            after = resume_after if resume_scope == _scope_order(scope) else None
+            after = (resume_after or None) if resume_scope == _scope_order(scope) else None
             while True:
                 # Expired entries still held are exported too, with their expires_at (API.md).
                 result = self._table.query(scope.partition, limit=200, start_after=after, include_expired=True)
                 for item in result.items:
                     exported = _export_item(item)
+                    if exported is not None:
+                        section, value = exported
+                        if count >= EXPORT_PAGE_ITEMS or not budget.take(value):  # resume at this item
+                            page["next_cursor"] = _encode_cursor(_scope_order(scope), after or "")
+                            return page
+                        target = page["graph"][section] if section in page["graph"] else page[section]
+                        target.append(value)
+                        count += 1
                     after = item["sk"]
-                    if exported is None:
-                        continue
-                    section, value = exported
-                    target = page["graph"][section] if section in page["graph"] else page[section]
-                    target.append(value)
-                    count += 1
-                    size += len(json.dumps(value, ensure_ascii=False))
-                    if count >= EXPORT_PAGE_ITEMS or size >= EXPORT_PAGE_BYTES:
-                        page["next_cursor"] = _encode_cursor(_scope_order(scope), after)
-                        return page
                 if result.next_start is None:
                     break
                 after = result.next_start

@@ -14,8 +14,8 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 
 from agentmem.container import get_container
 from agentmem.errors import Unavailable
-from agentmem.memory.expiry import apply_ttl_removal, is_ttl_removal
 from agentmem.keys import scope_of_partition
+from agentmem.memory.expiry import apply_ttl_removal, is_ttl_removal
 from agentmem.observability import logger
 from agentmem.tenancy.metering import counting, record_meter
 from agentmem.vectors.stream import apply_stream_record, image_to_item

@@ -15,7 +15,6 @@ is the same); the counts come from the client and do not depend on it.
 
 from __future__ import annotations
 
-import os
 import random
 import statistics
 import sys
@@ -25,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from benchlib import scaled, sentence, vocabulary
+from benchlib import emulated_aws, scaled, sentence, vocabulary
 
 REGION = "us-east-1"
 SEED_SESSIONS = 2
@@ -104,12 +103,7 @@ def _measure(
 
 
 def main() -> None:
-    for name, value in {
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_ACCESS_KEY_ID": "bench",
-        "AWS_SECRET_ACCESS_KEY": "bench",
-    }.items():
-        os.environ.setdefault(name, value)
+    emulated_aws(REGION)
     import boto3
     from moto import mock_aws
 

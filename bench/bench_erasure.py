@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from benchlib import scaled
+from benchlib import emulated_aws, scaled
 
 from agentmem import users
 from agentmem.deletion import steps
@@ -125,13 +125,8 @@ def moto_erasure(count: int) -> None:
 
 
 def main() -> None:
-    for name, value in {
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "bench",
-        "AWS_SECRET_ACCESS_KEY": "bench",
-        "POWERTOOLS_LOG_LEVEL": "WARNING",
-    }.items():
-        os.environ.setdefault(name, value)
+    emulated_aws()
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     logger.setLevel("WARNING")
     local_erasure(scaled(5_000, 40))
     local_erasure(scaled(20_000, 80))

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchlib import scaled, vocabulary
+from benchlib import emulated_aws, scaled, vocabulary
 
 from agentmem.container import Container, set_container
 from agentmem.settings import Settings
@@ -281,14 +281,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    import os
     import sys
 
     sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
-    for name, value in (
-        ("AWS_DEFAULT_REGION", "us-east-1"),
-        ("AWS_ACCESS_KEY_ID", "bench"),
-        ("AWS_SECRET_ACCESS_KEY", "bench"),
-    ):
-        os.environ.setdefault(name, value)
+    emulated_aws()
     main()

@@ -13,6 +13,16 @@ SCALE = float(os.environ.get("BENCH_SCALE", "1"))
 hundredth, which checks that every section still runs, not how fast."""
 
 
+def emulated_aws(region: str = "us-east-1") -> None:
+    """Region and stand-in credentials for the emulators (moto), unless the environment has its own."""
+    for name, value in {
+        "AWS_DEFAULT_REGION": region,
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+    }.items():
+        os.environ.setdefault(name, value)
+
+
 def scaled(full: int, least: int = 1) -> int:
     """``full`` items of a workload at :data:`SCALE`, at least ``least``."""
     return max(least, round(full * SCALE))

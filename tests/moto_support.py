@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -107,3 +108,83 @@ def back_up_each_item_a_transaction_writes() -> None:
     stand_in = _ItemBackups(models.Table)
     models.copy = stand_in  # type: ignore[assignment]
     backend.transact_write_items = stand_in.transaction(backend.transact_write_items)  # type: ignore[method-assign]
+
+
+class TransactionConflicts:
+    """DynamoDB's transaction conflicts, which moto does not model, on one boto3 DynamoDB client.
+
+    From the DynamoDB Developer Guide ("Transaction conflict handling in DynamoDB"): a transaction
+    conflict occurs when
+
+    - a PutItem, UpdateItem or DeleteItem request for an item conflicts with an ongoing TransactWriteItems
+      request that includes the same item: the request fails with ``TransactionConflictException``;
+    - an item within a TransactWriteItems request is part of another ongoing transaction: the request is
+      cancelled (``TransactionCanceledException``), with the reason ``TransactionConflict`` for that item
+      and ``None`` for the others. Every item of the request counts, ``ConditionCheck`` items included.
+
+    Here a TransactWriteItems is "ongoing" for ``hold_seconds`` from the moment it is sent (DynamoDB's
+    own time to run one, about 10 ms; moto's, queued behind its lock, would overstate it many times).
+    ``conflicts`` counts the requests refused, ``transactions`` those that ran.
+    """
+
+    def __init__(self, client: Any, hold_seconds: float = 0.010) -> None:
+        self._lock = threading.Lock()
+        self._in_flight: dict[tuple[str, str], int] = {}
+        self._hold = hold_seconds
+        self.conflicts = 0
+        self.transactions = 0
+        events = client.meta.events
+        events.register("before-parameter-build.dynamodb.TransactWriteItems", self._begin)
+        for operation in ("PutItem", "UpdateItem", "DeleteItem"):
+            events.register(f"before-parameter-build.dynamodb.{operation}", self._single)
+
+    @staticmethod
+    def _key(key: dict[str, Any]) -> tuple[str, str]:
+        return (key["pk"]["S"], key["sk"]["S"])
+
+    def _transaction_keys(self, params: dict[str, Any]) -> list[tuple[str, str]]:
+        keys = []
+        for action in params["TransactItems"]:
+            ((kind, body),) = action.items()
+            keys.append(self._key(body["Item"] if kind == "Put" else body["Key"]))
+        return keys
+
+    def _refuse(self, operation: str, code: str, message: str, reasons: list[dict[str, str]] | None = None) -> None:
+        from botocore.exceptions import ClientError
+
+        self.conflicts += 1
+        response: dict[str, Any] = {"Error": {"Code": code, "Message": message}}
+        if reasons is not None:
+            response["CancellationReasons"] = reasons
+        raise ClientError(response, operation)
+
+    def _begin(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        keys = self._transaction_keys(params)
+        with self._lock:
+            busy = [key in self._in_flight for key in keys]
+            if any(busy):
+                reasons = [{"Code": "TransactionConflict" if b else "None"} for b in busy]
+                self._refuse(
+                    "TransactWriteItems",
+                    "TransactionCanceledException",
+                    "Transaction cancelled, please refer cancellation reasons for specific reasons",
+                    reasons,
+                )
+            for key in keys:
+                self._in_flight[key] = self._in_flight.get(key, 0) + 1
+            self.transactions += 1
+        try:
+            time.sleep(self._hold)  # DynamoDB's time to run it (moto's own, behind its lock, is not DynamoDB's)
+        finally:
+            with self._lock:
+                for key in keys:
+                    self._in_flight[key] -= 1
+                    if not self._in_flight[key]:
+                        del self._in_flight[key]
+
+    def _single(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        key = self._key(params["Item"] if "Item" in params else params["Key"])
+        with self._lock:
+            busy = key in self._in_flight
+        if busy:
+            self._refuse(model.name, "TransactionConflictException", "Transaction is ongoing for the item")

@@ -456,7 +456,8 @@ def test_writes_are_refused_while_the_user_is_being_deleted(api: ApiClient, cont
     from agentmem.keys import UserRef
 
     _create(api, {"name": "Alice"})
-    container.table.put(dict(zip(("pk", "sk"), users.deletion_mark_key(UserRef("demo", "alice")), strict=True)))
+    mark = dict(zip(("pk", "sk"), users.deletion_mark_key(UserRef("demo", "alice")), strict=True))
+    container.table.batch_write(puts=users.mark_items(mark))
     reply = api.post(GRAPH + "/tools/remember", {"entity": "Alice", "facts": ["new"]})
     assert reply.status == 409
     assert reply.error_code == "user_deletion_in_progress"

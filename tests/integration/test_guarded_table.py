@@ -9,6 +9,7 @@ from botocore.stub import Stubber
 from agentmem import users
 from agentmem.errors import RateLimited, UserDeletionInProgress
 from agentmem.keys import UserRef
+from agentmem.stores import dynamo_table
 from agentmem.stores.dynamo_table import DynamoTable
 from agentmem.stores.table import Condition, Delete, Put, Table, query_all
 from tests.erasure_support import keys_of_user
@@ -19,7 +20,7 @@ PROJECT = ANA.scope("p")
 
 def _mark(table: Table) -> None:
     pk, sk = users.deletion_mark_key(ANA)
-    table.put({"pk": pk, "sk": sk, "deletion_id": "d1"})
+    table.batch_write(puts=users.mark_items({"pk": pk, "sk": sk, "deletion_id": "d1"}))
 
 
 def test_a_marked_user_gets_nothing_written_and_a_409(table: Table) -> None:
@@ -89,7 +90,10 @@ def _conflict() -> dict[str, object]:
     }
 
 
-def test_dynamodb_transactions_cancelled_by_a_conflict_are_retried_then_reported_as_throttling() -> None:
+def test_dynamodb_transactions_cancelled_by_a_conflict_are_retried_then_reported_as_throttling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(dynamo_table, "_CONFLICT_BACKOFF_CAP", 0.0)  # no waits between the attempts here
     # Given DynamoDB answering TransactionConflict (two transactions touched the user's mark at once),
     # a botocore Stubber standing in for the service (moto never conflicts)
     client = boto3.client("dynamodb", region_name="us-east-1")
@@ -102,7 +106,7 @@ def test_dynamodb_transactions_cancelled_by_a_conflict_are_retried_then_reported
         table.transact_write(ops)
         stub.assert_no_pending_responses()
         # And one that keeps conflicting ends as RateLimited (429) after a bounded number of attempts
-        for _ in range(8):
+        for _ in range(dynamo_table._MAX_CONFLICT_ATTEMPTS):
             stub.add_client_error("transact_write_items", **_conflict())  # type: ignore[arg-type]
         with pytest.raises(RateLimited):
             table.transact_write(ops)

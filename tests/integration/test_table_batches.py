@@ -50,7 +50,7 @@ def test_guarded_transactions_of_a_user_being_erased_are_refused_with_a_409(tabl
     guarded = users.guarded(table)
     guarded.put(users.registry_item(SCOPE))
     pk, sk = users.deletion_mark_key(ANA)
-    table.put({"pk": pk, "sk": sk, "deletion_id": "d1"})
+    table.batch_write(puts=users.mark_items({"pk": pk, "sk": sk, "deletion_id": "d1"}))
     # When two batches of the user's items are written in one call
     with pytest.raises(UserDeletionInProgress):
         guarded.transact_write_each([[Put({"pk": SCOPE.partition, "sk": f"X#{b}{i}"}) for i in range(2)] for b in "ab"])
@@ -72,6 +72,7 @@ def test_a_guarded_batch_of_many_chunks_registers_its_scope_first_on_both_tables
 def test_sqlite_applies_a_guarded_batch_of_many_chunks_in_one_commit(tmp_path: Path) -> None:
     table = SqliteTable(tmp_path / "one-commit.db")
     guarded = users.guarded(table)
+    guarded.put(users.registry_item(SCOPE))  # registering a scope is a write of its own, once
     commits: list[str] = []
     table._connection().set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
     guarded.batch_write(

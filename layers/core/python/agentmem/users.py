@@ -2,8 +2,9 @@
 
 - the registry of the user's scopes (``SCOPE#<project>``), written with every write, so erasure and
   export list a user's projects without scanning the table; only an erasure removes it;
-- the deletion mark (``DELETION``): while it exists, every write for the user is refused (409), in the
-  same atomic operation as the write (:class:`GuardedTable`);
+- the deletion mark (``DELETION``, with :data:`GUARD_SHARDS` shards ``DELETION#<k>`` set and cleared with
+  it): while it exists, every write for the user is refused (409), in the same atomic operation as the
+  write (:class:`GuardedTable`);
 - when something of the user's was last deleted (``FORGOTTEN``): an ``Idempotency-Key`` answer recorded
   before it is not replayed (it may hold what was deleted).
 """
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+import random
 import time
 from collections.abc import Mapping, Sequence
 
@@ -33,8 +35,15 @@ from agentmem.stores.table import (
 )
 
 SCOPE_REGISTRY = "SCOPE#"
+REGISTRY_SHARD = "SCOPEK#"
 DELETION_MARK = "DELETION"
+MARK_SHARD = "DELETION#"
 FORGOTTEN = "FORGOTTEN"
+GUARD_SHARDS = 16
+"""The deletion mark and each scope's registry have this many shards, items of their own that exist with
+them. A write's transaction checks one shard of each, drawn at random: DynamoDB cancels two concurrent
+transactions that hold one item (a condition check included), and if every write of a user checked the
+one mark and the one registry, a user's concurrent writes would cancel each other (docs/adr/0503)."""
 
 
 def registry_sk(project_id: str | None) -> str:
@@ -75,6 +84,33 @@ def deletion_mark_key(user: UserRef) -> Key:
     return user.partition, DELETION_MARK
 
 
+def mark_shard_key(user: UserRef, shard: int) -> Key:
+    return user.partition, f"{MARK_SHARD}{shard:02d}"
+
+
+def mark_items(mark: Item) -> list[Item]:
+    """The deletion mark item and its shards (put together, in one transaction)."""
+    user = user_of_partition(mark["pk"])
+    assert user is not None
+    return [mark, *({"pk": pk, "sk": sk} for pk, sk in (mark_shard_key(user, k) for k in range(GUARD_SHARDS)))]
+
+
+def mark_keys(user: UserRef) -> list[Key]:
+    """The keys of the deletion mark and its shards."""
+    return [deletion_mark_key(user), *(mark_shard_key(user, k) for k in range(GUARD_SHARDS))]
+
+
+def registry_shard_key(scope: Scope, shard: int) -> Key:
+    return scope.user_ref.partition, f"{REGISTRY_SHARD}{shard:02d}#{escape(scope.project_id or '')}"
+
+
+def is_guard_item(sk: str, *, registry: bool) -> bool:
+    """A deletion mark item (or, with ``registry``, a registry item): what erasure keeps until the end."""
+    if sk == DELETION_MARK or sk.startswith(MARK_SHARD):
+        return True
+    return registry and sk.startswith((SCOPE_REGISTRY, REGISTRY_SHARD))
+
+
 def ensure_writable(table: Table, user: UserRef) -> None:
     """Refuse a write early (before any embedding or write) while the user's erasure runs.
 
@@ -100,17 +136,19 @@ class GuardedTable:
     once their erasure has begun, nor in a scope the erasure has already unregistered.
 
     Every write that could create an item of a user (a put or an add, unless its condition requires the
-    item to exist) goes in a transaction that also checks, atomically:
+    item to exist) goes in a transaction that also checks, atomically, one shard (drawn at random, the
+    same for both) of:
 
-    - that the user's deletion mark is absent: the workflow sets the mark before its sweep, so every
-      item that will ever land is already there when the sweep and the final verification read;
-    - for an item of a scope partition, that the scope's registry item exists (unless the same
-      transaction puts it): the registry is removed only at the very end of an erasure, so a request
-      paused across a whole erasure fails its later writes instead of landing them in a partition no
-      erasure or export would visit.
+    - the user's deletion mark, absent: the workflow sets the mark before its sweep, so every item that
+      will ever land is already there when the sweep and the final verification read;
+    - for an item of a scope partition, the scope's registry, present: the registry is removed only at
+      the very end of an erasure, so a request paused across a whole erasure fails its later writes
+      instead of landing them in a partition no erasure or export would visit.
 
-    A write refused this way raises UserDeletionInProgress (409) and wrote nothing. Deletes, and writes
-    that require their item to exist, cannot bring back what an erasure removed: they pass unchanged.
+    Registering a scope (a put of its registry item, as every service write does first) writes the
+    registry item and all its shards once, while the mark is absent; afterwards it is a read. A write
+    refused by a check raises UserDeletionInProgress (409) and wrote nothing. Deletes, and writes that
+    require their item to exist, cannot bring back what an erasure removed: they pass unchanged.
     Unconditional batches become transactions of up to 100 items (the checks included).
     """
 
@@ -145,9 +183,34 @@ class GuardedTable:
 
     # -- writes ----------------------------------------------------------------------------------
 
+    def _register(self, registry: Item) -> None:
+        """Make sure the scope of a registry item is registered, with its shards (one transaction, checked
+        against the mark itself, when a shard is missing)."""
+        scope = scope_of_registry(registry)
+        if self._table.get(*registry_shard_key(scope, random.randrange(GUARD_SHARDS))) is not None:
+            return
+        shards = [{"pk": pk, "sk": sk} for pk, sk in (registry_shard_key(scope, k) for k in range(GUARD_SHARDS))]
+        mark = Check(*deletion_mark_key(scope.user_ref), Condition(exists=False))
+        try:
+            self._table.transact_write([mark, Put(registry), *(Put(shard) for shard in shards)])
+        except ConditionFailed:
+            raise UserDeletionInProgress(_MARKED) from None
+
+    def _registered(self, puts: Sequence[Item]) -> list[Item]:
+        """``puts`` without its registry items, each of whose scope is registered first."""
+        rest = []
+        for item in puts:
+            if str(item["sk"]).startswith(SCOPE_REGISTRY) and user_of_partition(str(item["pk"])) is not None:
+                self._register(item)
+            else:
+                rest.append(item)
+        return rest
+
     def put(self, item: Item, condition: Condition | None = None) -> None:
+        if not self._registered([item]):
+            return
         op = Put(item, condition)
-        if _guards([op]):
+        if _guards([op], 0):
             self.transact_write([op])
         else:
             self._table.put(item, condition)
@@ -158,10 +221,9 @@ class GuardedTable:
     def batch_write(self, puts: Sequence[Item] = (), deletes: Sequence[Key] = ()) -> None:
         if deletes:
             self._table.batch_write(deletes=deletes)
-        unique = list({(item["pk"], item["sk"]): item for item in puts}.values())
-        unique.sort(key=lambda item: not str(item["sk"]).startswith(SCOPE_REGISTRY))  # registries first
+        unique = self._registered(list({(item["pk"], item["sk"]): item for item in puts}.values()))
         ops = [Put(item) for item in unique]
-        if not _guards(ops):
+        if not _guards(ops, 0):
             self._table.batch_write(puts=unique)
             return
         chunks: list[list[WriteOp]] = [[]]
@@ -178,19 +240,12 @@ class GuardedTable:
                 size, owners = 0, {op.item["pk"]}
             chunks[-1].append(op)
             size += item_size
-        # The first chunk holds the registries the others' checks require: it lands first, then the rest
-        # together (concurrently on DynamoDB; on SQLite all of them in order, in one commit).
-        if self.batches_in_order:
-            together = chunks
-        else:
-            self.transact_write(chunks[0])
-            together = chunks[1:]
-        refused = [outcome for outcome in self.transact_write_each(together) if outcome is not None]
+        refused = [outcome for outcome in self.transact_write_each(chunks) if outcome is not None]
         if refused:
             raise refused[0]
 
     def transact_write(self, ops: Sequence[WriteOp]) -> None:
-        checks = _guards(ops)
+        checks = _guards(ops, random.randrange(GUARD_SHARDS))
         if not checks:
             self._table.transact_write(ops)
             return
@@ -202,10 +257,11 @@ class GuardedTable:
 
     def transact_write_each(self, batches: Sequence[Sequence[WriteOp]]) -> list[ConditionFailed | None]:
         """Each batch with its own checks; a batch refused by a check raises UserDeletionInProgress."""
-        outcomes = self._table.transact_write_each([[*_guards(ops), *ops] for ops in batches])
-        for ops, outcome in zip(batches, outcomes, strict=True):
+        checks = [_guards(ops, random.randrange(GUARD_SHARDS)) for ops in batches]
+        outcomes = self._table.transact_write_each([[*c, *ops] for c, ops in zip(checks, batches, strict=True)])
+        for guard, outcome in zip(checks, outcomes, strict=True):
             if outcome is not None:
-                self._raise_if_guarded(_guards(ops))
+                self._raise_if_guarded(guard)
         return outcomes
 
     def _raise_if_guarded(self, checks: Sequence[Check]) -> None:
@@ -216,10 +272,16 @@ class GuardedTable:
 
     def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
         op = Add(pk, sk, deltas, condition)
-        if not _guards([op]):
+        if not _guards([op], 0):
             return self._table.increment(pk, sk, deltas, condition)
         self.transact_write([op])
         return self._table.get(pk, sk) or {"pk": pk, "sk": sk}
+
+
+def scope_of_registry(item: Item) -> Scope:
+    user = user_of_partition(str(item["pk"]))
+    assert user is not None
+    return user.scope(unescape(str(item["sk"])[len(SCOPE_REGISTRY) :]) or None)
 
 
 def _can_create(op: WriteOp) -> bool:
@@ -229,21 +291,20 @@ def _can_create(op: WriteOp) -> bool:
     return condition is None or not (condition.exists is True or condition.equals)
 
 
-def _guards(ops: Sequence[WriteOp]) -> list[Check]:
-    """The checks that make ``ops`` refuse to land for a user being (or just) erased; [] when none apply."""
-    keys = [op_key(op) for op in ops]
-    written = set(keys)
+def _guards(ops: Sequence[WriteOp], shard: int) -> list[Check]:
+    """The checks (of mark and registry shard ``shard``) that make ``ops`` refuse to land for a user being
+    (or just) erased; [] when none apply."""
     marks: dict[Key, None] = {}
     registries: dict[Key, None] = {}
-    partitions = dict.fromkeys(key[0] for op, key in zip(ops, keys, strict=True) if _can_create(op))
+    partitions = dict.fromkeys(op_key(op)[0] for op in ops if _can_create(op))
     for pk in partitions:
         scope = scope_of_partition(pk)
         if scope is not None:
-            marks[deletion_mark_key(scope.user_ref)] = None
-            registries[(scope.user_ref.partition, registry_sk(scope.project_id))] = None
+            marks[mark_shard_key(scope.user_ref, shard)] = None
+            registries[registry_shard_key(scope, shard)] = None
         user = user_of_partition(pk)
         if user is not None:
-            marks[deletion_mark_key(user)] = None
-    checks = [Check(pk, sk, Condition(exists=False)) for pk, sk in marks if (pk, sk) not in written]
-    checks += [Check(pk, sk, Condition(exists=True)) for pk, sk in registries if (pk, sk) not in written]
+            marks[mark_shard_key(user, shard)] = None
+    checks = [Check(pk, sk, Condition(exists=False)) for pk, sk in marks]
+    checks += [Check(pk, sk, Condition(exists=True)) for pk, sk in registries]
     return checks

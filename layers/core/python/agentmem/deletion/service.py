@@ -6,8 +6,9 @@ is finished by starting another. The API side (:meth:`DeletionService.begin`, :m
 :meth:`export`) never deletes anything itself.
 
 Where things are: every item of a scope lives in the scope's partition; the user partition holds id
-pointers, idempotency records, the scope registry (``SCOPE#``) and the deletion mark (``DELETION``).
-The registry is kept until the end (verification needs it), the mark is removed last of all, and the
+pointers, idempotency records, the scope registry (``SCOPE#``, with its shards ``SCOPEK#``) and the
+deletion mark (``DELETION``, with its shards). The registry is kept until the end (verification needs
+it), the mark is removed last of all, and the
 receipt lives in the tenant partition, which erasure never touches.
 """
 
@@ -29,7 +30,7 @@ from agentmem.deletion import records
 from agentmem.errors import ConditionFailed, MalformedRequest, NotFound
 from agentmem.keys import Scope, UserRef
 from agentmem.memory import records as memory_records
-from agentmem.stores.table import Condition, Item, Key, Table
+from agentmem.stores.table import Condition, Item, Key, Put, Table
 from agentmem.vectors.port import VectorIndex
 
 DEFAULT_BATCH_SIZE = 500
@@ -94,8 +95,9 @@ class DeletionService:
         # Claim the mark only if nobody changed it since we looked: of two simultaneous requests, one wins.
         pk, sk = users.deletion_mark_key(user)
         claim = Condition(exists=False) if mark is None else Condition(equals={"deletion_id": mark.get("deletion_id")})
+        marked, *shards = users.mark_items(self._mark_item(user, deletion_id))
         try:
-            self._table.put(self._mark_item(user, deletion_id), claim)
+            self._table.transact_write([Put(marked, claim), *(Put(shard) for shard in shards)])
         except ConditionFailed:
             self._table.delete(request["pk"], request["sk"])
             winner = self._table.get(pk, sk)
@@ -109,7 +111,7 @@ class DeletionService:
         self.record_failure(user, deletion_id, error, cause)
         mark = self._table.get(*users.deletion_mark_key(user))
         if mark is not None and mark.get("deletion_id") == deletion_id:
-            self._table.delete(*users.deletion_mark_key(user))
+            self._lift_mark(user)
 
     def status(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
         """The request's status and counts; "not found" for an id of another user or app."""
@@ -127,7 +129,7 @@ class DeletionService:
         passed its early check just before the mark may still be writing: waiting for as long as a
         request can run (the API's timeout) before sweeping means the sweep and the final verification
         come after anything such a request could still land."""
-        self._table.put(self._mark_item(user, deletion_id))
+        self._table.transact_write([Put(item) for item in users.mark_items(self._mark_item(user, deletion_id))])
         if self._request(user.app, deletion_id) is None:
             hashed = records.user_hash(self._key, user)
             self._table.put(records.request_item(user.app, deletion_id, hashed_user=hashed, started_at=self._now()))
@@ -214,8 +216,13 @@ class DeletionService:
             return {"more": True}
         mark = self._table.get(*users.deletion_mark_key(user))
         if mark is not None and mark.get("deletion_id") in (None, deletion_id):
-            self._table.delete(*users.deletion_mark_key(user))
+            self._lift_mark(user)
         return {"more": False}
+
+    def _lift_mark(self, user: UserRef) -> None:
+        """Delete the mark's shards, then the mark (a write is refused until the shard it checks is gone)."""
+        self._table.batch_write(deletes=users.mark_keys(user)[1:])
+        self._table.delete(*users.deletion_mark_key(user))
 
     def record_failure(self, user: UserRef, deletion_id: str, error: str, cause: str) -> None:
         """The request becomes FAILED; the mark stays, so nothing is written into a half-erased user."""
@@ -290,14 +297,15 @@ class DeletionService:
             self._table.increment(pk, sk, deltas)
 
     def _user_items(self, user: UserRef, *, keep_registry: bool, limit: int) -> list[Key]:
-        """Keys of the user partition's items, except the mark (and the registry when asked)."""
+        """Keys of the user partition's items, except the mark and its shards (and the registry with its
+        shards, when asked)."""
         keys: list[Key] = []
         start: str | None = None
         while len(keys) < limit:
             page = self._table.query(user.partition, limit=limit, start_after=start, include_expired=True)
             for item in page.items:
                 sk = item["sk"]
-                if sk == users.DELETION_MARK or (keep_registry and sk.startswith(users.SCOPE_REGISTRY)):
+                if users.is_guard_item(sk, registry=keep_registry):
                     continue
                 keys.append((item["pk"], sk))
             if page.next_start is None:

@@ -41,10 +41,16 @@ _THROTTLING = {
     "ThrottlingException",
     "RequestLimitExceeded",
     "TransactionInProgressException",
+    "TransactionConflictException",
 }
 _BATCH_WRITE_SIZE = 25
 _BATCH_GET_SIZE = 100
 _MAX_BATCH_ATTEMPTS = 8
+_MAX_CONFLICT_ATTEMPTS = 16
+_CONFLICT_BACKOFF_BASE = 0.02
+_CONFLICT_BACKOFF_CAP = 1.0
+"""A refused write waits a random time up to 20 ms, 40 ms, ... 1 s (full jitter) before each new attempt:
+at most about 6 s in all, inside API Gateway's 29."""
 
 
 def _plain(value: Any) -> Any:
@@ -114,6 +120,20 @@ class DynamoTable:
 
             self._deserializer = TypeDeserializer()
         return {k: _plain(self._deserializer.deserialize(v)) for k, v in raw.items()}
+
+    def _retrying(self, operation: str, **kwargs: Any) -> Any:
+        """``_call``, run again (bounded, full jitter) while DynamoDB refuses it for contention: throttling,
+        or a transaction conflict (DynamoDB cancels a transaction when one of its items, a condition check
+        included, is part of another ongoing one, and refuses a single write to such an item). A refused
+        request wrote nothing, so running it again is safe."""
+        for attempt in range(_MAX_CONFLICT_ATTEMPTS):
+            try:
+                return self._call(operation, **kwargs)
+            except RateLimited:
+                if attempt == _MAX_CONFLICT_ATTEMPTS - 1:
+                    raise
+                time.sleep(random.uniform(0, min(_CONFLICT_BACKOFF_CAP, _CONFLICT_BACKOFF_BASE * 2**attempt)))
+        raise AssertionError("unreachable")
 
     def _call(self, operation: str, **kwargs: Any) -> Any:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -259,10 +279,12 @@ class DynamoTable:
 
     def put(self, item: Item, condition: Condition | None = None) -> None:
         check_items([item])
-        self._call("put_item", TableName=self.table_name, Item=self._to_wire(item), **self._conditional_args(condition))
+        wire = self._to_wire(item)
+        self._retrying("put_item", TableName=self.table_name, Item=wire, **self._conditional_args(condition))
 
     def delete(self, pk: str, sk: str, condition: Condition | None = None) -> None:
-        self._call("delete_item", TableName=self.table_name, Key=self._key(pk, sk), **self._conditional_args(condition))
+        key = self._key(pk, sk)
+        self._retrying("delete_item", TableName=self.table_name, Key=key, **self._conditional_args(condition))
 
     def batch_write(self, puts: Sequence[Item] = (), deletes: Sequence[Key] = ()) -> None:
         check_items(puts)
@@ -309,14 +331,7 @@ class DynamoTable:
         items = [self._transact_item(op) for op in ops]
         if not items:
             return
-        for attempt in range(_MAX_BATCH_ATTEMPTS):
-            try:
-                self._call("transact_write_items", TransactItems=items)
-                return
-            except RateLimited:
-                if attempt == _MAX_BATCH_ATTEMPTS - 1:
-                    raise
-                _backoff(attempt)
+        self._retrying("transact_write_items", TransactItems=items)
 
     def _transact_item(self, op: WriteOp) -> dict[str, Any]:
         target: dict[str, Any] = {"TableName": self.table_name}
@@ -344,7 +359,7 @@ class DynamoTable:
         return args
 
     def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
-        response = self._call(
+        response = self._retrying(
             "update_item",
             TableName=self.table_name,
             Key=self._key(pk, sk),

@@ -8,6 +8,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from agentmem.tenancy.keys import lookup_partition
+
 TABLE_READ_ACTIONS = [
     "dynamodb:GetItem",
     "dynamodb:BatchGetItem",
@@ -26,6 +28,9 @@ DELETION_ACTIONS = [
 ]
 """What the erasure steps do (agentmem.deletion): read the user's items, delete them in batches, write the
 mark, the status and the receipt."""
+OPERATOR_PARTITIONS = [lookup_partition("") + "*"]
+"""Partitions only the operator writes (with the CLI's own credentials): the API key lookups (``K#<hash>``),
+which the authorizer trusts. No function role may touch them, except the authorizer's GetItem."""
 KEY_ACTIONS = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
 KEY_READ_ACTIONS = ["kms:Decrypt", "kms:DescribeKey"]
 
@@ -82,6 +87,16 @@ class Storage(Construct):
         role.add_to_principal_policy(iam.PolicyStatement(actions=KEY_READ_ACTIONS, resources=[self.key.key_arn]))
 
     def _grant(self, role: iam.IRole, actions: list[str]) -> None:
-        """Explicit actions on this table and its key only (no wildcard actions, no index/* resources)."""
+        """Explicit actions on this table and its key only (no wildcard actions, no index/* resources), and
+        none of them on an item of :data:`OPERATOR_PARTITIONS` (an explicit deny: a compromised function
+        cannot mint an API key)."""
         role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=[self.table.table_arn]))
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                actions=actions,
+                resources=[self.table.table_arn],
+                conditions={"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": OPERATOR_PARTITIONS}},
+            )
+        )
         role.add_to_principal_policy(iam.PolicyStatement(actions=KEY_ACTIONS, resources=[self.key.key_arn]))

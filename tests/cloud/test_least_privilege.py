@@ -128,3 +128,33 @@ def test_every_variable_the_template_sets_is_a_setting(flow: Flow) -> None:
     for fn in flow.deployment.functions.values():
         ours = {name for name in fn.variables if not name.startswith("POWERTOOLS_")}
         assert ours <= ENV_NAMES, (fn.name, ours - ENV_NAMES)
+
+
+@pytest.mark.parametrize("flow", [PROD_OPENSEARCH], indirect=True)
+def test_no_function_but_the_authorizer_may_touch_an_api_key_lookup(flow: Flow) -> None:
+    # Given the deployed roles, and a key lookup item's partition (K#<sha256 of the key>)
+    d = flow.deployment
+    table, _ = _table_and_key(d)
+    lookup = {"dynamodb:LeadingKeys": ["K#" + "0" * 64]}
+    scope = {"dynamodb:LeadingKeys": ["S#shop#alice#"]}
+    writes = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")
+    for name in ("api", "deletion", "indexer"):
+        policy = d.functions[name].policy
+        # Then none may write one (a compromised function cannot mint a key), nor read one
+        for action in writes:
+            assert not policy.evaluate(action, table, lookup).allowed, (name, action)
+        for action in ("dynamodb:GetItem", "dynamodb:Query"):
+            assert not policy.evaluate(action, table, lookup).allowed, (name, action)
+        # And a batch holding one lookup among memory items is refused as a whole
+        mixed = {"dynamodb:LeadingKeys": [*scope["dynamodb:LeadingKeys"], *lookup["dynamodb:LeadingKeys"]]}
+        assert not policy.evaluate("dynamodb:BatchWriteItem", table, mixed).allowed, name
+    # While the API still writes memories and the authorizer still reads the lookup
+    assert d.functions["api"].policy.evaluate("dynamodb:PutItem", table, scope).allowed
+    assert d.functions["authorizer"].policy.evaluate("dynamodb:GetItem", table, lookup).allowed
+    # And every table call the rehearsal made was allowed under the deny
+    for name in ("api", "deletion", "indexer"):
+        role = _role_of(d, name)
+        calls = [c for c in d.recorder.calls if c.principal == role and c.action.startswith("dynamodb:")]  # type: ignore[union-attr]
+        assert calls, name
+        for call in calls:
+            assert d.functions[name].policy.evaluate(call.action, call.resource, call.condition_keys()).allowed, call

@@ -64,7 +64,7 @@ def local_erasure(count: int) -> None:
         started = service.begin(USER, is_active=lambda _: False)
         runner = LocalRunner(lambda event: steps.run_step(service, event), background=False)
         begin = time.perf_counter()
-        runner.start(started.deletion_id, USER.app, USER.user)
+        runner.start(started.deletion_id, USER.app)
         seconds = time.perf_counter() - begin
         status = service.status(USER, started.deletion_id)
         table.close()
@@ -113,7 +113,7 @@ def moto_erasure(count: int) -> None:
         execution = client.start_execution(
             stateMachineArn=arn,
             name=started.deletion_id,
-            input=json.dumps(execution_input(started.deletion_id, USER.app, USER.user)),
+            input=json.dumps(execution_input(started.deletion_id, USER.app)),
         )
         while (status := client.describe_execution(executionArn=execution["executionArn"])["status"]) == "RUNNING":
             time.sleep(0.05)

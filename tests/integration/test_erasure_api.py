@@ -10,7 +10,7 @@ import pytest
 
 from agentmem import users
 from agentmem.container import Container, get_container, set_container
-from agentmem.deletion import steps
+from agentmem.deletion import records, steps
 from agentmem.deletion.runners import LocalRunner
 from agentmem.keys import UserRef
 from agentmem.stores.table import Table
@@ -243,6 +243,12 @@ def test_the_sample_step_event_runs_through_the_lambda_handler(table: Table, con
 
     for project in (None, "alpha"):
         table.put(users.registry_item(UserRef("demo", "ana").scope(project)))
+    sample = load_event("deletion_step_list_scopes.json")  # names the erasure, not the user: its request does
+    table.put(
+        records.request_item(
+            "demo", sample["deletion_id"], user="ana", hashed_user="h", started_at="2026-12-01T00:00:00.000Z"
+        )
+    )
     # When the handler gets it
     result = handler(load_event("deletion_step_list_scopes.json"), None)
     # Then it answers the step's result

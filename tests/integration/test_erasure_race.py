@@ -40,7 +40,7 @@ class Race:
     def erase(self) -> dict[str, Any]:
         """What ``DELETE {scope}`` does (mark, then start the workflow), with the workflow run to its end."""
         started = self.container.deletion.begin(ANA, is_active=self.container.deletion_runner.is_active)
-        self.container.deletion_runner.start(started.deletion_id, ANA.app, ANA.user)
+        self.container.deletion_runner.start(started.deletion_id, ANA.app)
         return self.container.deletion.status(ANA, started.deletion_id)
 
     def hold(self, at: Callable[[list[Any]], bool], request: Callable[[], Any]) -> Writer:

@@ -4,12 +4,15 @@ DynamoDB. The vector index here is a test double (see InMemoryVectorIndex)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import boto3
 import pytest
 
 from agentmem import users
@@ -63,6 +66,21 @@ def cloud() -> Iterator[Cloud]:
             set_container(None)
 
 
+def _strings(value: Any) -> Iterator[str]:
+    """Every string inside ``value``, inside the JSON documents it holds as strings too."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, str):
+        yield value
+        if value[:1] in "{[":
+            with contextlib.suppress(ValueError):
+                yield from _strings(json.loads(value))
+
+
 def reinstall(cloud: Cloud, **parts: Any) -> None:
     """Install a container of the same settings, table and vector index with some parts replaced."""
     set_container(Container(get_container().settings, table=cloud.table, vector_index=cloud.vectors, **parts))
@@ -112,6 +130,12 @@ def test_user_in_three_projects_is_erased_and_nobody_else_is_touched(cloud: Clou
     assert receipt is not None
     assert "ana" not in {str(v) for v in receipt.values()}
     assert receipt["user_hash"] == records.user_hash(b"test-receipt-key", target.user)
+    # and the execution's input and history (Step Functions keeps them 90 days) name nobody either
+    assert json.loads(described["input"]) == {"deletion_id": started.body["deletion_id"], "app": "shop"}
+    client = boto3.client("stepfunctions", region_name="us-east-1")
+    history = client.get_execution_history(executionArn=described["executionArn"])["events"]
+    assert len(history) > 10
+    assert "ana" not in set(_strings(history))
     # and the user may write again once the erasure is over
     assert cloud.api.post(f"{target.path}/memories", {"entry": text_entry("fresh start")}).status == 201
 
@@ -341,7 +365,7 @@ def test_a_write_held_past_the_verification_is_refused_under_step_functions() ->
 
             router.before_step = release_after_verify
             started = container.deletion.begin(ana, is_active=container.deletion_runner.is_active)
-            container.deletion_runner.start(started.deletion_id, ana.app, ana.user)
+            container.deletion_runner.start(started.deletion_id, ana.app)
 
             # Then the execution succeeded, the write got 409, and nothing of the user is stored
             assert execution(arn, started.deletion_id)["status"] == "SUCCEEDED"

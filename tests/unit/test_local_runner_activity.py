@@ -24,7 +24,7 @@ def test_a_run_is_active_for_another_runner_until_it_ends(tmp_path: Path) -> Non
     worker_a = LocalRunner(held_step, lock_dir=tmp_path, sleep=lambda _: None)
     worker_b = LocalRunner(held_step, lock_dir=tmp_path, sleep=lambda _: None)
     # When worker A starts a run, and its first step is still going
-    worker_a.start("01DELETION", "app", "ana")
+    worker_a.start("01DELETION", "app")
     assert entered.wait(10)
     # Then worker B sees it running (it must answer a second DELETE with this run, not start another)
     assert worker_b.is_active("01DELETION")

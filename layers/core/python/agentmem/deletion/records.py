@@ -5,7 +5,10 @@
   the one place to adjust when the graph layout changes.
 - The deletion request (the receipt) lives in the tenant partition ``T#app`` under
   ``DELREQ#<deletion id>``, so it survives the erasure of the user's own partitions. It holds no
-  memory content and no raw user id: only a keyed hash (HMAC-SHA256) of ``(app, user)``.
+  memory content, and a keyed hash (HMAC-SHA256) of ``(app, user)`` to match the user who asks. While
+  the erasure runs it also holds the user id (``user_id``), which the workflow's steps read from there
+  (the workflow is given the app and the deletion id only, so its history names nobody); the last step
+  removes it, and a request superseded by a new one loses it then.
 """
 
 from __future__ import annotations
@@ -79,13 +82,18 @@ def request_key(app: str, deletion_id: str) -> Key:
     return tenant_partition(app), DELETION_REQUEST + deletion_id
 
 
-def request_item(app: str, deletion_id: str, *, hashed_user: str, started_at: str) -> Item:
+USER_ID = "user_id"
+"""The raw user id of a request whose erasure has not finished."""
+
+
+def request_item(app: str, deletion_id: str, *, user: str, hashed_user: str, started_at: str) -> Item:
     pk, sk = request_key(app, deletion_id)
     item: Item = {
         "pk": pk,
         "sk": sk,
         "deletion_id": deletion_id,
         "user_hash": hashed_user,
+        USER_ID: user,
         "status": "RUNNING",
         "started_at": started_at,
         "finished_at": None,

@@ -38,14 +38,16 @@ def load_definition(path: str | Path | None = None) -> dict[str, Any]:
     return json.loads(text.replace(FUNCTION_PLACEHOLDER, LOCAL_FUNCTION))  # type: ignore[no-any-return]
 
 
-def execution_input(deletion_id: str, app: str, user: str) -> dict[str, str]:
-    return {"deletion_id": deletion_id, "app": app, "user": user}
+def execution_input(deletion_id: str, app: str) -> dict[str, str]:
+    """What an execution is given: the erasure's app and id, never the user (its history is kept 90 days);
+    the steps read the user from the deletion request."""
+    return {"deletion_id": deletion_id, "app": app}
 
 
 class DeletionRunner(Protocol):
     name: str
 
-    def start(self, deletion_id: str, app: str, user: str) -> None:
+    def start(self, deletion_id: str, app: str) -> None:
         """Start the workflow; raise Unavailable when it cannot be started."""
         ...
 
@@ -114,11 +116,11 @@ class LocalRunner:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
 
-    def start(self, deletion_id: str, app: str, user: str) -> None:
+    def start(self, deletion_id: str, app: str) -> None:
         handle = _RunLock(self._lock_dir, deletion_id).acquire()
         with self._lock:
             self._active[deletion_id] = handle
-        payload = execution_input(deletion_id, app, user)
+        payload = execution_input(deletion_id, app)
         if not self._background:
             self._execute(deletion_id, payload)
             return
@@ -179,14 +181,14 @@ class StepFunctionsRunner:
     def execution_arn(self, deletion_id: str) -> str:
         return self._arn.replace(":stateMachine:", ":execution:", 1) + ":" + deletion_id
 
-    def start(self, deletion_id: str, app: str, user: str) -> None:
+    def start(self, deletion_id: str, app: str) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             self._client.start_execution(
                 stateMachineArn=self._arn,
                 name=deletion_id,
-                input=json.dumps(execution_input(deletion_id, app, user), ensure_ascii=False),
+                input=json.dumps(execution_input(deletion_id, app), ensure_ascii=False),
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":

@@ -89,7 +89,11 @@ class DeletionService:
                 return DeletionStart(mark["deletion_id"], "RUNNING", started=False)
         deletion_id = new_id()
         request = records.request_item(
-            user.app, deletion_id, hashed_user=records.user_hash(self._key, user), started_at=self._now()
+            user.app,
+            deletion_id,
+            user=user.user,
+            hashed_user=records.user_hash(self._key, user),
+            started_at=self._now(),
         )
         self._table.put(request)
         # Claim the mark only if nobody changed it since we looked: of two simultaneous requests, one wins.
@@ -104,11 +108,14 @@ class DeletionService:
             if winner is None or not winner.get("deletion_id"):
                 raise
             return DeletionStart(winner["deletion_id"], "RUNNING", started=False)
+        if mark is not None and mark.get("deletion_id"):
+            self._forget_user(user.app, mark["deletion_id"])  # the superseded request will not run again
         return DeletionStart(deletion_id, "RUNNING", started=True)
 
     def abandon(self, user: UserRef, deletion_id: str, error: str, cause: str) -> None:
         """The workflow could not be started: record the failure and lift the mark again."""
         self.record_failure(user, deletion_id, error, cause)
+        self._forget_user(user.app, deletion_id)
         mark = self._table.get(*users.deletion_mark_key(user))
         if mark is not None and mark.get("deletion_id") == deletion_id:
             self._lift_mark(user)
@@ -119,6 +126,20 @@ class DeletionService:
         if item is None or item.get("user_hash") != records.user_hash(self._key, user):
             raise NotFound("no such deletion for this user", code="deletion_not_found")
         return records.request_to_json(item)
+
+    def user_of(self, app: str, deletion_id: str) -> UserRef | None:
+        """The user a running erasure is erasing (what the steps are given instead of the user id); None
+        once it has finished or was superseded."""
+        item = self._request(app, deletion_id)
+        if item is None or not item.get(records.USER_ID):
+            return None
+        return UserRef.of(app, item[records.USER_ID])
+
+    def _forget_user(self, app: str, deletion_id: str) -> None:
+        """Drop the user id from a request whose run is over (its receipt keeps the keyed hash only)."""
+        item = self._request(app, deletion_id)
+        if item is not None and records.USER_ID in item:
+            self._table.put({k: v for k, v in item.items() if k != records.USER_ID})
 
     # -- workflow steps (each idempotent) ------------------------------------------------------------
 
@@ -132,7 +153,10 @@ class DeletionService:
         self._table.transact_write([Put(item) for item in users.mark_items(self._mark_item(user, deletion_id))])
         if self._request(user.app, deletion_id) is None:
             hashed = records.user_hash(self._key, user)
-            self._table.put(records.request_item(user.app, deletion_id, hashed_user=hashed, started_at=self._now()))
+            request = records.request_item(
+                user.app, deletion_id, user=user.user, hashed_user=hashed, started_at=self._now()
+            )
+            self._table.put(request)
         return {"drain_seconds": self._drain_seconds}
 
     def list_scopes(self, user: UserRef, after: str | None = None) -> dict[str, Any]:
@@ -217,6 +241,7 @@ class DeletionService:
         mark = self._table.get(*users.deletion_mark_key(user))
         if mark is not None and mark.get("deletion_id") in (None, deletion_id):
             self._lift_mark(user)
+        self._forget_user(user.app, deletion_id)
         return {"more": False}
 
     def _lift_mark(self, user: UserRef) -> None:

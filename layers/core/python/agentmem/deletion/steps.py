@@ -37,11 +37,21 @@ def _optional_str(value: object) -> str | None:
 
 
 def run_step(service: DeletionService, event: dict[str, Any]) -> Any:
+    """Run one step. The event names the erasure (``app``, ``deletion_id``), and the user is read from
+    its request, so the workflow's input and history hold no user id (an event of an execution started
+    by an older version names the user: it is used as given)."""
     step = event.get("step")
     if not isinstance(step, str) or step not in STEPS:
         raise InvalidInput(f"unknown deletion step {step!r}", code="unknown_step")
-    user = UserRef.of(event.get("app"), event.get("user"))
     deletion_id = validate_id(event.get("deletion_id"), "deletion_id")
+    if "user" in event:
+        user: UserRef | None = UserRef.of(event.get("app"), event.get("user"))
+    else:
+        user = service.user_of(validate_id(event.get("app"), "app"), deletion_id)
+    if user is None:
+        if step == "clear_mark":  # run again after it finished (a retried invocation): nothing is left to do
+            return {"more": False}
+        raise InvalidInput("this erasure has finished or was superseded", code="deletion_finished")
     result = STEPS[step](service, user, deletion_id, event)
     return {} if result is None else result
 

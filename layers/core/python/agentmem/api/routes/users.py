@@ -30,7 +30,7 @@ def delete_user(app: PathId, user: PathId) -> Response[DeletionStarted]:
     started = container.deletion.begin(ref, is_active=runner.is_active)
     if started.started:
         try:
-            runner.start(started.deletion_id, ref.app, ref.user)
+            runner.start(started.deletion_id, ref.app)
         except Exception as exc:
             logger.warning("deletion workflow not started", deletion_id=started.deletion_id, runner=runner.name)
             container.deletion.abandon(ref, started.deletion_id, "WorkflowNotStarted", type(exc).__name__)

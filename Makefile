@@ -30,6 +30,12 @@ $(MCP_REFERENCE)/node_modules/.installed: $(MCP_REFERENCE)/package.json $(MCP_RE
 	npm ci --prefix $(MCP_REFERENCE) --no-audit --no-fund --loglevel=error
 	touch $@
 
+# The TypeScript client's pinned dev dependencies (package-lock.json); npm ci builds it too (prepare: tsc).
+TS_CLIENT := clients/typescript
+$(TS_CLIENT)/node_modules/.installed: $(TS_CLIENT)/package.json $(TS_CLIENT)/package-lock.json
+	npm ci --prefix $(TS_CLIENT) --no-audit --no-fund --loglevel=error
+	touch $@
+
 serve: $(VENV)/.dev ## start the API on 127.0.0.1 with the embedded stores
 	$(BIN)/agentmem serve --host 127.0.0.1 --port $(PORT) --db $(DB)
 
@@ -59,7 +65,7 @@ $(VENV)/.infra: $(BIN)/python requirements-infra.txt
 	$(PIP) -r requirements-infra.txt
 	touch $@
 
-test: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) ## run every test tier, the bench at a hundredth included (the OpenSearch tests need Java 17 and Maven)
+test: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(TS_CLIENT)/node_modules/.installed $(NODE_BUILT) ## run every test tier, the bench at a hundredth included (the OpenSearch tests need Java 17 and Maven)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)

@@ -1,0 +1,60 @@
+/**
+ * The client: `new MemoryClient(baseUrl, { apiKey })`, the service routes, any request at all, and
+ * `.user(app, user)` for the memory of one user.
+ */
+import { Transport, type TransportOptions } from "./http.js";
+import type { QueryValue } from "./routes.js";
+import type { Capabilities, Health, Usage } from "./types.js";
+import { UserClient } from "./user.js";
+
+export type MemoryClientOptions = TransportOptions;
+
+export interface RequestOptions {
+  body?: unknown;
+  query?: Readonly<Record<string, QueryValue>> | undefined;
+  idempotencyKey?: string | undefined;
+}
+
+export class MemoryClient {
+  readonly transport: Transport;
+
+  constructor(baseUrl = "http://127.0.0.1:8000", options: MemoryClientOptions = {}) {
+    this.transport = new Transport(baseUrl, options);
+  }
+
+  get baseUrl(): string {
+    return this.transport.baseUrl;
+  }
+
+  /** The memory of one user of one app. */
+  user(app: string, user: string): UserClient {
+    return new UserClient(this.transport, app, user);
+  }
+
+  /**
+   * Send one request, `path` already percent-encoded (e.g. from `segment(id)`): the decoded JSON answer,
+   * undefined when it has no body. Errors and retries are those of every call.
+   */
+  request(method: string, path: string, options: RequestOptions = {}): Promise<unknown> {
+    return this.transport.send({ method, path, ...options });
+  }
+
+  health(): Promise<Health> {
+    return this.transport.route("health", {});
+  }
+
+  /** What this deployment supports (search modes, `relevance_threshold`, ...). */
+  capabilities(): Promise<Capabilities> {
+    return this.transport.route("capabilities", {});
+  }
+
+  /** The OpenAPI document of the API. */
+  async openapi(): Promise<Record<string, unknown>> {
+    return (await this.transport.route("openapi", {})) as Record<string, unknown>;
+  }
+
+  /** The caller's own app's metering per UTC day (`days` back, default 31): `{ app, days: [...] }`. */
+  usage(app: string, options: { days?: number | undefined } = {}): Promise<Usage> {
+    return this.transport.route("usage", { app }, { query: { days: options.days ?? 31 } });
+  }
+}

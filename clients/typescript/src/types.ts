@@ -1,0 +1,424 @@
+/**
+ * The API's JSON bodies, as they travel (snake_case field names).
+ *
+ * Every interface named like a schema of `/v1/openapi.json` (`components.schemas`) is checked against
+ * it by test/openapi.test.mjs: each field named here exists in the schema, each field the schema
+ * requires is named here, and a request field optional here is optional there too. The client builds
+ * its requests and reads its answers only through these types, so the compiler holds it to them.
+ */
+
+/** A metadata value (docs/api.md): a string of at most 1 KiB, a finite number, a boolean or a list of strings. */
+export type MetadataValue = string | number | boolean | string[];
+export type Metadata = Record<string, MetadataValue>;
+/** The filter language of docs/search.md over metadata keys and author, session_id, timestamp: `{ channel: "chat", score: { $gte: 3 } }`. */
+export type Filter = Record<string, unknown>;
+export type SearchMode = "keyword" | "semantic" | "hybrid";
+/** An RFC 3339 timestamp, or a Date (sent in UTC). */
+export type Moment = string | Date;
+
+// -- memory entries ---------------------------------------------------------------------------------
+
+/** One part of an entry's content: `{ text }` or another ADK part shape, kept as sent. */
+export interface Part {
+  text?: string;
+  [field: string]: unknown;
+}
+
+export interface Content {
+  role?: string | null;
+  parts?: Part[];
+}
+
+/** An entry as written (an ADK MemoryEntry). */
+export interface MemoryEntry {
+  content: Content;
+  author?: string | null;
+  timestamp?: string | null;
+  metadata?: Metadata | null;
+  expires_at?: string | null;
+}
+
+/** An entry as stored and answered (`score` on search hits). */
+export interface Entry {
+  id: string;
+  session_id: string | null;
+  project_id: string | null;
+  content: Content;
+  author: string | null;
+  timestamp: string;
+  metadata?: Metadata;
+  expires_at?: string | null;
+  score?: number | null;
+  indexing?: string | null;
+}
+
+export interface PutSessionRequest {
+  entries: MemoryEntry[];
+  project_id?: string | null;
+  ttl_seconds?: number | null;
+}
+
+export interface SessionStored {
+  session_id: string;
+  stored: number;
+  skipped: number;
+  indexing?: string | null;
+}
+
+export interface AddEntryRequest {
+  entry: MemoryEntry;
+  project_id?: string | null;
+  session_id?: string | null;
+  ttl_seconds?: number | null;
+}
+
+export interface SearchRequest {
+  query: string;
+  top_k?: number;
+  min_score?: number | null;
+  project_id?: string | null;
+  mode?: SearchMode | null;
+  filter?: Filter | null;
+}
+
+export interface SearchResults {
+  entries: Entry[];
+  mode: SearchMode;
+  truncated?: boolean;
+  degraded?: boolean | null;
+  warnings?: string[] | null;
+}
+
+export interface QueryRequest {
+  filter: Filter;
+  project_id?: string | null;
+  limit?: number;
+  cursor?: string | null;
+}
+
+export interface EntryPage {
+  entries: Entry[];
+  next_cursor: string | null;
+  truncated?: boolean;
+}
+
+export interface DeleteByQueryRequest {
+  query?: string | null;
+  filter?: Filter | null;
+  project_id?: string | null;
+}
+
+export interface Deleted {
+  deleted: number;
+}
+
+// -- erasure and export -----------------------------------------------------------------------------
+
+export type DeletionState = "RUNNING" | "SUCCEEDED" | "FAILED";
+
+export interface DeletionStarted {
+  deletion_id: string;
+  status: DeletionState;
+}
+
+export interface DeletionCounts {
+  entries: number;
+  vectors: number;
+  graph_items: number;
+  episodes: number;
+}
+
+export interface DeletionStatus {
+  deletion_id: string;
+  status: DeletionState;
+  started_at: string;
+  finished_at?: string | null;
+  deleted: DeletionCounts;
+  error?: Record<string, string> | null;
+}
+
+export interface ExportGraph {
+  entities: Record<string, unknown>[];
+  relations: Record<string, unknown>[];
+  observations: Record<string, unknown>[];
+}
+
+export interface ExportPage {
+  entries: Entry[];
+  graph: ExportGraph;
+  episodes: Record<string, unknown>[];
+  next_cursor: string | null;
+}
+
+// -- knowledge graph --------------------------------------------------------------------------------
+
+export interface Observation {
+  id: string;
+  content: string;
+  valid_from: string;
+  valid_to: string | null;
+  recorded_at: string;
+  expired_at: string | null;
+}
+
+export interface Entity {
+  name: string;
+  entity_type: string;
+  updated_at: string;
+  observations: Observation[];
+}
+
+export interface Relation {
+  id: string;
+  source: string;
+  relation_type: string;
+  target: string;
+  valid_from: string;
+  valid_to: string | null;
+  recorded_at: string;
+  expired_at: string | null;
+}
+
+/** An entity to create or update: its type replaces the known one, its observations are added. */
+export interface EntityIn {
+  name: string;
+  entity_type?: string | null;
+  observations?: string[];
+}
+
+export interface RelationIn {
+  source: string;
+  relation_type: string;
+  target: string;
+}
+
+export interface CreateEntitiesRequest {
+  entities: EntityIn[];
+  project_id?: string | null;
+}
+
+export interface Entities {
+  entities: Entity[];
+}
+
+export interface AddObservationsRequest {
+  observations: string[];
+  valid_from?: string | null;
+  project_id?: string | null;
+}
+
+export interface Observations {
+  observations: Observation[];
+}
+
+export interface EntityHistory {
+  name: string;
+  entity_type: string;
+  updated_at: string;
+  observations: Observation[];
+  relations: Relation[];
+  truncated?: boolean;
+}
+
+export interface InvalidateRequest {
+  valid_to?: string | null;
+  project_id?: string | null;
+}
+
+export interface SupersedeRequest {
+  content: string;
+  project_id?: string | null;
+}
+
+export interface Superseded {
+  invalidated: Observation;
+  created: Observation;
+}
+
+export interface CreateRelationsRequest {
+  relations: RelationIn[];
+  project_id?: string | null;
+}
+
+export interface Relations {
+  relations: Relation[];
+}
+
+export interface NodeHit {
+  entity: Entity;
+  relations: Relation[];
+  score: number;
+}
+
+export interface NodeHits {
+  results: NodeHit[];
+  truncated?: boolean;
+}
+
+export interface Subgraph {
+  entities: Entity[];
+  relations: Relation[];
+  truncated?: boolean;
+}
+
+export interface GraphPage {
+  entities: Entity[];
+  relations: Relation[];
+  truncated?: boolean;
+  next_cursor?: string | null;
+}
+
+export interface ProfileCard {
+  text: string;
+  entities: Entity[];
+  truncated?: boolean;
+}
+
+export interface AddEpisodesRequest {
+  session_id: string;
+  entries: MemoryEntry[];
+  project_id?: string | null;
+}
+
+export interface Stored {
+  stored: number;
+}
+
+export interface Episode {
+  id: string;
+  session_id: string | null;
+  project_id: string | null;
+  author: string | null;
+  text: string;
+  timestamp: string;
+  expires_at?: string | null;
+  score?: number | null;
+}
+
+export interface Episodes {
+  episodes: Episode[];
+  truncated?: boolean;
+}
+
+export interface RememberRequest {
+  entity: string;
+  entity_type?: string | null;
+  facts: string[];
+  project_id?: string | null;
+}
+
+export interface Remembered {
+  stored: boolean;
+  entity: string;
+  facts_added: number;
+}
+
+export interface RelateRequest {
+  source: string;
+  relation: string;
+  target: string;
+  project_id?: string | null;
+}
+
+export interface Related {
+  related: boolean;
+  source: string;
+  relation: string;
+  target: string;
+}
+
+// -- service ----------------------------------------------------------------------------------------
+
+export interface Health {
+  status: "ok" | "degraded" | "failing";
+  checks: Record<string, string>;
+}
+
+export interface Capabilities {
+  project_scoping: boolean;
+  search_modes: SearchMode[];
+  default_search_mode: SearchMode;
+  graph: boolean;
+  vector_backend: string | null;
+  embedder: string | null;
+  relevance_threshold: number;
+}
+
+export interface UsageDay {
+  date: string;
+  requests: number;
+  items_stored: number;
+  embeddings: number;
+}
+
+export interface Usage {
+  app: string;
+  days: UsageDay[];
+}
+
+export interface ErrorDetail {
+  code: string;
+  message: string;
+  request_id: string;
+  details?: unknown;
+}
+
+export interface ErrorBody {
+  error: ErrorDetail;
+}
+
+// -- MCP (docs/mcp.md; not in the OpenAPI document) --------------------------------------------------
+
+/** One JSON-RPC 2.0 message of the MCP route: a request or notification in, a result or error out. */
+export interface JsonRpcMessage {
+  jsonrpc: "2.0";
+  id?: string | number | null;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/** The body types by schema name, as the route table (routes.ts) names them. */
+export interface Schemas {
+  AddEntryRequest: AddEntryRequest;
+  AddEpisodesRequest: AddEpisodesRequest;
+  AddObservationsRequest: AddObservationsRequest;
+  Capabilities: Capabilities;
+  CreateEntitiesRequest: CreateEntitiesRequest;
+  CreateRelationsRequest: CreateRelationsRequest;
+  DeleteByQueryRequest: DeleteByQueryRequest;
+  Deleted: Deleted;
+  DeletionStarted: DeletionStarted;
+  DeletionStatus: DeletionStatus;
+  Entities: Entities;
+  EntityHistory: EntityHistory;
+  Entry: Entry;
+  EntryPage: EntryPage;
+  Episodes: Episodes;
+  ExportPage: ExportPage;
+  GraphPage: GraphPage;
+  Health: Health;
+  InvalidateRequest: InvalidateRequest;
+  JsonRpcMessage: JsonRpcMessage;
+  NodeHits: NodeHits;
+  Observation: Observation;
+  Observations: Observations;
+  ProfileCard: ProfileCard;
+  PutSessionRequest: PutSessionRequest;
+  QueryRequest: QueryRequest;
+  RelateRequest: RelateRequest;
+  Related: Related;
+  Relation: Relation;
+  Relations: Relations;
+  RememberRequest: RememberRequest;
+  Remembered: Remembered;
+  SearchRequest: SearchRequest;
+  SearchResults: SearchResults;
+  SessionStored: SessionStored;
+  Stored: Stored;
+  Subgraph: Subgraph;
+  SupersedeRequest: SupersedeRequest;
+  Superseded: Superseded;
+  Usage: Usage;
+}

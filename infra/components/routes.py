@@ -48,6 +48,7 @@ TENANT_ROUTES: list[tuple[str, str]] = [
     ("POST", GRAPH + "/tools/remember"),
     ("POST", GRAPH + "/tools/relate"),
     ("GET", "/v1/apps/{app}/usage"),
+    ("POST", "/v1/apps/{app}/store/batch"),
 ]
 
 MCP_ROUTES: list[tuple[str, str]] = [

@@ -197,3 +197,26 @@ def test_a_ttl_removal_takes_the_entry_out_of_the_index_and_the_table(cloud: Con
     assert stats["docs"] == 1
     assert [e.id for e in cloud.memory.list_recent(scope).entries] == [lasting.id]
     assert format_timestamp(datetime.now(UTC) + timedelta(seconds=1)) > str(item[records.EXPIRES_AT])
+
+
+def test_a_store_search_ranks_on_opensearch_within_its_namespace_and_filter(cloud: Container) -> None:
+    # Given store items in two namespaces of one user, and one of another user (agentmem.langgraph's route)
+    api = ApiClient()
+
+    def put(user: str, namespace: list[str], key: str, value: dict[str, Any]) -> dict[str, Any]:
+        return {"op": "put", "user": user, "namespace": namespace, "key": key, "value": value}
+
+    ops = [put("erin", ["notes"], f"k{i}", {"content": f"coffee order {i}", "i": i}) for i in range(12)]
+    ops += [
+        put("erin", ["other"], "o", {"content": "coffee order 1", "i": 1}),
+        put("finn", ["notes"], "f", {"content": "coffee", "i": 1}),
+    ]
+    assert api.post("/v1/apps/app/store/batch", {"ops": ops}).status == 200
+    # When searching one namespace with a query and a filter the engine evaluates while ranking
+    search = {"op": "search", "user": "erin", "namespace_prefix": ["notes"], "query": "coffee order", "limit": 3}
+    reply = api.post("/v1/apps/app/store/batch", {"ops": [{**search, "filter": {"i": {"$gte": 9}}}]})
+    # Then the three matches come back, ranked by the service, and nothing outside the namespace or user
+    assert reply.status == 200, reply.body
+    [hits] = reply.body["results"]
+    assert sorted(h["key"] for h in hits) == ["k10", "k11", "k9"]
+    assert all(h["namespace"] == ["notes"] and h["score"] > 0 for h in hits)

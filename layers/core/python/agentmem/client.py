@@ -581,6 +581,10 @@ def _deleted(reply: dict[str, Any]) -> int:
     return int(reply["deleted"])
 
 
+def _results(reply: dict[str, Any]) -> list[Any]:
+    return list(reply["results"])
+
+
 def _nothing(reply: object) -> None:
     return None
 
@@ -618,6 +622,12 @@ class _ServiceRoutes:
     def usage(self, app: str, *, days: int = 31) -> Call[dict[str, Any]]:
         """The caller's own app's metering per UTC day: ``{"app", "days": [...]}``."""
         return call("GET", f"/v1/apps/{_segment(app)}/usage", query={"days": days})
+
+    @_Route
+    def store_batch(self, app: str, ops: Sequence[Mapping[str, Any]]) -> Call[list[Any]]:
+        """Run store operations (get, put, search, list_namespaces) in one round trip: a result per op
+        (``agentmem.langgraph`` builds on it)."""
+        return call("POST", f"/v1/apps/{_segment(app)}/store/batch", {"ops": list(ops)}).then(_results)
 
 
 # -- the two clients -------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from agentmem.graph.service import GraphMemoryService
     from agentmem.idempotency import IdempotencyStore
     from agentmem.memory.service import MemoryService
+    from agentmem.store.service import StoreService
     from agentmem.stores.table import Table
     from agentmem.tenancy.keys import TenantService
     from agentmem.vectors.port import VectorIndex
@@ -114,6 +115,12 @@ class Container:
         from agentmem.memory.service import MemoryService
 
         return MemoryService(self.table, embedder=self.embedder, vector_index=self.vector_index)
+
+    @cached_property
+    def store(self) -> StoreService:
+        from agentmem.store.service import StoreService
+
+        return StoreService(self.table, self.memory)
 
     @cached_property
     def graph(self) -> GraphMemoryService:

@@ -25,6 +25,9 @@ _WRITE_METHODS = {"POST", "PUT", "DELETE", "PATCH"}
 _USER_ERASURE = re.compile(r"^/v1/apps/[^/]+/users/[^/]+/*$")
 _MCP = re.compile(r"^/v1/apps/[^/]+/users/[^/]+/mcp/*$")
 _READ_POSTS = re.compile(r"^/v1/apps/[^/]+/users/[^/]+/memories/(search|query)/*$")
+_STORE_BATCH = re.compile(r"^/v1/apps/[^/]+/store/batch/*$")
+"""A store batch is not recorded: its reads must answer from the data as it is, and its writes are
+upserts and deletes by key, which a retry repeats harmlessly."""
 """``DELETE {scope}`` keeps no Idempotency-Key record: it would be written into the very partition
 being erased, after the erasure; the route answers a retry with the running deletion by itself.
 Trailing slashes as the REST resolver matches them (any number: ``^{rule}/*$``)."""
@@ -48,7 +51,7 @@ def _writes(app: APIGatewayRestResolver) -> bool:
         return False
     if event.http_method == "DELETE" and _USER_ERASURE.match(event.path):
         return False
-    if _READ_POSTS.match(event.path):
+    if _READ_POSTS.match(event.path) or _STORE_BATCH.match(event.path):
         return False
     if _MCP.match(event.path):
         return _calls_a_writing_tool(event.body)

@@ -30,6 +30,7 @@ from agentmem.deletion import records
 from agentmem.errors import ConditionFailed, MalformedRequest, NotFound
 from agentmem.keys import Scope, UserRef
 from agentmem.memory import records as memory_records
+from agentmem.store import records as store_records
 from agentmem.stores.table import Condition, Item, Key, Put, Table
 from agentmem.vectors.port import VectorIndex
 
@@ -272,6 +273,7 @@ class DeletionService:
             "entries": [],
             "graph": {"entities": [], "relations": [], "observations": []},
             "episodes": [],
+            "store": [],
             "next_cursor": None,
         }
         count = 0
@@ -368,6 +370,8 @@ def _export_item(item: Item) -> tuple[str, Any] | None:
         return "episodes", _plain(item)
     if kind == "graph_items":
         return records.graph_kind(item), _plain(item)
+    if store_records.is_key_row(item):
+        return "store", store_records.item_json(item)
     return None
 
 

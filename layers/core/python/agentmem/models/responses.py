@@ -118,6 +118,9 @@ class ExportPage(_Out):
     entries: list[Entry]
     graph: ExportGraph
     episodes: list[dict[str, Any]]
+    store: list[dict[str, Any]] = Field(
+        default_factory=list, description="the user's store items (namespace, key, value, times): LangGraph's store"
+    )
     next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
 
 

@@ -1,0 +1,146 @@
+"""How store items are laid out: one key row per item in the scope partition, beside its entry.
+
+The key row (``KV#<namespace>/|<key>``) holds the JSON value and the times; the entry it points at
+holds the text that search ranks, with metadata naming the item (``store.key``), the namespace
+prefixes it lies under (``store.prefixes``, so a search is narrowed by the engine's own filter) and
+the value's scalar fields (``value.<field>``, so LangGraph filters are evaluated before ranking).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from agentmem.clock import format_timestamp
+from agentmem.keys import Scope
+from agentmem.memory.filters import KEY_PATTERN, is_finite
+from agentmem.models.memory import MAX_METADATA_KEYS, MAX_METADATA_STRING_BYTES
+from agentmem.stores.table import TTL_ATTRIBUTE, Item
+
+KEY_ROW = "KV#"
+PREFIXES = "store.prefixes"
+KEY = "store.key"
+FIELD = "value."
+
+
+def _encode(label: str) -> str:
+    return label.replace("%", "%25").replace("/", "%2F").replace("|", "%7C")
+
+
+def namespace_prefix_sk(path: Sequence[str]) -> str:
+    """The sort-key prefix of every item in ``path`` or below it."""
+    return KEY_ROW + "".join(_encode(label) + "/" for label in path)
+
+
+def key_row_sk(path: Sequence[str], key: str) -> str:
+    return namespace_prefix_sk(path) + "|" + _encode(key)
+
+
+def prefix_token(scope: Scope, path: Sequence[str]) -> str:
+    """What ``store.prefixes`` holds for ``path`` in ``scope`` (the project is part of it, so a search of
+    a project's namespace never ranks a global item, nor another project's)."""
+    return json.dumps([scope.project_id, *path], ensure_ascii=False, separators=(",", ":"))
+
+
+def prefix_tokens(scope: Scope, path: Sequence[str]) -> list[str]:
+    return [prefix_token(scope, path[:depth]) for depth in range(len(path) + 1)]
+
+
+def key_row(
+    scope: Scope,
+    path: Sequence[str],
+    key: str,
+    value: dict[str, Any],
+    *,
+    entry_id: str | None,
+    created_at: str,
+    updated_at: str,
+    expires_at: datetime | None,
+    ttl_seconds: int | None,
+) -> Item:
+    row: Item = {
+        "pk": scope.partition,
+        "sk": key_row_sk(path, key),
+        "namespace": list(path),
+        "key": key,
+        "value": json.dumps(value, ensure_ascii=False, separators=(",", ":")),
+        "created_at": created_at,
+        "updated_at": updated_at,
+        "entry_id": entry_id,
+    }
+    if expires_at is not None:
+        row["expires_at"] = format_timestamp(expires_at)
+        row[TTL_ATTRIBUTE] = math.ceil(expires_at.timestamp())
+        row["ttl_seconds"] = ttl_seconds
+    return row
+
+
+def is_key_row(item: Item) -> bool:
+    return str(item["sk"]).startswith(KEY_ROW)
+
+
+def value_of(row: Item) -> dict[str, Any]:
+    value = json.loads(row["value"])
+    assert isinstance(value, dict)
+    return value
+
+
+def item_json(row: Item, score: float | None = None) -> dict[str, Any]:
+    """A key row as the API answers it."""
+    answer: dict[str, Any] = {
+        "namespace": list(row["namespace"]),
+        "key": row["key"],
+        "value": value_of(row),
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+        "expires_at": row.get("expires_at"),
+    }
+    if score is not None:
+        answer["score"] = score
+    return answer
+
+
+def text_of(value: Any) -> str:
+    """What is searched of a value when the client names no text: its strings, in document order."""
+    return "\n".join(_strings(value))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        if value.strip():
+            yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def field_key(name: str) -> str | None:
+    """The metadata key a value field is mirrored under, or None when it cannot be one."""
+    key = FIELD + name
+    return key if "." not in name and KEY_PATTERN.fullmatch(key) else None
+
+
+def entry_metadata(scope: Scope, path: Sequence[str], key: str, value: dict[str, Any]) -> dict[str, Any]:
+    """The entry's metadata: where the item lives, and the value's scalar fields (as many as fit)."""
+    metadata: dict[str, Any] = {PREFIXES: prefix_tokens(scope, path)}
+    if len(key.encode("utf-8")) <= MAX_METADATA_STRING_BYTES:
+        metadata[KEY] = key
+    for name, field in value.items():
+        if len(metadata) >= MAX_METADATA_KEYS:
+            break
+        target = field_key(name)
+        if target is not None and _mirrorable(field):
+            metadata[target] = field
+    return metadata
+
+
+def _mirrorable(field: Any) -> bool:
+    if isinstance(field, str):
+        return len(field.encode("utf-8")) <= MAX_METADATA_STRING_BYTES
+    return isinstance(field, bool) or (isinstance(field, int | float) and is_finite(field))

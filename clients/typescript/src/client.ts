@@ -4,7 +4,7 @@
  */
 import { Transport, type TransportOptions } from "./http.js";
 import type { QueryValue } from "./routes.js";
-import type { Capabilities, Health, Usage } from "./types.js";
+import type { Capabilities, Health, StoreOp, StoreResult, Usage } from "./types.js";
 import { UserClient } from "./user.js";
 
 export type MemoryClientOptions = TransportOptions;
@@ -56,5 +56,13 @@ export class MemoryClient {
   /** The caller's own app's metering per UTC day (`days` back, default 31): `{ app, days: [...] }`. */
   usage(app: string, options: { days?: number | undefined } = {}): Promise<Usage> {
     return this.transport.route("usage", { app }, { query: { days: options.days ?? 31 } });
+  }
+
+  /**
+   * Store operations (get, put, search, list_namespaces: LangGraph's store, docs/api.md "Store") for users
+   * of `app`, in one round trip: a result per op, in order. The batch's reads see it before its writes.
+   */
+  async storeBatch(app: string, ops: StoreOp[]): Promise<StoreResult[]> {
+    return (await this.transport.route("storeBatch", { app }, { body: { ops } })).results;
   }
 }

@@ -68,6 +68,7 @@ export const ROUTES = {
   capabilities: { on: "service", method: "GET", path: "/v1/capabilities", response: "Capabilities" },
   openapi: { on: "service", method: "GET", path: "/v1/openapi.json" },
   usage: { on: "service", method: "GET", path: "/v1/apps/{app}/usage", query: ["days"], response: "Usage" },
+  storeBatch: { on: "service", method: "POST", path: "/v1/apps/{app}/store/batch", request: "StoreBatchRequest", response: "StoreBatchResults" },
 } as const satisfies Record<string, RouteSpec>;
 
 export type RouteName = keyof typeof ROUTES;

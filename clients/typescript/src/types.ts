@@ -147,6 +147,8 @@ export interface ExportPage {
   entries: Entry[];
   graph: ExportGraph;
   episodes: Record<string, unknown>[];
+  /** The user's store items (added in v1; absent from older servers). */
+  store?: StoreItem[];
   next_cursor: string | null;
 }
 
@@ -356,6 +358,73 @@ export interface Usage {
   days: UsageDay[];
 }
 
+// -- the store (LangGraph's BaseStore over HTTP; docs/api.md "Store") ------------------------------------
+
+// Every op names a user of the app and, optionally, a project; `namespace` is the path below the user.
+export interface GetOp {
+  user: string;
+  project_id?: string | null;
+  op: "get";
+  namespace: string[];
+  key: string;
+  refresh_ttl?: boolean;
+}
+
+export interface PutOp {
+  user: string;
+  project_id?: string | null;
+  op: "put";
+  namespace: string[];
+  key: string;
+  /** null deletes the item. */
+  value: Record<string, unknown> | null;
+  /** What search ranks (default: every string of the value; "" leaves the item unsearchable). */
+  text?: string | null;
+  ttl_minutes?: number | null;
+}
+
+export interface SearchOp {
+  user: string;
+  project_id?: string | null;
+  op: "search";
+  namespace_prefix: string[];
+  query?: string | null;
+  filter?: Record<string, unknown> | null;
+  limit?: number;
+  offset?: number;
+  refresh_ttl?: boolean;
+}
+
+export interface ListNamespacesOp {
+  user: string;
+  project_id?: string | null;
+  op: "list_namespaces";
+  prefix?: string[];
+}
+
+export type StoreOp = GetOp | PutOp | SearchOp | ListNamespacesOp;
+
+export interface StoreBatchRequest {
+  ops: StoreOp[];
+}
+
+export interface StoreItem {
+  namespace: string[];
+  key: string;
+  value: Record<string, unknown>;
+  created_at: string;
+  updated_at: string;
+  expires_at?: string | null;
+  score?: number | null;
+}
+
+/** One result per op, in order: get, an item or null; put, null; search, items; list_namespaces, paths. */
+export type StoreResult = StoreItem | StoreItem[] | string[][] | null;
+
+export interface StoreBatchResults {
+  results: StoreResult[];
+}
+
 export interface ErrorDetail {
   code: string;
   message: string;
@@ -420,5 +489,12 @@ export interface Schemas {
   Subgraph: Subgraph;
   SupersedeRequest: SupersedeRequest;
   Superseded: Superseded;
+  StoreBatchRequest: StoreBatchRequest;
+  StoreBatchResults: StoreBatchResults;
+  StoreItem: StoreItem;
+  GetOp: GetOp;
+  PutOp: PutOp;
+  SearchOp: SearchOp;
+  ListNamespacesOp: ListNamespacesOp;
   Usage: Usage;
 }

@@ -263,6 +263,37 @@ describe("erasure, export, MCP and service routes", () => {
   });
 });
 
+describe("the store (LangGraph's BaseStore over HTTP)", () => {
+  test("a batch puts, gets, searches and lists in one round trip; reads see it before its writes", async () => {
+    const user = `store-${randomUUID()}`;
+    const put = (namespace, key, value) => ({ op: "put", user, namespace, key, value });
+    const [before, none] = await client.storeBatch("ts-app", [
+      { op: "get", user, namespace: ["prefs"], key: "theme" },
+      put(["prefs"], "theme", { content: "prefers dark mode", n: 2 }),
+    ]);
+    assert.equal(before, null);
+    assert.equal(none, null);
+    await client.storeBatch("ts-app", [put(["pets"], "dog", { content: "the dog is called Pixel", n: 5 })]);
+    const [got, filtered, ranked, spaces] = await client.storeBatch("ts-app", [
+      { op: "get", user, namespace: ["prefs"], key: "theme" },
+      { op: "search", user, namespace_prefix: [], filter: { n: { $gt: 3 } } },
+      { op: "search", user, namespace_prefix: [], query: "what is the dog called", limit: 1 },
+      { op: "list_namespaces", user },
+    ]);
+    assert.deepEqual(got.value, { content: "prefers dark mode", n: 2 });
+    assert.deepEqual(filtered.map((item) => item.key), ["dog"]);
+    assert.equal(ranked[0].key, "dog");
+    assert.ok(ranked[0].score > 0);
+    assert.deepEqual(spaces, [["pets"], ["prefs"]]);
+    const [page] = await client.user("ts-app", user).export().next().then((step) => [step.value]);
+    assert.deepEqual(page.store.map((item) => item.key).sort(), ["dog", "theme"]);
+    await assert.rejects(
+      client.storeBatch("ts-app", [{ op: "search", user, namespace_prefix: [], filter: { a: { b: 1 } } }]),
+      (error) => error instanceof InvalidInput && error.code === "invalid_filter",
+    );
+  });
+});
+
 describe("errors and encoding", () => {
   test("errors are classes carrying status, code and request id", async () => {
     const memory = someone();

@@ -29,6 +29,7 @@ TENANT_ROUTES: list[tuple[str, str]] = [
     ("DELETE", SCOPE),
     ("GET", SCOPE + "/deletions/{deletion_id}"),
     ("GET", SCOPE + "/export"),
+    ("GET", SCOPE + "/projects"),
     ("POST", GRAPH + "/entities"),
     ("DELETE", GRAPH + "/entities/{name}"),
     ("POST", GRAPH + "/entities/{name}/observations"),

@@ -20,6 +20,8 @@ from tests.cloud.rehearsal import BedrockSwitch, Deployment, Gateway
 from tests.synthesis import DEV_TABLE, PROD_OPENSEARCH, Synthesized, mark_group
 
 APP, OTHER_APP, USER = "shop", "clinic", "alice"
+STORE_USER = "bob"
+STORE_VALUE = {"content": "Bob prefers a dark theme", "kind": "preference"}
 SCOPE = f"/v1/apps/{APP}/users/{USER}"
 # The prod stack first: tests parametrised with [PROD_OPENSEARCH] alone then share its parameter index
 # with the others' prod runs, so pytest deploys each stack once rather than six times.
@@ -158,6 +160,14 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
         api_key=key,
     )
     call("profile_card", "GET", f"{SCOPE}/graph/profile-card", api_key=key)
+    # LangGraph's store (agentmem.langgraph), for another user of the app: a put, then a ranked search
+    store_put = {"op": "put", "user": STORE_USER, "namespace": ["prefs"], "key": "theme", "value": STORE_VALUE}
+    call("store_put", "POST", f"/v1/apps/{APP}/store/batch", {"ops": [store_put]}, api_key=key)
+    pump()
+    search = {"op": "search", "user": STORE_USER, "namespace_prefix": [], "query": "which theme?", "limit": 1}
+    get = {"op": "get", "user": STORE_USER, "namespace": ["prefs"], "key": "theme"}
+    call("store_read", "POST", f"/v1/apps/{APP}/store/batch", {"ops": [search, get]}, api_key=key)
+    call("store_other_tenant", "POST", f"/v1/apps/{APP}/store/batch", {"ops": [get]}, api_key=other_key)
     call("graph_search", "GET", f"{SCOPE}/graph/search", query={"q": "Pixel"}, api_key=key)
     export_all("export")
     erase = call("erase", "DELETE", SCOPE, api_key=key)

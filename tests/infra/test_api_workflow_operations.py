@@ -41,7 +41,7 @@ def test_every_route_of_the_api_contract_is_a_gateway_method(synthesized: Synthe
     # Given the synthesized REST API / Then it has exactly the routes of API.md, no proxy catch-all
     routes = _gateway_routes(synthesized, PROD_OPENSEARCH)
     assert set(routes) == set(ALL_ROUTES)
-    assert len(ALL_ROUTES) == 38
+    assert len(ALL_ROUTES) == 39
 
 
 def test_the_resolver_serves_no_route_the_gateway_lacks() -> None:

@@ -191,6 +191,8 @@ def test_answers_conform_to_the_document(container: object, document: dict[str, 
     api.delete(graph + "/entities/Bob")
     api.delete(scope + "/projects/p1")
     api.get(scope + "/export")
+    api.get(scope + "/projects", query={"limit": 1})
+    api.get(scope + "/projects", query={"cursor": ""})
     api.get("/v1/apps/demo/usage")
     api.get("/v1/health")
     api.get("/v1/capabilities")

@@ -42,6 +42,7 @@ export const ROUTES = {
   deleteUser: { on: "user", method: "DELETE", path: SCOPE, response: "DeletionStarted" },
   deletionStatus: { on: "user", method: "GET", path: `${SCOPE}/deletions/{deletion_id}`, response: "DeletionStatus" },
   export: { on: "user", method: "GET", path: `${SCOPE}/export`, query: ["cursor"], response: "ExportPage" },
+  projects: { on: "user", method: "GET", path: `${SCOPE}/projects`, query: ["cursor", "limit"], response: "Projects" },
   // knowledge graph
   createEntities: { on: "user", method: "POST", path: `${SCOPE}/graph/entities`, request: "CreateEntitiesRequest", response: "Entities" },
   deleteEntity: { on: "user", method: "DELETE", path: `${SCOPE}/graph/entities/{name}`, query: ["project_id"] },

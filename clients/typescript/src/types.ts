@@ -346,6 +346,12 @@ export interface Capabilities {
   relevance_threshold: number;
 }
 
+/** A page of the projects a user has written to (`GET {scope}/projects`). */
+export interface Projects {
+  projects: string[];
+  next_cursor: string | null;
+}
+
 export interface UsageDay {
   date: string;
   requests: number;
@@ -474,6 +480,7 @@ export interface Schemas {
   Observation: Observation;
   Observations: Observations;
   ProfileCard: ProfileCard;
+  Projects: Projects;
   PutSessionRequest: PutSessionRequest;
   QueryRequest: QueryRequest;
   RelateRequest: RelateRequest;

@@ -154,6 +154,15 @@ export class UserClient extends UserGraph {
     return this.call("deletionStatus", { deletion_id: deletionId });
   }
 
+  /** Every project the user has written to, in key order (a project stays listed until the user is erased). */
+  async projects(): Promise<string[]> {
+    const found: string[] = [];
+    for await (const page of pages((cursor) => this.call("projects", {}, { query: { cursor } }))) {
+      found.push(...page.projects);
+    }
+    return found;
+  }
+
   /** Every page of the user's export (entries, graph, episodes), following cursors. */
   export(): AsyncGenerator<ExportPage, void, undefined> {
     return pages((cursor) => this.call("export", {}, { query: { cursor } }));

@@ -64,6 +64,21 @@ def registered_scopes(table: Table, user: UserRef) -> list[Scope]:
     return [user.scope(None), *(Scope(user.app, user.user, p) for p in sorted(projects))]
 
 
+def list_projects(
+    table: Table, user: UserRef, *, after: str | None = None, limit: int = 100
+) -> tuple[list[str], str | None]:
+    """A page of the projects the user has written to (in key order, global scope aside), and the cursor
+    of the next page (the last project of this one; None on the last page). A project stays listed after
+    its data was deleted, until the user is erased."""
+    start = registry_sk(after) if after is not None else None
+    # limit + 2: the global scope's item (first, when ``after`` is None) and one to tell whether more follow
+    page = table.query(user.partition, SCOPE_REGISTRY, limit=limit + 2, start_after=start)
+    projects = [p for p in (unescape(i["sk"][len(SCOPE_REGISTRY) :]) for i in page.items) if p]
+    if len(projects) > limit:  # one more than the page (the global scope's item aside): another page follows
+        return projects[:limit], projects[limit - 1]
+    return projects, None
+
+
 def forgot(table: Table, scope: Scope) -> None:
     """Note that something of the user's was just deleted from ``scope`` (call after the delete): an
     ``Idempotency-Key`` answer of a request that began before now must not be replayed. Only while the

@@ -124,6 +124,11 @@ class ExportPage(_Out):
     next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
 
 
+class Projects(_Out):
+    projects: list[str] = Field(description="the projects the user has written to, in key order")
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
+
+
 # -- knowledge graph -------------------------------------------------------------------------------
 
 

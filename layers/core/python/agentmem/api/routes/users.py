@@ -1,4 +1,5 @@
-"""User erasure (GDPR) and export routes of API.md: ``DELETE {scope}``, its status, ``GET {scope}/export``."""
+"""User-wide routes of API.md: erasure (GDPR, ``DELETE {scope}`` and its status), ``GET {scope}/export`` and
+``GET {scope}/projects``."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from agentmem.api.http import SCOPE_PATH, TENANT, WRITE, PathId, documented, jso
 from agentmem.container import get_container
 from agentmem.errors import Unavailable
 from agentmem.keys import validate_id
-from agentmem.models.responses import DeletionStarted, DeletionStatus, ExportPage
+from agentmem.models.responses import DeletionStarted, DeletionStatus, ExportPage, Projects
 from agentmem.observability import logger
+from agentmem.users import list_projects
 
 router = Router()
 
@@ -61,3 +63,19 @@ def export(
 ) -> Response[ExportPage]:
     page = get_container().deletion.export(user_from_path(app, user), cursor)
     return json_response(200, page)
+
+
+@router.get(
+    SCOPE_PATH + "/projects",
+    summary="The projects the user has written to, page by page (a console's project selector)",
+    responses=documented(200, "a page of project ids", *TENANT),
+)
+def projects(
+    app: PathId,
+    user: PathId,
+    cursor: Annotated[str | None, Query(max_length=1024, description="next_cursor of the previous page")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> Response[Projects]:
+    after = validate_id(cursor, "cursor") if cursor is not None else None
+    page, next_cursor = list_projects(get_container().table, user_from_path(app, user), after=after, limit=limit)
+    return json_response(200, {"projects": page, "next_cursor": next_cursor})

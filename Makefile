@@ -61,11 +61,18 @@ opensearch: $(NODE_BUILT) ## run one OpenSearch k-NN node in the foreground on 1
 	@OPENSEARCH_PORT=$(OPENSEARCH_PORT) OPENSEARCH_HOME=$(abspath $(OPENSEARCH_HOME)) \
 		exec java -Xms512m -Xmx1g -cp '$(NODE_CLASSPATH)' OpenSearchNode
 
+# The console's browser tests (tests/browser) drive Debian's headless chromium; Playwright never downloads one.
+$(VENV)/.chromium: | $(BIN)/python
+	@command -v chromium >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq chromium && command -v chromium >/dev/null; } || \
+		{ echo "the console's browser tests need Debian's chromium: apt-get install chromium failed" >&2; exit 1; }
+	touch $@
+
 $(VENV)/.infra: $(BIN)/python requirements-infra.txt
 	$(PIP) -r requirements-infra.txt
 	touch $@
 
-test: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(TS_CLIENT)/node_modules/.installed $(NODE_BUILT) ## run every test tier, the bench at a hundredth included (the OpenSearch tests need Java 17 and Maven)
+test: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(TS_CLIENT)/node_modules/.installed $(NODE_BUILT) $(VENV)/.chromium ## run every test tier, the bench at a hundredth included (the OpenSearch tests need Java 17 and Maven)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)

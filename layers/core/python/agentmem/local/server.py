@@ -30,6 +30,7 @@ from gunicorn.util import write_nonblock
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from agentmem.api.http import MAX_BODY_BYTES
+from agentmem.console import assets as console
 from agentmem.local.events import LocalContext, rest_event
 from agentmem.models.responses import error_body as envelope
 
@@ -95,15 +96,20 @@ class BrowserGuard:
     - On a loopback bind, a request whose ``Host`` is not a loopback name is refused (421
       ``misdirected_request``): a page that points its own domain at 127.0.0.1 (DNS rebinding) cannot
       read the API through it.
+
+    The console's files (``page=True``) are a page anyone may link to: a link followed from another site is
+    served (its requests are same-origin; the files hold no data), the ``Host`` check still applies.
     """
 
     allowed_origins: frozenset[str] = frozenset()
     loopback: bool = True
 
-    def refusal(self, headers: Mapping[str, str]) -> tuple[int, str, str] | None:
+    def refusal(self, headers: Mapping[str, str], *, page: bool = False) -> tuple[int, str, str] | None:
         host = headers.get("host", "")
         if self.loopback and host and not is_loopback_name(_host_name(host)):
             return 421, "misdirected_request", f"this server answers loopback names only, not {host!r}"
+        if page:
+            return None
         origin = headers.get("origin")
         if origin is not None and origin.rstrip("/") not in {f"http://{host}", *self.allowed_origins}:
             return 403, "forbidden_origin", f"requests from {origin!r} are not allowed (agentmem serve --allow-origin)"
@@ -114,7 +120,10 @@ class BrowserGuard:
 
 class LambdaApp:
     """A WSGI application that hands each request to the Lambda handler as an API Gateway REST event,
-    one at a time (a worker is one Lambda execution environment; its other threads only read requests)."""
+    one at a time (a worker is one Lambda execution environment; its other threads only read requests).
+
+    As API Gateway does in the cloud, ``/console`` paths go to the console's handler instead (its static
+    files, read by any thread: they do not wait for the API's request in progress)."""
 
     def __init__(self, lambda_handler: LambdaHandler, guard: BrowserGuard | None = None) -> None:
         self._handler = lambda_handler
@@ -129,7 +138,9 @@ class LambdaApp:
                 start_response, 405, [("Content-Type", "application/json"), ("Allow", ", ".join(METHODS))], body
             )
         headers = _request_headers(environ)
-        guarded = self._guard.refusal(headers)
+        path, query = _raw_target(environ)
+        page = console.is_console_path(path)
+        guarded = self._guard.refusal(headers, page=page)
         if guarded is not None:
             status, code, message = guarded
             return self._reply(
@@ -148,12 +159,14 @@ class LambdaApp:
         except UnicodeDecodeError:
             body = error_body("malformed_request", "the request body is not valid UTF-8")
             return self._reply(start_response, 400, [("Content-Type", "application/json")], body)
-        path, query = _raw_target(environ)
         event = rest_event(
             method, path, query=query, headers=headers, body=text, source_ip=str(environ.get("REMOTE_ADDR") or "")
         )
-        with self._one_at_a_time:
-            result = self._handler(event, LocalContext())
+        if page:
+            result = console.handler(event, LocalContext())
+        else:
+            with self._one_at_a_time:
+                result = self._handler(event, LocalContext())
         reply: dict[str, str] = {k: str(v) for k, v in (result.get("headers") or {}).items()}
         for name, values in (result.get("multiValueHeaders") or {}).items():
             reply[name] = ", ".join(str(v) for v in values)

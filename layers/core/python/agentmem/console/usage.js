@@ -1,0 +1,107 @@
+// Usage: the app's metering per UTC day (GET /v1/apps/{app}/usage), as small bar charts and a table.
+
+import { clear, field, h, svg } from './dom.js';
+
+const MEASURES = [
+  { name: 'requests', title: 'Requests', colour: '#2f6fb3' },
+  { name: 'items_stored', title: 'Items stored', colour: '#2e8b57' },
+  { name: 'embeddings', title: 'Embeddings', colour: '#c2571a' },
+];
+const WIDTH = 720;
+const HEIGHT = 120;
+const LEFT = 44;
+const BOTTOM = 18;
+
+/** The last `count` UTC dates, oldest first (days without usage are absent from the API's answer). */
+function lastDays(count) {
+  const today = new Date();
+  const days = [];
+  for (let back = count - 1; back >= 0; back -= 1) {
+    const day = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - back));
+    days.push(day.toISOString().slice(0, 10));
+  }
+  return days;
+}
+
+function chart(measure, days, byDate) {
+  const values = days.map((d) => (byDate.get(d) || {})[measure.name] || 0);
+  const top = Math.max(1, ...values);
+  const slot = (WIDTH - LEFT) / days.length;
+  const bar = Math.max(1, slot * 0.7);
+  const plot = HEIGHT - BOTTOM - 6;
+  const total = values.reduce((a, b) => a + b, 0);
+  return h(
+    'figure',
+    { class: 'chart', dataset: { measure: measure.name, total: String(total) } },
+    h('figcaption', { text: `${measure.title}: ${total} in ${days.length} days` }),
+    svg(
+      'svg',
+      { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, width: WIDTH, height: HEIGHT, role: 'img', 'aria-label': `${measure.title} per day` },
+      svg('line', { x1: LEFT, y1: HEIGHT - BOTTOM, x2: WIDTH, y2: HEIGHT - BOTTOM, class: 'axis' }),
+      svg('text', { x: LEFT - 6, y: 12, 'text-anchor': 'end', class: 'tick' }, String(top)),
+      svg('text', { x: LEFT - 6, y: HEIGHT - BOTTOM, 'text-anchor': 'end', class: 'tick' }, '0'),
+      svg('text', { x: LEFT, y: HEIGHT - 4, class: 'tick' }, days[0]),
+      svg('text', { x: WIDTH, y: HEIGHT - 4, 'text-anchor': 'end', class: 'tick' }, days[days.length - 1]),
+      values.map((value, i) => {
+        const tall = (value / top) * plot;
+        return svg(
+          'rect',
+          {
+            x: (LEFT + i * slot + (slot - bar) / 2).toFixed(1), y: (HEIGHT - BOTTOM - tall).toFixed(1),
+            width: bar.toFixed(1), height: tall.toFixed(1), fill: measure.colour, 'data-date': days[i], 'data-value': value,
+          },
+          svg('title', {}, `${days[i]}: ${value} ${measure.title.toLowerCase()}`),
+        );
+      }),
+    ),
+  );
+}
+
+export async function render(ctx, root) {
+  const span = h(
+    'select',
+    { id: 'usage-days' },
+    [7, 31, 90].map((n) => h('option', { value: String(n), text: `last ${n} days` })),
+  );
+  span.value = ctx.params.get('days') || '31';
+  const charts = h('div', { id: 'usage-charts' });
+  const table = h('table', { id: 'usage-table' });
+
+  async function load() {
+    const days = Number(span.value);
+    let usage;
+    try {
+      usage = await ctx.api.get(`v1/apps/${encodeURIComponent(ctx.app)}/usage`, { days });
+    } catch (error) {
+      ctx.notify(ctx.describe(error));
+      return;
+    }
+    const byDate = new Map(usage.days.map((d) => [d.date, d]));
+    const dates = lastDays(days);
+    clear(charts).append(...MEASURES.map((m) => chart(m, dates, byDate)));
+    const rows = [...usage.days].sort((a, b) => (a.date < b.date ? 1 : -1));
+    clear(table).append(
+      h('thead', {}, h('tr', {}, h('th', { text: 'date (UTC)' }), MEASURES.map((m) => h('th', { text: m.title })))),
+      h(
+        'tbody',
+        {},
+        rows.length
+          ? rows.map((d) => h('tr', {}, h('td', { text: d.date }), MEASURES.map((m) => h('td', { class: 'number', text: String(d[m.name]) }))))
+          : h('tr', {}, h('td', { colspan: '4', class: 'empty', text: 'No usage in this period.' })),
+      ),
+    );
+  }
+
+  span.addEventListener('change', () => {
+    ctx.setParam('days', span.value);
+    load();
+  });
+  root.replaceChildren(
+    h('h2', { text: `Usage of app ${ctx.app}` }),
+    h('p', { class: 'caption', text: 'Metered per app and UTC day: every request, the items stored (entries, facts, relations, episodes) and the texts embedded.' }),
+    h('div', { class: 'toolbar' }, field('Period', span)),
+    charts,
+    table,
+  );
+  await load();
+}

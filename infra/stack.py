@@ -19,7 +19,7 @@ from agentmem.settings import Env
 from infra.components.api import Api, ApiSettings
 from infra.components.compute import Compute, ComputeSettings
 from infra.components.operations import Operations
-from infra.components.routes import PUBLIC_ROUTES
+from infra.components.routes import CONSOLE_ROUTES, PUBLIC_ROUTES
 from infra.components.search import VectorSearch
 from infra.components.storage import Storage
 from infra.components.workflow import DeletionWorkflow
@@ -90,6 +90,7 @@ class MemoryServiceStack(Stack):
             ),
             handler=self.compute.api,
             authorizer_function=self.compute.authorizer,
+            console_function=self.compute.console,
         )
         self.operations = Operations(
             self,
@@ -103,6 +104,7 @@ class MemoryServiceStack(Stack):
             dlq=self.compute.dlq,
         )
         CfnOutput(self, "ApiUrl", value=self.api.rest_api.url)
+        CfnOutput(self, "ConsoleUrl", value=self.api.rest_api.url_for_path("/console"))
         CfnOutput(self, "TableName", value=self.storage.table.table_name)
         CfnOutput(self, "UsagePlanId", value=self.api.usage_plan.usage_plan_id)
         CfnOutput(self, "DeletionStateMachineArn", value=self.workflow.state_machine.state_machine_arn)
@@ -179,4 +181,11 @@ def acknowledge_findings(stack: MemoryServiceStack) -> None:
             "AwsSolutions-APIG4",
             f"{method} {path} is public on purpose (health checks, capability discovery, the OpenAPI document); "
             "it reads no tenant data.",
+        )
+    for method, path in CONSOLE_ROUTES:
+        _acknowledge(
+            stack.api.methods[(method, path)],
+            "AwsSolutions-APIG4",
+            f"{method} {path} is public on purpose: the web console's static files (no data); the page's API "
+            "calls go through the tenant routes' authorizer with the user's key.",
         )

@@ -6,7 +6,9 @@
 - ``{scope}/mcp`` (MCP clients send ``Authorization: Bearer <key>`` or ``x-api-key``) goes through the
   same authorizer function without a result cache, so neither header is required by the gateway: the
   function reads whichever is present (a cached authorizer would need one fixed identity header).
-- Health, capabilities and the OpenAPI document are public.
+- Health, capabilities and the OpenAPI document are public; so are ``GET /console`` and
+  ``GET /console/{proxy+}``, the web console's files, served by the console function (docs/console.md) on
+  the API's own origin: its page calls the tenant routes above with the user's key.
 - Stage: access logs (JSON), execution logs at ERROR, X-Ray, throttling. Request size: API Gateway
   refuses bodies over 10 MB (REQUEST_TOO_LARGE, answered 413 in the API's error shape) and the handler
   answers 413 above 6 MB (Lambda's payload limit), before any parsing.
@@ -25,7 +27,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from agentmem.models.responses import error_body
-from infra.components.routes import MCP_ROUTES, PUBLIC_ROUTES, TENANT_ROUTES
+from infra.components.routes import CONSOLE_ROUTES, MCP_ROUTES, PUBLIC_ROUTES, TENANT_ROUTES
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class Api(Construct):
         settings: ApiSettings,
         handler: lambda_.IFunction,
         authorizer_function: lambda_.IFunction,
+        console_function: lambda_.IFunction,
     ) -> None:
         super().__init__(scope, construct_id)
         self.access_logs = logs.LogGroup(
@@ -154,6 +157,13 @@ class Api(Construct):
                 integration,
                 authorization_type=apigw.AuthorizationType.NONE,
                 request_validator=self.validator,
+            )
+        console = apigw.LambdaIntegration(
+            console_function, proxy=True, allow_test_invoke=False, scope_permission_to_method=False
+        )
+        for method, path in CONSOLE_ROUTES:
+            self.methods[(method, path)] = self.rest_api.root.resource_for_path(path).add_method(
+                method, console, authorization_type=apigw.AuthorizationType.NONE
             )
         for number, (response_type, status, code, message) in enumerate(GATEWAY_ERRORS):
             self.rest_api.add_gateway_response(

@@ -1,9 +1,11 @@
-"""Compute: the Lambda functions (API, stream indexer, deletion steps, authorizer) and their layers.
+"""Compute: the Lambda functions (API, stream indexer, deletion steps, authorizer, console) and their layers.
 
 Every function: arm64, Python 3.14, X-Ray active tracing, its own log group with a retention, its own
 role holding only what it uses (explicit DynamoDB/KMS actions on the one table and key, no wildcard
 actions on data). Handlers live in ``functions/<name>/handler.py``; the domain library comes from the
-core layer, third-party packages from the dependency layer (see infra/packaging.py).
+core layer, third-party packages from the dependency layer (see infra/packaging.py). The console function
+serves the web console's files from the core layer: it has that layer only, no store settings, and a role
+that writes its logs and traces only.
 """
 
 from __future__ import annotations
@@ -174,7 +176,18 @@ class Compute(Construct):
                 },
                 admins=_context_list(self.node.try_get_context("opensearch_admins")),
             )
-        self.functions = [fn for fn in (self.api, self.authorizer, self.deletion, self.indexer) if fn is not None]
+        self.console = self._function(
+            "Console",
+            "console",
+            memory=256,
+            timeout=5,
+            description="web console files (docs/console.md)",
+            layers=[self.core_layer],
+            environment={"POWERTOOLS_SERVICE_NAME": SERVICE_NAME},
+        )
+        self.functions = [
+            fn for fn in (self.api, self.authorizer, self.deletion, self.indexer, self.console) if fn is not None
+        ]
 
     def _function(
         self,
@@ -185,6 +198,8 @@ class Compute(Construct):
         timeout: int,
         description: str,
         reserved_concurrency: int | None = None,
+        layers: list[lambda_.ILayerVersion] | None = None,
+        environment: dict[str, str] | None = None,
     ) -> lambda_.Function:
         log_group = logs.LogGroup(
             self,
@@ -207,13 +222,13 @@ class Compute(Construct):
             architecture=packaging.ARCHITECTURE,
             handler=f"{name}.handler.handler",
             code=self._code,
-            layers=[self.core_layer, self.dependency_layer],
+            layers=layers if layers is not None else [self.core_layer, self.dependency_layer],
             memory_size=memory,
             timeout=Duration.seconds(timeout),
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             role=role,
-            environment=dict(self.environment),
+            environment=dict(self.environment if environment is None else environment),
             reserved_concurrent_executions=reserved_concurrency,
         )
 

@@ -59,3 +59,9 @@ MCP_ROUTES: list[tuple[str, str]] = [
 """MCP over Streamable HTTP: tenant routes whose key may also come as ``Authorization: Bearer``."""
 
 ALL_ROUTES = PUBLIC_ROUTES + TENANT_ROUTES + MCP_ROUTES
+
+CONSOLE_ROUTES: list[tuple[str, str]] = [
+    ("GET", "/console"),
+    ("GET", "/console/{proxy+}"),
+]
+"""The web console's files (docs/console.md): public, served by the console function, not the API's handler."""

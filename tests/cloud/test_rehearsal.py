@@ -78,9 +78,13 @@ def test_each_function_runs_with_the_environment_its_template_gives_it(flow: Flo
     table = d.template.physical[d.template.one("AWS::DynamoDB::Table")].ref
     secret = d.template.physical[d.template.one("AWS::SecretsManager::Secret")].ref
     assert set(d.functions) == (
-        {"api", "authorizer", "deletion", "indexer"} if flow.opensearch else {"api", "authorizer", "deletion"}
+        {"api", "authorizer", "deletion", "indexer", "console"}
+        if flow.opensearch
+        else {"api", "authorizer", "deletion", "console"}
     )
-    for fn in d.functions.values():
+    # The console's function serves static files: no store settings at all (and its role grants no data)
+    assert not any(name.startswith("MEMORY_") for name in d.functions["console"].variables)
+    for fn in (f for f in d.functions.values() if f.name != "console"):
         process = d.lambda_environment(fn)
         changed = {k for k, v in fn.variables.items() if process.get(k) != v} | (set(process) - set(fn.variables))
         assert changed - set(OVERRIDDEN) == {k for k in process if k.startswith("AWS_")}, fn.name

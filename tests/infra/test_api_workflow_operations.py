@@ -11,7 +11,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
-from infra.components.routes import ALL_ROUTES, MCP_ROUTES, PUBLIC_ROUTES, TENANT_ROUTES
+from infra.components.routes import ALL_ROUTES, CONSOLE_ROUTES, MCP_ROUTES, PUBLIC_ROUTES, TENANT_ROUTES
 from tests.infra.conftest import DEV_TABLE, PROD_OPENSEARCH, Synthesized, resources
 
 
@@ -38,9 +38,9 @@ def _gateway_routes(synthesized: Synthesized, stack_name: str) -> dict[tuple[str
 
 
 def test_every_route_of_the_api_contract_is_a_gateway_method(synthesized: Synthesized) -> None:
-    # Given the synthesized REST API / Then it has exactly the routes of API.md, no proxy catch-all
+    # Given the synthesized REST API / Then it has exactly the routes of API.md and the console's, no catch-all
     routes = _gateway_routes(synthesized, PROD_OPENSEARCH)
-    assert set(routes) == set(ALL_ROUTES)
+    assert set(routes) == set(ALL_ROUTES) | set(CONSOLE_ROUTES)
     assert len(ALL_ROUTES) == 39
 
 
@@ -64,6 +64,44 @@ def test_tenant_routes_use_the_request_authorizer_and_a_usage_plan_key(synthesiz
         assert method["Integration"]["Type"] == "AWS_PROXY", route
     for route in PUBLIC_ROUTES:
         assert routes[route]["AuthorizationType"] == "NONE", route
+
+
+def _integrated_function(method: dict[str, Any]) -> str:
+    """The logical id of the function a proxy method invokes (the Fn::GetAtt inside its integration URI)."""
+    found = re.findall(r'"Fn::GetAtt": \["([^"]+)", "Arn"\]', json.dumps(method["Integration"]["Uri"]))
+    assert len(found) == 1, found
+    return str(found[0])
+
+
+def test_the_console_is_public_on_the_apis_origin_and_every_api_route_keeps_its_authorizer(
+    synthesized: Synthesized,
+) -> None:
+    for stack_name in (PROD_OPENSEARCH, DEV_TABLE):
+        template = synthesized.templates[stack_name]
+        routes = _gateway_routes(synthesized, stack_name)
+        functions = resources(template, "AWS::Lambda::Function")
+        # Given the console's two routes / Then no authorizer, no API key, a proxy to the console function
+        for route in CONSOLE_ROUTES:
+            method = routes[route]
+            assert method["AuthorizationType"] == "NONE", route
+            assert "AuthorizerId" not in method, route
+            assert not method.get("ApiKeyRequired"), route
+            assert method["Integration"]["Type"] == "AWS_PROXY", route
+            assert functions[_integrated_function(method)]["Properties"]["Handler"] == "console.handler.handler", route
+        # And every tenant and MCP route still goes through an authorizer with the usage-plan key
+        for route in TENANT_ROUTES + MCP_ROUTES:
+            assert routes[route]["AuthorizationType"] == "CUSTOM", route
+            assert routes[route]["AuthorizerId"], route
+            assert routes[route]["ApiKeyRequired"] is True, route
+            handler_name = functions[_integrated_function(routes[route])]["Properties"]["Handler"]
+            assert handler_name == "api.handler.handler", route
+    # And the function the template names serves the page with its policy, and nothing outside the console
+    from functions.console.handler import handler
+
+    page = handler({"httpMethod": "GET", "path": "/console", "headers": {}}, None)
+    assert page["statusCode"] == 200
+    assert "script-src 'self'" in page["headers"]["Content-Security-Policy"]
+    assert handler({"httpMethod": "GET", "path": "/console/../handler.py", "headers": {}}, None)["statusCode"] == 404
 
 
 def test_mcp_routes_use_an_uncached_authorizer_that_requires_no_fixed_header(synthesized: Synthesized) -> None:

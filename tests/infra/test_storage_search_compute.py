@@ -87,7 +87,13 @@ def test_only_the_lambda_roles_that_search_are_in_the_data_access_policy(synthes
     assert "index/agentmem-prod/*" in text
 
 
-def test_table_backend_deploys_no_opensearch_and_no_indexer(dev: Any) -> None:
+def _store_functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every function but the console's (which serves static files: no store settings, the core layer only)."""
+    functions = resources(template, "AWS::Lambda::Function")
+    return {k: f for k, f in functions.items() if f["Properties"]["Handler"] != "console.handler.handler"}
+
+
+def test_table_backend_deploys_no_opensearch_and_no_indexer(dev: Any, synthesized: Synthesized) -> None:
     # Given search_backend=table / Then no collection, no indexer queue, and the functions search the table
     for kind in (
         "AWS::OpenSearchServerless::Collection",
@@ -97,17 +103,17 @@ def test_table_backend_deploys_no_opensearch_and_no_indexer(dev: Any) -> None:
         "AWS::SQS::Queue",
     ):
         dev.resource_count_is(kind, 0)
-    dev.resource_count_is("AWS::Lambda::Function", 3)
-    dev.all_resources_properties(
-        "AWS::Lambda::Function",
-        {"Environment": {"Variables": Match.object_like({"MEMORY_VECTOR_INDEX": "exact"})}},
-    )
+    dev.resource_count_is("AWS::Lambda::Function", 4)
+    functions = _store_functions(synthesized.templates[DEV_TABLE])
+    assert len(functions) == 3
+    for function in functions.values():
+        assert function["Properties"]["Environment"]["Variables"]["MEMORY_VECTOR_INDEX"] == "exact"
 
 
 def test_every_function_is_arm64_python3_traced_with_both_layers_and_a_retained_log(
     prod: Any, dev: Any, synthesized: Synthesized
 ) -> None:
-    # Given every function / Then arm64, the project's Python, active tracing, two layers, its own log group
+    # Given every function / Then arm64, the project's Python, active tracing, its own log group
     for template in (prod, dev):
         template.all_resources_properties(
             "AWS::Lambda::Function",
@@ -116,19 +122,28 @@ def test_every_function_is_arm64_python3_traced_with_both_layers_and_a_retained_
                 "Architectures": ["arm64"],
                 "TracingConfig": {"Mode": "Active"},
                 "LoggingConfig": {"LogGroup": Match.any_value()},
-                "Environment": {
-                    "Variables": Match.object_like(
-                        {"MEMORY_STORE": "dynamodb", "MEMORY_AUTH": "required", "MEMORY_TABLE_NAME": Match.any_value()}
-                    )
-                },
             },
         )
         template.all_resources_properties("AWS::Logs::LogGroup", {"RetentionInDays": Match.any_value()})
     assert packaging.RUNTIME.name.startswith("python3.")
     assert int(packaging.RUNTIME.name.split(".")[1]) >= 12
-    for function in resources(synthesized.templates[PROD_OPENSEARCH], "AWS::Lambda::Function").values():
-        assert len(function["Properties"]["Layers"]) == 2
-    prod.resource_count_is("AWS::Lambda::Function", 4)
+    # And every function but the console's has both layers and the store's settings
+    for name in (PROD_OPENSEARCH, DEV_TABLE):
+        for function in _store_functions(synthesized.templates[name]).values():
+            assert len(function["Properties"]["Layers"]) == 2
+            variables = function["Properties"]["Environment"]["Variables"]
+            assert (variables["MEMORY_STORE"], variables["MEMORY_AUTH"]) == ("dynamodb", "required")
+            assert variables["MEMORY_TABLE_NAME"]
+    # And the console's function has the core layer only and no store settings
+    console = next(
+        f["Properties"]
+        for f in resources(synthesized.templates[PROD_OPENSEARCH], "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "console.handler.handler"
+    )
+    assert len(console["Layers"]) == 1
+    assert console["Layers"][0]["Ref"].startswith("ComputeCoreLayer")
+    assert not any(name.startswith("MEMORY_") for name in console["Environment"]["Variables"])
+    prod.resource_count_is("AWS::Lambda::Function", 5)
     prod.resource_count_is("AWS::Lambda::LayerVersion", 2)
     prod.all_resources_properties(
         "AWS::Lambda::LayerVersion",
@@ -137,8 +152,8 @@ def test_every_function_is_arm64_python3_traced_with_both_layers_and_a_retained_
 
 
 def test_handlers_point_at_the_functions_directory(prod: Any) -> None:
-    # Given the four functions / Then each handler is functions/<name>/handler.py's `handler`
-    for name in ("api", "authorizer", "deletion", "indexer"):
+    # Given the five functions / Then each handler is functions/<name>/handler.py's `handler`
+    for name in ("api", "authorizer", "deletion", "indexer", "console"):
         prod.has_resource_properties("AWS::Lambda::Function", {"Handler": f"{name}.handler.handler"})
         assert (packaging.FUNCTIONS_DIR / name / "handler.py").exists()
 
@@ -246,10 +261,8 @@ def test_the_receipt_key_is_a_generated_secret_read_only_by_the_api_and_the_dele
     assert len(secrets) == 1
     (secret_id,) = secrets
     assert "GenerateSecretString" in secrets[secret_id]["Properties"]
-    prod.all_resources_properties(
-        "AWS::Lambda::Function",
-        {"Environment": {"Variables": Match.object_like({"MEMORY_RECEIPT_KEY_SECRET_ARN": {"Ref": secret_id}})}},
-    )
+    for function in _store_functions(template).values():
+        assert function["Properties"]["Environment"]["Variables"]["MEMORY_RECEIPT_KEY_SECRET_ARN"] == {"Ref": secret_id}
     for function in resources(template, "AWS::Lambda::Function").values():
         assert "MEMORY_RECEIPT_KEY" not in function["Properties"]["Environment"]["Variables"]
     # And only the API and deletion-step roles may read it

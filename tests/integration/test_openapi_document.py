@@ -194,6 +194,18 @@ def test_answers_conform_to_the_document(container: object, document: dict[str, 
     api.get(scope + "/projects", query={"limit": 1})
     api.get(scope + "/projects", query={"cursor": ""})
     api.get("/v1/apps/demo/usage")
+    store = "/v1/apps/demo/store/batch"
+    put = {"op": "put", "user": "ali/ce", "namespace": ["prefs"], "key": "k", "value": {"text": "dark mode", "n": 1}}
+    api.post(store, {"ops": [put]})
+    reads: list[dict[str, Any]] = [
+        {"op": "get", "user": "ali/ce", "namespace": ["prefs"], "key": "k"},
+        {"op": "get", "user": "ali/ce", "namespace": ["prefs"], "key": "missing"},
+        {"op": "search", "user": "ali/ce", "namespace_prefix": [], "query": "dark mode"},
+        {"op": "search", "user": "ali/ce", "namespace_prefix": ["prefs"], "filter": {"n": {"$gte": 1}}},
+        {"op": "list_namespaces", "user": "ali/ce"},
+    ]
+    assert [r is not None for r in api.post(store, {"ops": reads}).body["results"]] == [True, False, True, True, True]
+    api.post(store, {"ops": [{**put, "namespace": ["a.b"]}]})
     api.get("/v1/health")
     api.get("/v1/capabilities")
     api.get("/v1/openapi.json")

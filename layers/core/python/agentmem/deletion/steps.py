@@ -1,7 +1,8 @@
 """The deletion workflow's steps behind one entry point, dispatching on ``event["step"]``.
 
-``functions/deletion/handler.py`` exports :func:`handle` as the Lambda handler, and the local runner
-calls the very same function, so a step runs one code path wherever the workflow runs. Errors are
+``functions/deletion/handler.py`` (the Lambda handler) and the local runner both call :func:`run_step`
+with their container's service, so a step runs one code path wherever the workflow runs; this module
+knows nothing of the container (it imports downwards only). Errors are
 raised, never returned: Step Functions sees the exception's class name (``RateLimited``,
 ``Unavailable``...) as the error name it retries on or catches.
 """
@@ -54,12 +55,3 @@ def run_step(service: DeletionService, event: dict[str, Any]) -> Any:
         raise InvalidInput("this erasure has finished or was superseded", code="deletion_finished")
     result = STEPS[step](service, user, deletion_id, event)
     return {} if result is None else result
-
-
-def handle(event: dict[str, Any], context: Any = None) -> Any:
-    """The Lambda handler of the deletion steps (the container is built once per execution environment)."""
-    from agentmem.container import get_container
-    from agentmem.observability import logger
-
-    logger.info("deletion step", step=event.get("step"), deletion_id=event.get("deletion_id"))
-    return run_step(get_container().deletion, event)

@@ -5,7 +5,15 @@
  */
 import { MemoryApiError, UNREACHABLE, Unavailable, errorFromAnswer } from "./errors.js";
 import { RetryPolicy, retryAfterMs, type RetryOptions } from "./retry.js";
-import { routeRequest, type PathOf, type QueryValue, type ResponseOf, type RouteCall, type RouteName } from "./routes.js";
+import {
+  routeRequest,
+  type HttpRequest,
+  type PathOf,
+  type QueryValue,
+  type ResponseOf,
+  type RouteCall,
+  type RouteName,
+} from "./routes.js";
 
 export interface TransportOptions {
   /** Sent as `x-api-key` (the local server needs none unless started with keys). */
@@ -21,14 +29,6 @@ export interface TransportOptions {
 }
 
 /** One request, its path already encoded. */
-export interface HttpRequest {
-  method: string;
-  path: string;
-  query?: Readonly<Record<string, QueryValue>> | undefined;
-  body?: unknown;
-  idempotencyKey?: string | undefined;
-}
-
 interface Answer {
   status: number;
   retryAfter: string | null;

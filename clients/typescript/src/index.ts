@@ -28,6 +28,6 @@ export {
   type ErrorFields,
 } from "./errors.js";
 export { RetryPolicy, retryAfterMs, type RetryOptions } from "./retry.js";
-export { Transport, newIdempotencyKey, type HttpRequest, type TransportOptions } from "./http.js";
-export { ROUTES, segment, type RouteName, type RouteSpec } from "./routes.js";
+export { Transport, newIdempotencyKey, type TransportOptions } from "./http.js";
+export { ROUTES, segment, type HttpRequest, type RouteName, type RouteSpec } from "./routes.js";
 export type * from "./types.js";

@@ -5,7 +5,6 @@
  * route docs/api.md documents outside that document), its query parameters are the route's, and its
  * request and response schemas are the operation's.
  */
-import type { HttpRequest } from "./http.js";
 import type { Schemas } from "./types.js";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
@@ -79,6 +78,15 @@ export type UserRoute = { [N in RouteName]: Spec<N>["on"] extends "user" ? N : n
 
 /** A query parameter's value: absent (undefined or null) parameters are left out, a list repeats the name. */
 export type QueryValue = string | number | boolean | readonly string[] | null | undefined;
+
+/** One request as the transport sends it: `path` already percent-encoded. */
+export interface HttpRequest {
+  method: string;
+  path: string;
+  query?: Readonly<Record<string, QueryValue>> | undefined;
+  body?: unknown;
+  idempotencyKey?: string | undefined;
+}
 
 type Placeholders<P extends string> = P extends `${string}{${infer Name}}${infer Rest}` ? Name | Placeholders<Rest> : never;
 

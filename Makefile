@@ -73,7 +73,7 @@ $(VENV)/.infra: $(BIN)/python requirements-infra.txt
 	touch $@
 
 test: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(TS_CLIENT)/node_modules/.installed $(NODE_BUILT) $(VENV)/.chromium ## run every test tier, the bench at a hundredth included (the OpenSearch tests need Java 17 and Maven)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=20
 
 lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
 	$(BIN)/ruff check .

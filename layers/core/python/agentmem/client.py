@@ -10,8 +10,8 @@
         hits = await client.user("my-app", "alice").search("what is my dog called")
 
 Both clients share one description of every route (``_UserRoutes``, ``_ServiceRoutes``): a route
-method builds a ``Call`` (method, path, body, query, how to read the answer) and each client sends it
-its own way, blocking or awaited. Entries may be plain strings (stored as user text) or ADK
+method builds a ``Call`` (method, path, body, query, how to read the answer, :mod:`agentmem.calls`) and
+each client sends it its own way, blocking or awaited. Entries may be plain strings (stored as user text) or ADK
 ``MemoryEntry`` dicts; ``where`` is the API's ``filter`` document. Writes carry an ``Idempotency-Key``
 (a fresh one per call unless given), so a request answered 429 or 503, or not answered at all, is sent
 again after a jittered exponential backoff (at least ``Retry-After`` when the server sends one).
@@ -22,47 +22,36 @@ and request id.
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import json
-import random
 import time
 import urllib.error
 import urllib.request
-import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
-from urllib.parse import quote, urlencode
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote
 
-from agentmem import errors
+from agentmem.calls import (
+    UNREACHABLE,
+    ApiError,
+    Async,
+    Call,
+    Exchange,
+    Listing,
+    Paged,
+    RetryPolicy,
+    Route,
+    Sync,
+    call,
+    present,
+    retry_after_seconds,
+)
 
 if TYPE_CHECKING:
     import httpx
 
-_BY_STATUS: dict[int, type[errors.MemoryServiceError]] = {
-    400: errors.MalformedRequest,
-    401: errors.Unauthorized,
-    403: errors.Forbidden,
-    404: errors.NotFound,
-    409: errors.Conflict,
-    413: errors.PayloadTooLarge,
-    422: errors.InvalidInput,
-    429: errors.RateLimited,
-    503: errors.Unavailable,
-}
-UNREACHABLE = 0
-"""The status a client records for a request that got no HTTP answer (refused, reset, timed out)."""
-
 EntryLike = str | Mapping[str, Any]
 Filter = Mapping[str, Any]
 T = TypeVar("T")
-U = TypeVar("U")
-P = ParamSpec("P")
-
-
-class ApiError(errors.MemoryServiceError):
-    """Raised for a status without a more specific class."""
 
 
 def as_entry(entry: EntryLike) -> dict[str, Any]:
@@ -71,224 +60,8 @@ def as_entry(entry: EntryLike) -> dict[str, Any]:
     return dict(entry)
 
 
-def _as_dict(payload: Any) -> dict[str, Any]:
-    return payload  # type: ignore[no-any-return]
-
-
-def _present(fields: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in fields.items() if v is not None}
-
-
 def _segment(value: str) -> str:
     return quote(value, safe="")
-
-
-@dataclass(frozen=True, slots=True)
-class Call(Generic[T]):
-    """One request of the API and how to read its decoded JSON answer (None for 204)."""
-
-    method: str
-    path: str
-    read: Callable[[Any], T]
-    body: Any = None
-    query: Mapping[str, Any] = field(default_factory=dict)
-    idempotency_key: str | None = None
-
-    def then(self, read: Callable[[T], U]) -> Call[U]:
-        first = self.read
-        return Call(
-            self.method, self.path, lambda payload: read(first(payload)), self.body, self.query, self.idempotency_key
-        )
-
-
-def call(
-    method: str, path: str, body: Any = None, *, query: Mapping[str, Any] | None = None, key: str | None = None
-) -> Call[dict[str, Any]]:
-    return Call(method, path, _as_dict, body, query or {}, key)
-
-
-@dataclass(frozen=True, slots=True)
-class Paged(Generic[T]):
-    """A listing followed page by page: ``page(cursor)`` asks for one, ``items`` reads a page's items."""
-
-    page: Callable[[str | None], Call[dict[str, Any]]]
-    items: Callable[[dict[str, Any]], Iterable[T]]
-
-    def after(self, page: dict[str, Any]) -> Call[dict[str, Any]] | None:
-        cursor = page.get("next_cursor")
-        return None if cursor is None else self.page(cursor)
-
-
-# -- retries ---------------------------------------------------------------------------------------
-
-
-def retry_after_seconds(header: str | None, now: float | None = None) -> float | None:
-    """A ``Retry-After`` header (seconds, or an HTTP date) as seconds from now; None when absent or unreadable."""
-    if not header:
-        return None
-    try:
-        return max(0.0, float(header))
-    except ValueError:
-        pass
-    try:
-        moment = email.utils.parsedate_to_datetime(header)
-    except (TypeError, ValueError):
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return max(0.0, moment.timestamp() - (time.time() if now is None else now))
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """When and how long to wait before sending a request again.
-
-    Only a request that is safe to repeat is retried: a GET, or a write carrying an Idempotency-Key.
-    The wait is full-jitter exponential backoff (``uniform(0, min(cap, base * 2**attempt))``), or the
-    server's ``Retry-After`` plus a little jitter; a ``Retry-After`` beyond ``max_retry_after`` is not
-    waited for (the error is raised at once). ``RetryPolicy(retries=0)`` never retries.
-    """
-
-    retries: int = 4
-    base: float = 0.25
-    cap: float = 8.0
-    max_retry_after: float = 60.0
-    statuses: frozenset[int] = frozenset({UNREACHABLE, 429, 503})
-
-    def delay(self, attempt: int, status: int, retry_after: str | None, *, safe: bool) -> float | None:
-        """Seconds to wait before retry number ``attempt + 1``, or None to stop and answer."""
-        if not safe or status not in self.statuses or attempt >= self.retries:
-            return None
-        jitter = random.uniform(0.0, min(self.cap, self.base * 2**attempt))
-        asked = retry_after_seconds(retry_after)
-        if asked is None:
-            return jitter
-        return None if asked > self.max_retry_after else asked + jitter * 0.1
-
-
-# -- one exchange, shared by both clients ----------------------------------------------------------
-
-
-class _Exchange(Generic[T]):
-    """A call made ready to send (URL, headers, body), the answers it got, and its outcome."""
-
-    def __init__(self, client: _ClientBase, call: Call[T]) -> None:
-        params = _present(call.query)
-        self.url = client.base_url + call.path + (f"?{urlencode(params, doseq=True)}" if params else "")
-        self.method = call.method
-        self.headers = {"Accept": "application/json"}
-        self.data: bytes | None = None
-        if call.body is not None:
-            self.data = json.dumps(call.body).encode("utf-8")
-            self.headers["Content-Type"] = "application/json"
-        if client.api_key:
-            self.headers["x-api-key"] = client.api_key
-        key = call.idempotency_key
-        if key is None and call.method != "GET" and client.idempotency_keys:
-            key = uuid.uuid4().hex
-        if key is not None:
-            self.headers["Idempotency-Key"] = key
-        self._call = call
-        self._retry = client.retry
-        self._safe = call.method == "GET" or key is not None
-        self._attempt = 0
-        self._status = UNREACHABLE
-        self._raw = b""
-
-    def retry_in(self, status: int, retry_after: str | None, raw: bytes) -> float | None:
-        """Record an answer; the seconds to wait before sending again, or None when it is final."""
-        self._status, self._raw = status, raw
-        delay = self._retry.delay(self._attempt, status, retry_after, safe=self._safe)
-        self._attempt += 1
-        return delay
-
-    def result(self) -> T:
-        if self._status == UNREACHABLE:
-            reason = self._raw.decode("utf-8", "replace")
-            raise errors.Unavailable(f"the memory API at {self.url} is unreachable: {reason}")
-        if self._status >= 400:
-            raise _error_from(self._status, self._raw)
-        return self._call.read(json.loads(self._raw) if self._raw else None)
-
-
-def _error_from(status: int, raw: bytes) -> errors.MemoryServiceError:
-    try:
-        error = json.loads(raw)["error"]
-        code, message, request_id = error["code"], error["message"], error.get("request_id")
-    except (ValueError, KeyError, TypeError):
-        code, message, request_id = "http_error", raw.decode("utf-8", "replace")[:500] or f"HTTP {status}", None
-    cls = _BY_STATUS.get(status, ApiError)
-    exc = cls(message, code=code, details={"status": status, "request_id": request_id})
-    exc.http_status = status
-    return exc
-
-
-# -- the routes, described once --------------------------------------------------------------------
-
-
-class _Sync:
-    """Sends calls and blocks for their answers."""
-
-    def send(self, call: Call[T]) -> T:
-        raise NotImplementedError
-
-    def pages(self, paged: Paged[T]) -> Iterator[T]:
-        call: Call[dict[str, Any]] | None = paged.page(None)
-        while call is not None:
-            page = self.send(call)
-            yield from paged.items(page)
-            call = paged.after(page)
-
-
-class _Async:
-    """Sends calls and awaits their answers."""
-
-    async def send(self, call: Call[T]) -> T:
-        raise NotImplementedError
-
-    async def pages(self, paged: Paged[T]) -> AsyncIterator[T]:
-        call: Call[dict[str, Any]] | None = paged.page(None)
-        while call is not None:
-            page = await self.send(call)
-            for item in paged.items(page):
-                yield item
-            call = paged.after(page)
-
-
-class _Route(Generic[P, T]):
-    """A route method: on a sync client it answers ``T``, on an async client an awaitable of ``T``."""
-
-    def __init__(self, build: Callable[Concatenate[Any, P], Call[T]]) -> None:
-        self._build = build
-        self.__doc__ = build.__doc__
-
-    @overload
-    def __get__(self, owner: _Sync, kind: type[Any] | None = None) -> Callable[P, T]: ...
-    @overload
-    def __get__(self, owner: _Async, kind: type[Any] | None = None) -> Callable[P, Coroutine[Any, Any, T]]: ...
-    def __get__(self, owner: _Sync | _Async, kind: type[Any] | None = None) -> Callable[P, Any]:
-        def send(*args: P.args, **kwargs: P.kwargs) -> Any:
-            return owner.send(self._build(owner, *args, **kwargs))
-
-        return send
-
-
-class _Listing(Generic[P, T]):
-    """A paged route method: an iterator of ``T`` on a sync client, an async iterator on an async one."""
-
-    def __init__(self, build: Callable[Concatenate[Any, P], Paged[T]]) -> None:
-        self._build = build
-        self.__doc__ = build.__doc__
-
-    @overload
-    def __get__(self, owner: _Sync, kind: type[Any] | None = None) -> Callable[P, Iterator[T]]: ...
-    @overload
-    def __get__(self, owner: _Async, kind: type[Any] | None = None) -> Callable[P, AsyncIterator[T]]: ...
-    def __get__(self, owner: _Sync | _Async, kind: type[Any] | None = None) -> Callable[P, Any]:
-        def pages(*args: P.args, **kwargs: P.kwargs) -> Any:
-            return owner.pages(self._build(owner, *args, **kwargs))
-
-        return pages
 
 
 def _timestamp(value: str | datetime | None) -> str | None:
@@ -309,14 +82,14 @@ class _UserRoutes:
         return call("GET", self._scope + path, query={"project_id": project_id, **query})
 
     def _post(self, path: str, body: Mapping[str, Any], *, key: str | None = None) -> Call[dict[str, Any]]:
-        return call("POST", self._scope + path, _present(body), key=key)
+        return call("POST", self._scope + path, present(body), key=key)
 
     def _delete(self, path: str, project_id: str | None = None) -> Call[dict[str, Any]]:
         return call("DELETE", self._scope + path, query={"project_id": project_id})
 
     # -- memory entries ----------------------------------------------------------------------------
 
-    @_Route
+    @Route
     def add_session(
         self,
         session_id: str,
@@ -327,12 +100,12 @@ class _UserRoutes:
         idempotency_key: str | None = None,
     ) -> Call[dict[str, Any]]:
         """Store a session's entries, replacing what the session held: ``{"session_id", "stored", "skipped"}``."""
-        body = _present(
+        body = present(
             {"entries": [as_entry(e) for e in entries], "project_id": project_id, "ttl_seconds": ttl_seconds}
         )
         return call("PUT", f"{self._scope}/sessions/{_segment(session_id)}/memories", body, key=idempotency_key)
 
-    @_Route
+    @Route
     def add_entry(
         self,
         entry: EntryLike,
@@ -345,11 +118,11 @@ class _UserRoutes:
         idempotency_key: str | None = None,
     ) -> Call[dict[str, Any]]:
         """Store one entry (``metadata`` and ``expires_at`` are set on it): the stored entry."""
-        stored = as_entry(entry) | _present({"metadata": metadata, "expires_at": _timestamp(expires_at)})
+        stored = as_entry(entry) | present({"metadata": metadata, "expires_at": _timestamp(expires_at)})
         body = {"entry": stored, "project_id": project_id, "session_id": session_id, "ttl_seconds": ttl_seconds}
         return self._post("/memories", body, key=idempotency_key)
 
-    @_Route
+    @Route
     def search(
         self,
         query: str,
@@ -364,19 +137,19 @@ class _UserRoutes:
         body = {"query": query, "top_k": top_k, "min_score": min_score, "project_id": project_id, "mode": mode}
         return self._post("/memories/search", body | {"filter": where}).then(lambda reply: reply["entries"])
 
-    @_Route
+    @Route
     def list_recent(
         self, *, limit: int = 20, project_id: str | None = None, cursor: str | None = None
     ) -> Call[dict[str, Any]]:
         """One page of entries, newest first: ``{"entries", "next_cursor"}``."""
         return self._get("/memories", project_id, limit=limit, cursor=cursor)
 
-    @_Listing
+    @Listing
     def iter_entries(self, *, project_id: str | None = None, page_size: int = 100) -> Paged[dict[str, Any]]:
         """Every visible entry, newest first, following cursors."""
         return Paged(lambda cursor: self._get("/memories", project_id, limit=page_size, cursor=cursor), _entries)
 
-    @_Route
+    @Route
     def query(
         self, where: Filter, *, project_id: str | None = None, limit: int = 20, cursor: str | None = None
     ) -> Call[dict[str, Any]]:
@@ -385,7 +158,7 @@ class _UserRoutes:
             "/memories/query", {"filter": where, "project_id": project_id, "limit": limit, "cursor": cursor}
         )
 
-    @_Listing
+    @Listing
     def iter_query(
         self, where: Filter, *, project_id: str | None = None, page_size: int = 100
     ) -> Paged[dict[str, Any]]:
@@ -393,15 +166,15 @@ class _UserRoutes:
         body = {"filter": where, "project_id": project_id, "limit": page_size}
         return Paged(lambda cursor: self._post("/memories/query", body | {"cursor": cursor}), _entries)
 
-    @_Route
+    @Route
     def get_entry(self, entry_id: str) -> Call[dict[str, Any]]:
         return self._get(f"/memories/{_segment(entry_id)}")
 
-    @_Route
+    @Route
     def delete_entry(self, entry_id: str) -> Call[None]:
         return self._delete(f"/memories/{_segment(entry_id)}").then(_nothing)
 
-    @_Route
+    @Route
     def delete_entries(
         self, query: str | None = None, *, where: Filter | None = None, project_id: str | None = None
     ) -> Call[int]:
@@ -410,17 +183,17 @@ class _UserRoutes:
             _deleted
         )
 
-    @_Route
+    @Route
     def delete_session(self, session_id: str, *, project_id: str | None = None) -> Call[int]:
         return self._delete(f"/sessions/{_segment(session_id)}", project_id).then(_deleted)
 
-    @_Route
+    @Route
     def delete_project(self, project_id: str) -> Call[int]:
         return self._delete(f"/projects/{_segment(project_id)}").then(_deleted)
 
     # -- knowledge graph ---------------------------------------------------------------------------
 
-    @_Route
+    @Route
     def create_entities(
         self, entities: Sequence[Mapping[str, Any]], *, project_id: str | None = None
     ) -> Call[list[dict[str, Any]]]:
@@ -428,11 +201,11 @@ class _UserRoutes:
         body = {"entities": [dict(e) for e in entities], "project_id": project_id}
         return self._post("/graph/entities", body).then(lambda reply: reply["entities"])
 
-    @_Route
+    @Route
     def delete_entity(self, name: str, *, project_id: str | None = None) -> Call[None]:
         return self._delete(f"/graph/entities/{_segment(name)}", project_id).then(_nothing)
 
-    @_Route
+    @Route
     def add_observations(
         self,
         name: str,
@@ -444,19 +217,19 @@ class _UserRoutes:
         body = {"observations": list(observations), "valid_from": _timestamp(valid_from), "project_id": project_id}
         return self._post(f"/graph/entities/{_segment(name)}/observations", body).then(_observations)
 
-    @_Route
+    @Route
     def history(self, entity: str, *, project_id: str | None = None) -> Call[dict[str, Any]]:
         """The entity with every observation and relation, current and past."""
         return self._get(f"/graph/entities/{_segment(entity)}/history", project_id)
 
-    @_Route
+    @Route
     def invalidate_observation(
         self, observation_id: str, *, valid_to: str | datetime | None = None, project_id: str | None = None
     ) -> Call[dict[str, Any]]:
         body = {"valid_to": _timestamp(valid_to), "project_id": project_id}
         return self._post(f"/graph/observations/{_segment(observation_id)}/invalidate", body)
 
-    @_Route
+    @Route
     def supersede_observation(
         self, observation_id: str, content: str, *, project_id: str | None = None
     ) -> Call[dict[str, Any]]:
@@ -464,11 +237,11 @@ class _UserRoutes:
         body = {"content": content, "project_id": project_id}
         return self._post(f"/graph/observations/{_segment(observation_id)}/supersede", body)
 
-    @_Route
+    @Route
     def delete_observation(self, observation_id: str, *, project_id: str | None = None) -> Call[None]:
         return self._delete(f"/graph/observations/{_segment(observation_id)}", project_id).then(_nothing)
 
-    @_Route
+    @Route
     def create_relations(
         self, relations: Sequence[Mapping[str, Any]], *, project_id: str | None = None
     ) -> Call[list[dict[str, Any]]]:
@@ -476,26 +249,26 @@ class _UserRoutes:
         body = {"relations": [dict(r) for r in relations], "project_id": project_id}
         return self._post("/graph/relations", body).then(lambda reply: reply["relations"])
 
-    @_Route
+    @Route
     def invalidate_relation(
         self, relation_id: str, *, valid_to: str | datetime | None = None, project_id: str | None = None
     ) -> Call[dict[str, Any]]:
         body = {"valid_to": _timestamp(valid_to), "project_id": project_id}
         return self._post(f"/graph/relations/{_segment(relation_id)}/invalidate", body)
 
-    @_Route
+    @Route
     def delete_relation(self, relation_id: str, *, project_id: str | None = None) -> Call[None]:
         return self._delete(f"/graph/relations/{_segment(relation_id)}", project_id).then(_nothing)
 
-    @_Route
+    @Route
     def search_nodes(self, query: str, *, limit: int = 10, project_id: str | None = None) -> Call[list[dict[str, Any]]]:
         return self._get("/graph/search", project_id, q=query, limit=limit).then(lambda reply: reply["results"])
 
-    @_Route
+    @Route
     def open_nodes(self, names: Sequence[str], *, project_id: str | None = None) -> Call[dict[str, Any]]:
         return self._get("/graph/nodes", project_id, name=list(names))
 
-    @_Route
+    @Route
     def read_graph(
         self,
         *,
@@ -508,7 +281,7 @@ class _UserRoutes:
         moments = {"as_of": _timestamp(as_of), "recorded_as_of": _timestamp(recorded_as_of)}
         return self._get("/graph", project_id, cursor=cursor, **moments)
 
-    @_Route
+    @Route
     def profile_card(
         self, *, max_entities: int = 12, max_observations: int = 5, project_id: str | None = None
     ) -> Call[str]:
@@ -518,7 +291,7 @@ class _UserRoutes:
         )
         return card.then(lambda reply: str(reply["text"]))
 
-    @_Route
+    @Route
     def add_episodes(
         self, session_id: str, entries: Sequence[EntryLike], *, project_id: str | None = None
     ) -> Call[int]:
@@ -526,7 +299,7 @@ class _UserRoutes:
         body = {"session_id": session_id, "entries": [as_entry(e) for e in entries], "project_id": project_id}
         return self._post("/graph/episodes", body).then(lambda reply: int(reply["stored"]))
 
-    @_Route
+    @Route
     def list_episodes(
         self,
         *,
@@ -538,7 +311,7 @@ class _UserRoutes:
         episodes = self._get("/graph/episodes", project_id, session_id=session_id, q=query, limit=limit)
         return episodes.then(lambda reply: reply["episodes"])
 
-    @_Route
+    @Route
     def remember(
         self, entity: str, facts: Sequence[str], *, entity_type: str | None = None, project_id: str | None = None
     ) -> Call[dict[str, Any]]:
@@ -546,7 +319,7 @@ class _UserRoutes:
         body = {"entity": entity, "facts": list(facts), "entity_type": entity_type, "project_id": project_id}
         return self._post("/graph/tools/remember", body)
 
-    @_Route
+    @Route
     def relate(self, source: str, relation: str, target: str, *, project_id: str | None = None) -> Call[dict[str, Any]]:
         """The ``relate`` agent tool: a typed edge between two entities (created if new)."""
         body = {"source": source, "relation": relation, "target": target, "project_id": project_id}
@@ -554,16 +327,16 @@ class _UserRoutes:
 
     # -- erasure and export ------------------------------------------------------------------------
 
-    @_Route
+    @Route
     def delete_user(self) -> Call[dict[str, Any]]:
         """Start the GDPR erasure of everything the user has: ``{"deletion_id", "status"}``."""
         return self._delete("")
 
-    @_Route
+    @Route
     def deletion_status(self, deletion_id: str) -> Call[dict[str, Any]]:
         return self._get(f"/deletions/{_segment(deletion_id)}")
 
-    @_Listing
+    @Listing
     def export(self) -> Paged[dict[str, Any]]:
         """Every page of the user's export (entries, graph, episodes), following cursors."""
         return Paged(lambda cursor: self._get("/export", cursor=cursor), lambda page: [page])
@@ -592,7 +365,7 @@ def _nothing(reply: object) -> None:
 class _ServiceRoutes:
     """The routes outside a user's scope, and any request at all."""
 
-    @_Route
+    @Route
     def request(
         self,
         method: str,
@@ -605,25 +378,25 @@ class _ServiceRoutes:
         """Send one request; answer the decoded JSON body (None for 204); raise on 4xx/5xx."""
         return Call(method, path, lambda payload: payload, body, query or {}, idempotency_key)
 
-    @_Route
+    @Route
     def health(self) -> Call[dict[str, Any]]:
         return call("GET", "/v1/health")
 
-    @_Route
+    @Route
     def capabilities(self) -> Call[dict[str, Any]]:
         """What this deployment supports (search modes, ``relevance_threshold``, ...)."""
         return call("GET", "/v1/capabilities")
 
-    @_Route
+    @Route
     def openapi(self) -> Call[dict[str, Any]]:
         return call("GET", "/v1/openapi.json")
 
-    @_Route
+    @Route
     def usage(self, app: str, *, days: int = 31) -> Call[dict[str, Any]]:
         """The caller's own app's metering per UTC day: ``{"app", "days": [...]}``."""
         return call("GET", f"/v1/apps/{_segment(app)}/usage", query={"days": days})
 
-    @_Route
+    @Route
     def store_batch(self, app: str, ops: Sequence[Mapping[str, Any]]) -> Call[list[Any]]:
         """Run store operations (get, put, search, list_namespaces) in one round trip: a result per op
         (``agentmem.langgraph`` builds on it)."""
@@ -651,19 +424,19 @@ class _ClientBase:
         """Send a fresh Idempotency-Key with every write that has none (so writes are retried safely)."""
 
 
-class MemoryClient(_ClientBase, _ServiceRoutes, _Sync):
+class MemoryClient(_ClientBase, _ServiceRoutes, Sync):
     """The blocking client (standard library only)."""
 
     def user(self, app: str, user: str) -> UserMemory:
         return UserMemory(self, app, user)
 
     def send(self, call: Call[T]) -> T:
-        exchange = _Exchange(self, call)
+        exchange = Exchange(self, call)
         while (delay := exchange.retry_in(*self._transmit(exchange))) is not None:
             time.sleep(delay)
         return exchange.result()
 
-    def _transmit(self, exchange: _Exchange[Any]) -> tuple[int, str | None, bytes]:
+    def _transmit(self, exchange: Exchange[Any]) -> tuple[int, str | None, bytes]:
         request = urllib.request.Request(exchange.url, exchange.data, exchange.headers, method=exchange.method)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
@@ -674,7 +447,7 @@ class MemoryClient(_ClientBase, _ServiceRoutes, _Sync):
             return UNREACHABLE, None, str(getattr(exc, "reason", exc)).encode()
 
 
-class UserMemory(_UserRoutes, _Sync):
+class UserMemory(_UserRoutes, Sync):
     """The memory of one user of one app, through a ``MemoryClient``."""
 
     def __init__(self, client: MemoryClient, app: str, user: str) -> None:
@@ -685,7 +458,7 @@ class UserMemory(_UserRoutes, _Sync):
         return self._client.send(call)
 
 
-class AsyncMemoryClient(_ClientBase, _ServiceRoutes, _Async):
+class AsyncMemoryClient(_ClientBase, _ServiceRoutes, Async):
     """The asyncio client (httpx); use it as ``async with`` or call ``aclose()``.
 
     Its connection pool belongs to the event loop that first used it; used from another loop (a new
@@ -710,12 +483,12 @@ class AsyncMemoryClient(_ClientBase, _ServiceRoutes, _Async):
         return AsyncUserMemory(self, app, user)
 
     async def send(self, call: Call[T]) -> T:
-        exchange = _Exchange(self, call)
+        exchange = Exchange(self, call)
         while (delay := exchange.retry_in(*await self._transmit(exchange))) is not None:
             await asyncio.sleep(delay)
         return exchange.result()
 
-    async def _transmit(self, exchange: _Exchange[Any]) -> tuple[int, str | None, bytes]:
+    async def _transmit(self, exchange: Exchange[Any]) -> tuple[int, str | None, bytes]:
         import httpx
 
         loop = asyncio.get_running_loop()
@@ -730,7 +503,7 @@ class AsyncMemoryClient(_ClientBase, _ServiceRoutes, _Async):
         return response.status_code, response.headers.get("Retry-After"), response.content
 
 
-class AsyncUserMemory(_UserRoutes, _Async):
+class AsyncUserMemory(_UserRoutes, Async):
     """The memory of one user of one app, through an ``AsyncMemoryClient``."""
 
     def __init__(self, client: AsyncMemoryClient, app: str, user: str) -> None:
@@ -742,6 +515,7 @@ class AsyncUserMemory(_UserRoutes, _Async):
 
 
 __all__ = [
+    "UNREACHABLE",
     "ApiError",
     "AsyncMemoryClient",
     "AsyncUserMemory",
@@ -750,4 +524,5 @@ __all__ = [
     "RetryPolicy",
     "UserMemory",
     "as_entry",
+    "retry_after_seconds",
 ]

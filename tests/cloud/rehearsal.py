@@ -270,10 +270,12 @@ class Deployment:
         import boto3
         import botocore.handlers
         from moto import mock_aws
+        from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils as lambda_tasks
 
         from tests.moto_support import serialise_moto_dynamodb
 
         serialise_moto_dynamodb()
+        locked_lambda_task = _under_the_environment_lock(lambda_tasks.execute_lambda_function_integration)
         self.recorder = Recorder({OPERATOR: OPERATOR})
         hooks = [("provide-client-params", self.recorder.provide_params), ("before-call", self.recorder.before_call)]
         botocore.handlers.BUILTIN_HANDLERS.extend(hooks)  # every botocore session made from now on
@@ -283,6 +285,7 @@ class Deployment:
             with (
                 mock_aws(config=config),  # type: ignore[arg-type]
                 mock.patch("moto.awslambda_simple.models.LambdaSimpleBackend.invoke", self._route_invoke),
+                mock.patch.object(lambda_tasks, "execute_lambda_function_integration", locked_lambda_task),
                 mock.patch("moto.bedrockruntime.models.BedrockRuntimeBackend.invoke_model", _titan_embedding),
                 mock.patch("opensearchpy.transport.Transport.perform_request", self._opensearch_request()),
                 self._operator_environment(),
@@ -486,7 +489,12 @@ class Deployment:
         return perform_request
 
     def pump_stream(self) -> list[dict[str, Any]]:
-        """The indexer's event source mapping: read new stream records as the indexer's role, invoke it."""
+        """The indexer's event source mapping: read new stream records as the indexer's role, invoke it
+        (its client reads the environment: under the lock, as function runs are)."""
+        with _ENVIRONMENT_LOCK:
+            return self._pump_stream()
+
+    def _pump_stream(self) -> list[dict[str, Any]]:
         import boto3
 
         fn = self.functions["indexer"]
@@ -605,6 +613,19 @@ _ENVIRONMENT_LOCK = threading.RLock()
 """The process environment is one for every thread: functions of every deployment run one at a time, and
 no swap of the environment interleaves with another (a state machine's worker threads outlive a flow, and
 the machine's own AWS_* variables, AWS_CA_BUNDLE for one, are cleared and restored by each function run)."""
+
+
+def _under_the_environment_lock(task: Callable[..., Any]) -> Callable[..., Any]:
+    """moto's state machine runs a Lambda task in its own thread: building the boto3 client that invokes
+    it reads the whole environment (botocore looks for proxies in every variable), which a function run
+    in another thread may be swapping; such a read failed an erasure's step now and then (a KeyError
+    naming a variable being swapped). The task, its client and the invoke run under the lock."""
+
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with _ENVIRONMENT_LOCK:
+            return task(*args, **kwargs)
+
+    return locked
 
 
 @contextmanager

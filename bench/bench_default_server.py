@@ -16,7 +16,6 @@ or four tokens each and cost twice what a sentence of real words does.
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from benchlib import SCALE, LocalServer, percentiles
+from benchlib import SCALE, LocalServer, data_module, percentiles
 
 ENTRIES = max(70, round(700 * min(1.0, SCALE * 10)))
 QUERIES = max(10, round(200 * min(1.0, SCALE * 10)))
@@ -38,16 +37,6 @@ HERE = Path(__file__).resolve().parent
 
 def _turn(text: str) -> dict[str, Any]:
     return {"content": {"role": "user", "parts": [{"text": text}]}, "author": "user"}
-
-
-def _relevance_set() -> Any:
-    spec = importlib.util.spec_from_file_location("relevance_set", HERE / "data" / "relevance_set.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["relevance_set"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def search_latency(client: httpx.Client, rng: random.Random, texts: list[str], questions: list[str]) -> None:
@@ -140,7 +129,7 @@ def largest_writes(client: httpx.Client) -> None:
 
 def main() -> None:
     rng = random.Random(5)
-    data = _relevance_set()
+    data = data_module("relevance_set")
     memories, questions = data.build()
     texts = [m.text for m in memories]
     asked = [q.text for q in [*questions, *data.negatives()]]

@@ -9,7 +9,6 @@ credentials and network, which these machines lack, so it is listed as not measu
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import statistics
@@ -19,21 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib import scaled
+from benchlib import data_module, scaled
 
 HERE = Path(__file__).resolve().parent
 # As `agentmem serve` does: one BLAS thread (effective only if numpy is not imported yet; printed below).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-
-def _paraphrase_set() -> Any:
-    spec = importlib.util.spec_from_file_location("paraphrase_set", HERE / "data" / "paraphrase_set.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["paraphrase_set"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _embedders() -> list[Any]:
@@ -224,7 +213,7 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
 
 
 def main() -> None:
-    data = _paraphrase_set()
+    data = data_module("paraphrase_set")
     memories, queries = data.build()
     languages = sorted({q.language for q in queries})
     print(

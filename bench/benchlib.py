@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 
 SCALE = float(os.environ.get("BENCH_SCALE", "1"))
 """How much of each workload runs: 1 for ``make bench``; the test tier's smoke run (tests/bench) uses a
 hundredth, which checks that every section still runs, not how fast."""
+
+
+def data_module(name: str) -> ModuleType:
+    """``bench/data/<name>.py`` (the benchmarks' own generated sets), imported once by its file."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / "data" / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def emulated_aws(region: str = "us-east-1") -> None:

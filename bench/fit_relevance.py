@@ -13,7 +13,6 @@ reports them on the paraphrase set, which is never fitted on. numpy only (Newton
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,16 +20,6 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 C = 10.0
 TOP = 5
-
-
-def _module(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, HERE / "data" / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def rows(data: Any) -> tuple[list[dict[str, Any]], int]:
@@ -107,7 +96,9 @@ def fit(hits: list[dict[str, Any]]) -> list[float]:
 
 
 def main() -> None:
-    hits, answerable = rows(_module("relevance_set"))
+    from benchlib import data_module
+
+    hits, answerable = rows(data_module("relevance_set"))
     weights = fit(hits)
     base = [sum(w * f for w, f in zip(weights[:-1], h["features"], strict=True)) + weights[-1] for h in hits]
 

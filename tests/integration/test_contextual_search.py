@@ -95,14 +95,14 @@ def test_an_entry_added_alone_to_a_session_takes_its_context_from_the_session(ap
 
 def test_the_person_and_the_date_a_query_names_come_first(api: ApiClient) -> None:
     entries = [
-        text_entry("I painted a sunset last weekend", author="Melanie", timestamp="2023-05-08T10:00:00Z"),
-        text_entry("I painted a sunset last weekend", author="Caroline", timestamp="2023-01-08T10:00:00Z"),
+        text_entry("I painted a sunset last weekend", author="Ines", timestamp="2023-05-08T10:00:00Z"),
+        text_entry("I painted a sunset last weekend", author="Tomas", timestamp="2023-01-08T10:00:00Z"),
     ]
     assert api.put(f"{USER}/sessions/art/memories", {"entries": entries}).status == 200
-    by_author = api.post(f"{USER}/memories/search", {"query": "What did Caroline paint?"}).body["entries"]
-    assert by_author[0]["author"] == "Caroline"
+    by_author = api.post(f"{USER}/memories/search", {"query": "What did Tomas paint?"}).body["entries"]
+    assert by_author[0]["author"] == "Tomas"
     by_date = api.post(f"{USER}/memories/search", {"query": "What was painted in May 2023?"}).body["entries"]
-    assert by_date[0]["author"] == "Melanie"
+    assert by_date[0]["author"] == "Ines"
 
 
 def test_erasure_removes_the_context_and_its_postings(api: ApiClient, table: Table) -> None:

@@ -17,7 +17,7 @@ from agentmem.search import calibration, relevance
 QUERIES = (
     "what is the name of my pet?",
     "What is my favourite football team?",
-    "When did Caroline go to the support group?",
+    "When did Tomas repair the dinghy?",
     "¿Dónde vive ahora mi hermana?",
     "À quel aliment suis-je allergique ?",
     "ما هي مهنتي؟",

@@ -12,7 +12,7 @@ from agentmem.search.when import AFTER_DAYS, FADE_DAYS, Period, closeness, named
 @pytest.mark.parametrize(
     ("query", "first", "last"),
     [
-        ("What movie did Joanna watch on 1 May, 2022?", date(2022, 5, 1), date(2022, 5, 1)),
+        ("What book did Ines read on 1 May, 2022?", date(2022, 5, 1), date(2022, 5, 1)),
         ("the week before August 3, 2023", date(2023, 8, 3), date(2023, 8, 3)),
         ("on the 14th of March, 2024", date(2024, 3, 14), date(2024, 3, 14)),
         ("notes of 2023-05-07", date(2023, 5, 7), date(2023, 5, 7)),
@@ -27,8 +27,8 @@ def test_dated_queries_name_their_period(query: str, first: date, last: date) ->
 
 
 def test_a_month_alone_is_that_month_of_any_year_but_may_the_verb_is_not() -> None:
-    assert [p.every_year for p in named_periods("When did Melanie go camping in June?")] == [True]
-    assert [p.first.month for p in named_periods("Which spot did Joanna visit in May?")] == [5]
+    assert [p.every_year for p in named_periods("When did Tomas go sailing in June?")] == [True]
+    assert [p.first.month for p in named_periods("Which harbour did Ines visit in May?")] == [5]
     assert named_periods("you may go now") == []
     assert named_periods("31 February, 2023 never was") == []
 

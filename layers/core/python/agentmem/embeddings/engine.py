@@ -39,7 +39,7 @@ _ISA_FLAGS = {
 CHECK_TEXTS = (
     "query: what is the name of my dog?",
     "My dog is called Pixel and she loves the beach.",
-    "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+    "Tomas: I finally repaired the old sailing dinghy my uncle left me, and it floats.",
     "¿Dónde vive ahora mi hermana? Se mudó a Lisboa por un trabajo nuevo.",
     "Nous avons visité le marché de Noël samedi avec les enfants.",
     "سأرسل التقرير إلى المدير غدا.",

@@ -7,8 +7,8 @@ A candidate is an entry that either ranking found. Its rank is a weighted sum (:
   entry and so changes no order;
 - the cosine over the spread of cosines a query has over a user's memories with this model
   (:data:`COSINE_SPREAD`, measured; another model's spread is estimated from the candidates);
-- :data:`AUTHOR_WEIGHT` when the query names the entry's author ("What did Caroline research?" is about
-  what Caroline said), and :data:`DATE_WEIGHT` times how close the entry's timestamp lies to a date the
+- :data:`AUTHOR_WEIGHT` when the query names the entry's author ("What did Tomas repair?" is about
+  what Tomas said), and :data:`DATE_WEIGHT` times how close the entry's timestamp lies to a date the
   query names (:mod:`agentmem.search.when`).
 
 The weights were chosen on the LoCoMo dev conversations (docs/search.md has the ablation); the score a

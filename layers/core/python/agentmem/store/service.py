@@ -20,7 +20,7 @@ from agentmem.models.content import Content
 from agentmem.models.memory import MAX_ENTRY_BYTES, MAX_TEXT_BYTES, MemoryEntry
 from agentmem.models.store import GetOp, ListNamespacesOp, PutOp, SearchOp, StoreOp
 from agentmem.store import matching, records
-from agentmem.stores.table import Item, Table
+from agentmem.stores.table import Item, Table, query_all
 
 if TYPE_CHECKING:
     from agentmem.memory.service import MemoryService
@@ -182,7 +182,13 @@ class StoreService:
         if op.query:
             return self._ranked(scope, op)[op.offset : op.offset + op.limit]
         found: list[tuple[Item, float | None]] = []
-        for row in self._rows(scope, records.namespace_prefix_sk(op.namespace_prefix), MAX_SCAN):
+        for row in query_all(
+            self._table,
+            scope.partition,
+            records.namespace_prefix_sk(op.namespace_prefix),
+            page_size=200,
+            limit=MAX_SCAN,
+        ):
             if len(found) >= op.offset + op.limit:
                 break
             if self._live(row) is not None and matching.matches(records.value_of(row), op.filter):
@@ -219,17 +225,6 @@ class StoreService:
             if row is not None and row.get("entry_id") == hit.id and matching.matches(records.value_of(row), op.filter):
                 found.append((row, hit.score))
         return found
-
-    def _rows(self, scope: Scope, prefix: str, limit: int) -> list[Item]:
-        rows: list[Item] = []
-        start: str | None = None
-        while len(rows) < limit:
-            page = self._table.query(scope.partition, prefix, limit=min(200, limit - len(rows)), start_after=start)
-            rows.extend(page.items)
-            if page.next_start is None:
-                break
-            start = page.next_start
-        return rows
 
     def _namespaces(self, scope: Scope, prefix: Sequence[str]) -> list[list[str]]:
         """The namespaces under ``prefix`` that hold an item: one read per namespace (it skips the others'

@@ -219,13 +219,15 @@ def prefix_upper_bound(prefix: str) -> str:
     return prefix[:-1] + chr(ord(prefix[-1]) + 1)
 
 
-def query_all(table: Table, pk: str, prefix: str = "", *, page_size: int = 500) -> list[Item]:
-    """Every item of a partition prefix, following pages."""
+def query_all(table: Table, pk: str, prefix: str = "", *, page_size: int = 500, limit: int | None = None) -> list[Item]:
+    """Every item of a partition prefix, following pages; at most ``limit`` of them when given."""
     items: list[Item] = []
     start: str | None = None
-    while True:
-        page = table.query(pk, prefix, limit=page_size, start_after=start)
+    while limit is None or len(items) < limit:
+        size = page_size if limit is None else min(page_size, limit - len(items))
+        page = table.query(pk, prefix, limit=size, start_after=start)
         items.extend(page.items)
         if page.next_start is None:
-            return items
+            break
         start = page.next_start
+    return items

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -13,27 +12,28 @@ from agentmem.models.memory import ID_SCHEMA, MAX_TEXT_BYTES, MAX_TTL_SECONDS, P
 
 MAX_OPS = 100
 MAX_DEPTH = 16
-MAX_LABEL_BYTES = 256
 MAX_NAMESPACE_BYTES = 512
 MAX_KEY_BYTES = 1024
 MAX_LIMIT = 1000
 
 
-def _user(value: str) -> str:
+def _valid_id(value: str, field: str) -> str:
+    """:func:`validate_id` inside a model: its refusal as the ValueError pydantic reports."""
     try:
-        return validate_id(value, "user")
+        return validate_id(value, field)
     except InvalidInput as exc:
         raise ValueError(exc.message) from None
 
 
+def _user(value: str) -> str:
+    return _valid_id(value, "user")
+
+
 def _namespace(labels: list[str]) -> list[str]:
     for label in labels:
-        if not label or "." in label:
-            raise ValueError(f"namespace label {label!r}: a label is non-empty and holds no '.'")
-        if len(label.encode("utf-8")) > MAX_LABEL_BYTES:
-            raise ValueError(f"namespace label: at most {MAX_LABEL_BYTES} bytes")
-        if any(unicodedata.category(c) == "Cc" for c in label):
-            raise ValueError("namespace label: no control characters")
+        _valid_id(label, "namespace label")  # 1..256 bytes, no control characters, as every id
+        if "." in label:
+            raise ValueError(f"namespace label {label!r}: a label holds no '.'")
     if sum(len(label.encode("utf-8")) for label in labels) > MAX_NAMESPACE_BYTES:
         raise ValueError(f"namespace: at most {MAX_NAMESPACE_BYTES} bytes of labels below the user")
     return labels

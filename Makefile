@@ -21,6 +21,11 @@ $(BIN)/python:
 
 $(VENV)/.dev: $(BIN)/python requirements-dev.txt layers/core/pyproject.toml
 	$(PIP) -r requirements-dev.txt
+	touch $@
+
+# The local model's engine built for this CPU from its C source and ours (kept only if it agrees with the shipped one).
+ENGINE_SOURCES := layers/core/python/agentmem/embeddings/engine.py layers/core/python/agentmem/embeddings/e5_matmul_q4q8.c
+$(VENV)/.engine: $(VENV)/.dev $(ENGINE_SOURCES)
 	$(BIN)/agentmem tune-engine --if-possible
 	touch $@
 
@@ -36,7 +41,7 @@ $(TS_CLIENT)/node_modules/.installed: $(TS_CLIENT)/package.json $(TS_CLIENT)/pac
 	npm ci --prefix $(TS_CLIENT) --no-audit --no-fund --loglevel=error
 	touch $@
 
-serve: $(VENV)/.dev ## start the API on 127.0.0.1 with the embedded stores
+serve: $(VENV)/.engine ## start the API on 127.0.0.1 with the embedded stores
 	$(BIN)/agentmem serve --host 127.0.0.1 --port $(PORT) --db $(DB)
 
 # A real OpenSearch 2.19.1 node with the k-NN plugin (Lucene engine), built by Maven from tools/opensearch-node.
@@ -81,7 +86,7 @@ lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
 	$(BIN)/mypy
 
 # The bench's environment: the pinned peers (bench/requirements.txt); `make test` runs the bench at a hundredth.
-$(VENV)/.bench: $(VENV)/.dev bench/requirements.txt
+$(VENV)/.bench: $(VENV)/.engine bench/requirements.txt
 	$(PIP) -r bench/requirements.txt
 	touch $@
 

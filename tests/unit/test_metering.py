@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import time
 from datetime import date
 from pathlib import Path
 
+import pytest
+
+from agentmem import costs
 from agentmem.api.tenancy import app_of_path
+from agentmem.settings import API_MEMORY_MB
 from agentmem.stores.sqlite_table import SqliteTable
-from agentmem.tenancy.metering import Meter, count, counting, read_usage, record_meter, record_usage
+from agentmem.tenancy.metering import (
+    METER_WRITES,
+    Meter,
+    count,
+    count_embedded,
+    counting,
+    read_usage,
+    record_meter,
+    record_usage,
+)
 
 
 def test_work_is_counted_inside_counting_only() -> None:
@@ -25,10 +39,31 @@ def test_a_meter_is_added_to_the_apps_day(tmp_path: Path) -> None:
     table = SqliteTable(tmp_path / "meter.db")
     with counting() as meter:
         count(items_stored=2, embeddings=7)
+        table.put({"pk": "p", "sk": "s", "blob": b"x" * 3000})  # 3 write units
+        table.get("p", "s")  # 1 read unit
     record_meter(table, "A", meter)
-    record_meter(table, "A", Meter())  # nothing counted: nothing written
+    record_meter(table, "A", Meter())  # nothing counted but the meter's own writes
     [today] = read_usage(table, "A")
     assert (today.requests, today.items_stored, today.embeddings) == (0, 2, 7)
+    assert (today.read_units, today.write_units) == (1, 3 + 2 * METER_WRITES)
+    assert today.compute_gb_ms == meter.compute_gb_ms  # the time counting() measured, at the API's memory
+
+
+def test_counting_times_the_work_at_the_functions_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "2048")
+    with counting() as meter:
+        time.sleep(0.05)
+    assert meter.compute_gb_ms >= 50 * 2  # at least 50 ms at 2 GB
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
+    with counting() as local:
+        time.sleep(0.05)
+    assert 50 * API_MEMORY_MB // 1024 <= local.compute_gb_ms < meter.compute_gb_ms
+
+
+def test_embedding_is_counted_with_its_titan_tokens() -> None:
+    with counting() as meter:
+        count_embedded(["a" * 30, "天气很好"])
+    assert (meter.embeddings, meter.embedding_tokens) == (2, 10 + 4)  # three characters a token; CJK one each
 
 
 def test_app_of_path_decodes_the_segment_and_ignores_other_paths() -> None:
@@ -50,7 +85,8 @@ def test_daily_counters_add_up_per_app_and_day(tmp_path: Path) -> None:
         record_usage(table, "B", requests=9, day=date(2026, 6, 3))
         # When A's usage is read on June 3rd / Then newest first, each day's totals, nothing of B
         days = read_usage(table, "A", today=date(2026, 6, 3))
-        assert [d.to_json() for d in days] == [
+        counted = [{k: d.to_json()[k] for k in ("date", "requests", "items_stored", "embeddings")} for d in days]
+        assert counted == [
             {"date": "2026-06-03", "requests": 4, "items_stored": 0, "embeddings": 0},
             {"date": "2026-06-01", "requests": 3, "items_stored": 5, "embeddings": 7},
         ]
@@ -58,3 +94,32 @@ def test_daily_counters_add_up_per_app_and_day(tmp_path: Path) -> None:
         assert [d.date for d in read_usage(table, "A", days=2, today=date(2026, 6, 3))] == ["2026-06-03"]
     finally:
         table.close()
+
+
+def test_a_days_cost_is_its_counts_at_list_prices(tmp_path: Path) -> None:
+    table = SqliteTable(tmp_path / "cost.db")
+    try:
+        record_usage(
+            table, "A", requests=1000, read_units=8000, write_units=20000, compute_gb_ms=40_000, embedding_tokens=9000
+        )
+        [day] = read_usage(table, "A")
+        cost = day.to_json()["estimated_cost_usd"]
+        prices = costs.prices()
+        assert cost["api_gateway"] == pytest.approx(1000 * prices["apigateway.rest_requests"].usd / 1e6)
+        assert cost["dynamodb_reads"] == pytest.approx(8000 * prices["dynamodb.read_request_units"].usd / 1e6)
+        assert cost["dynamodb_writes"] == pytest.approx(20000 * prices["dynamodb.write_request_units"].usd / 1e6)
+        assert cost["lambda_compute"] == pytest.approx(40 * prices["lambda.arm64_gb_second"].usd, abs=1e-6)
+        assert cost["embeddings"] == pytest.approx(9 * prices["bedrock.titan_embed_v2_tokens"].usd, abs=1e-6)
+        parts = [v for k, v in cost.items() if k != "total"]
+        assert cost["total"] == pytest.approx(sum(parts), abs=1e-5)
+    finally:
+        table.close()
+
+
+def test_every_price_names_its_region_date_and_source() -> None:
+    for price in costs.prices().values():
+        assert price.usd > 0, price
+        assert price.per > 0, price
+        assert price.region == "us-east-1", price
+        assert price.date, price
+        assert price.source.startswith("https://"), price

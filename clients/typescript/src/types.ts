@@ -352,16 +352,38 @@ export interface Projects {
   next_cursor: string | null;
 }
 
+/** US dollars at list prices (see `Usage.cost_basis`), per part and in total. */
+export interface EstimatedCost {
+  api_gateway: number;
+  lambda_requests: number;
+  lambda_compute: number;
+  dynamodb_reads: number;
+  dynamodb_writes: number;
+  embeddings: number;
+  total: number;
+}
+
 export interface UsageDay {
   date: string;
   requests: number;
   items_stored: number;
   embeddings: number;
+  /** DynamoDB read request units the day's requests consumed. */
+  read_units: number;
+  /** DynamoDB write request units (transactions count twice). */
+  write_units: number;
+  /** Lambda duration of the requests' work at the API function's memory, in GB-milliseconds. */
+  compute_gb_ms: number;
+  /** Titan v2 input tokens of the texts embedded (a cautious estimate). */
+  embedding_tokens: number;
+  estimated_cost_usd: EstimatedCost;
 }
 
 export interface Usage {
   app: string;
   days: UsageDay[];
+  /** How `estimated_cost_usd` is estimated: list prices, their region and dates; not a bill. */
+  cost_basis: string;
 }
 
 // -- the store (LangGraph's BaseStore over HTTP; docs/api.md "Store") ------------------------------------

@@ -34,6 +34,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Literal
 
+API_MEMORY_MB: Final = 1024
+"""The API function's memory in the stack (infra/components/compute.py): what the usage meter prices a
+request's duration at where Lambda does not say (the local server)."""
+
 
 class Env:
     """The environment variables' names, written once: read here, set by the CDK stack (infra/)."""

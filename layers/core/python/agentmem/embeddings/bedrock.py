@@ -52,6 +52,14 @@ def first_tokens(text: str) -> str:
     return text[:MAX_INPUT_CHARS]
 
 
+def estimated_tokens(text: str) -> int:
+    """The Titan v2 tokens ``text`` costs by the cautious estimate :func:`first_tokens` cuts by (the usage
+    meter counts them: Titan's own count is not available before the call, nor on another embedder)."""
+    text = text[:MAX_INPUT_CHARS]
+    cjk = 0 if text.isascii() else sum(1 for char in text if is_cjk(char))
+    return min(MAX_INPUT_TOKENS, cjk + -(-(len(text) - cjk) // 3))
+
+
 class BedrockEmbedder:
     def __init__(
         self,

@@ -148,7 +148,7 @@ class MemorySearch:
         # The query is embedded on another thread while the keyword index is read (the engine releases
         # the GIL): the two take about as long, and a search's latency is the longer of them.
         vector_soon = _embedding_pool().submit(embed_query, self.embedder, query)
-        metering.count(embeddings=1)
+        metering.count_embedded([query])
         keyword = Ranking([])
         if hybrid:
             keyword = self._index.search(

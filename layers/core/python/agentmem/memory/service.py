@@ -273,7 +273,7 @@ class MemoryService:
         texts = [records.embedding_text(p.item) for p in prepared]
         try:
             vectors: list[list[float] | None] = list(self.embedder.embed(texts))
-            metering.count(embeddings=len(texts))
+            metering.count_embedded(texts)
             if len(vectors) != len(prepared):
                 raise ValueError("the embedder returned a different number of vectors")
         except InvalidInput:
@@ -293,7 +293,7 @@ class MemoryService:
         assert self.embedder is not None
         try:
             vector = self.embedder.embed([text])[0]
-            metering.count(embeddings=1)
+            metering.count_embedded([text])
             return vector
         except Exception as error:
             logger.warning(

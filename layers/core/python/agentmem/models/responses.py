@@ -264,13 +264,36 @@ class Capabilities(_Out):
     """A ``min_score`` that keeps relevant and drops unrelated entries in every search mode."""
 
 
+class EstimatedCost(_Out):
+    """US dollars at list prices (``Usage.cost_basis`` says which), per part and in total."""
+
+    api_gateway: float
+    lambda_requests: float
+    lambda_compute: float
+    dynamodb_reads: float
+    dynamodb_writes: float
+    embeddings: float
+    total: float
+
+
 class UsageDay(_Out):
     date: str
     requests: int
     items_stored: int
     embeddings: int
+    read_units: int
+    """DynamoDB read request units the day's requests consumed (counted from the items they read)."""
+    write_units: int
+    """DynamoDB write request units (transactions count twice), the meter's own writes included."""
+    compute_gb_ms: int
+    """Lambda duration of the requests' work at the API function's memory, in GB-milliseconds."""
+    embedding_tokens: int
+    """Titan v2 input tokens of the texts embedded (a cautious estimate: three characters a token)."""
+    estimated_cost_usd: EstimatedCost
 
 
 class Usage(_Out):
     app: str
     days: list[UsageDay]
+    cost_basis: str
+    """How ``estimated_cost_usd`` is estimated: list prices, their region and dates; not a bill."""

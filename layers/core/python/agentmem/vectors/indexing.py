@@ -66,8 +66,9 @@ def embed_pending(table: Table, embedder: Embedder, items: Sequence[Item]) -> li
     """
     if not items:
         return []
-    vectors = embedder.embed([records.embedding_text(item) for item in items])
-    metering.count(embeddings=len(items))
+    texts = [records.embedding_text(item) for item in items]
+    vectors = embedder.embed(texts)
+    metering.count_embedded(texts)
     updated: list[Item] = []
     for item, vector in zip(items, vectors, strict=True):
         new = {k: v for k, v in item.items() if k != PENDING_ATTR}

@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
+from agentmem import costs
 from agentmem.api.http import TENANT, PathId, documented, json_response, path_id
 from agentmem.container import get_container
 from agentmem.keys import validate_id
@@ -19,10 +20,11 @@ router = Router()
 
 @router.get(
     "/v1/apps/<app>/usage",
-    summary="Requests, items stored and embeddings of this app per UTC day",
-    responses=documented(200, "usage per day, oldest first", *TENANT),
+    summary="Requests, items stored, embeddings, request units and the estimated cost of this app per UTC day",
+    responses=documented(200, "usage per day, newest first, each with its cost estimated from list prices", *TENANT),
 )
 def usage(app: PathId, days: Annotated[int, Query(ge=1, le=366)] = 31) -> Response[Usage]:
     tenant = validate_id(path_id(app), "app")
     history = read_usage(get_container().table, tenant, days=days)
-    return json_response(200, {"app": tenant, "days": [day.to_json() for day in history]})
+    days_json = [day.to_json() for day in history]
+    return json_response(200, {"app": tenant, "days": days_json, "cost_basis": costs.basis()})

@@ -90,7 +90,7 @@ $(VENV)/.bench: $(VENV)/.engine bench/requirements.txt
 	$(PIP) -r bench/requirements.txt
 	touch $@
 
-bench: $(VENV)/.bench $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) ## print latency and quality figures (ONLY="adk mcp" selects sections)
+bench: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) ## print latency and quality figures (ONLY="adk mcp" selects sections)
 	$(BIN)/python bench/run.py $(ONLY)
 
 synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too)

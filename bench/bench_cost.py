@@ -1,0 +1,753 @@
+"""`make bench ONLY=cost`: what each call costs in the cloud, what a deployment costs at rest, and the monthly
+bill of three workloads beside Bedrock AgentCore Memory's, for both search backends.
+
+How it is measured (nothing here is a guess; the assumptions that are not prices are named in
+bench/cost_model.py and printed):
+- Each backend's stack is synthesized (prod stage: the table backend and OpenSearch Serverless) and brought
+  up in moto by the cloud rehearsal (tests/cloud/rehearsal.py): every function runs its real handler with
+  the environment and memory size its template gives it, behind the template's API Gateway methods and
+  authorizers. The OpenSearch stack's collection is the real local node.
+- Per call: the API Gateway requests and authorizer invocations the gateway made; each function's
+  invocations and billed duration (our code's time here, scaled to the CPU share Lambda gives the
+  function's memory, plus a modelled round trip for each AWS call it made: moto's time is an emulator's);
+  DynamoDB request units counted from the items each call read and wrote (agentmem/capacity.py, the
+  on-demand rules); Titan v2 tokens of the texts embedded; Step Functions transitions of the erasure's
+  execution; CloudWatch log bytes the functions wrote (Powertools' lines, EMF metrics, Lambda's three
+  platform lines, the gateway's access log line); stream records the indexer read.
+- Prices: agentmem/costs/prices.csv, one line each with region, date and source.
+The figures are printed and written to bench/out/cost.json (not committed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import logging
+import math
+import os
+import random
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import cost_model
+from benchlib import scaled, sentence, vocabulary
+from cost_model import CallUse, FunctionUse, Workload
+
+from agentmem import capacity, costs
+from agentmem.costs import price, prices
+from agentmem.embeddings.bedrock import estimated_tokens
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out" / "cost.json"
+SYNTH_DIR = ROOT / ".data" / "bench-cost-cdk.out"
+APP = "shop"
+USER = "alice"
+SCOPE = f"/v1/apps/{APP}/users/{USER}"
+MEMORIES = scaled(1000, 10)
+FACTS = scaled(100, 5)
+REPEATS = scaled(5, 1)
+LAMBDA_FULL_CPU_MB = 1769
+"""Lambda gives a function one vCPU at 1,769 MB and a proportional share below (AWS Lambda guide): our
+code's time here is scaled by 1769 / memory for the function's share (this machine's core is taken as
+fast as a Graviton core)."""
+AWS_ROUND_TRIP_MS = {
+    ("dynamodb", "GetItem"): 4,
+    ("dynamodb", "Query"): 5,
+    ("dynamodb", "BatchGetItem"): 6,
+    ("dynamodb", "PutItem"): 6,
+    ("dynamodb", "UpdateItem"): 6,
+    ("dynamodb", "DeleteItem"): 6,
+    ("dynamodb", "BatchWriteItem"): 10,
+    ("dynamodb", "TransactWriteItems"): 15,
+    ("bedrock-runtime", "InvokeModel"): 40,
+    ("secrets-manager", "GetSecretValue"): 15,
+    ("sfn", "StartExecution"): 25,
+    ("sfn", "DescribeExecution"): 10,
+    ("opensearch", "search"): 20,
+    ("opensearch", "bulk"): 40,
+}
+"""Assumed in-region round trips (ms) of each AWS call a function waits on: DynamoDB's single-digit
+milliseconds (transactions and batches more), Titan v2 embeddings some tens of ms. Calls are taken one
+after another (the writes the table sends concurrently are counted each: an upper bound)."""
+DEFAULT_ROUND_TRIP_MS = 10
+LAMBDA_PLATFORM_LOG_BYTES = cost_model.LAMBDA_PLATFORM_LOG_BYTES
+ACCESS_LOG_BYTES = 450
+"""The gateway's access log line per request, in the template's JSON format with its standard fields."""
+
+STACKS = {"table": "AgentMemory-prod-table", "opensearch": "AgentMemory-prod"}
+
+
+# -- the stacks ------------------------------------------------------------------------------------
+
+
+def _sources_digest() -> str:
+    digest = hashlib.sha256()
+    files = sorted((ROOT / "infra").rglob("*.py")) + sorted((ROOT / "infra").rglob("*.json"))
+    files += [ROOT / "layers/core/python/agentmem/settings.py"]
+    files += sorted((ROOT / "layers/core/python/agentmem/deletion").glob("*.json"))
+    for path in files:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def synthesized() -> Any:
+    """Both stacks, synthesized once and kept in .data/ until infra/ changes."""
+    os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    from tests.synthesis import Synthesized
+
+    stamp = SYNTH_DIR / "sources.sha256"
+    digest = _sources_digest()
+    if not (stamp.is_file() and stamp.read_text() == digest):
+        from aws_cdk import App
+
+        from infra.stack import DeploymentOptions, MemoryServiceStack
+
+        print("synthesizing the prod stacks (table, opensearch)...", file=sys.stderr, flush=True)
+        app = App(outdir=str(SYNTH_DIR), context={"aws:cdk:bundling-stacks": [], "dependency_layer": "source"})
+        for backend, name in STACKS.items():
+            MemoryServiceStack(app, name, options=DeploymentOptions(stage="prod", search_backend=backend))
+        app.synth()
+        stamp.write_text(digest)
+    templates = {name: json.loads((SYNTH_DIR / f"{name}.template.json").read_text()) for name in STACKS.values()}
+    return Synthesized(SYNTH_DIR, templates, {})
+
+
+# -- what each function run used -------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    function: str
+    code_ms: float
+    aws_calls: Counter[tuple[str, str]]
+    consumption: capacity.Consumption
+    log_bytes: int
+    tokens: int
+
+
+@dataclass
+class _Waits:
+    seconds: float = 0.0
+    calls: Counter[tuple[str, str]] = field(default_factory=Counter)
+    tokens: int = 0
+
+
+_waits: ContextVar[_Waits | None] = ContextVar("bench_cost_waits", default=None)
+_emf_metrics: set[tuple[str, str, str]] = set()
+
+
+def _before_call(model: Any, context: dict[str, Any], **_: Any) -> None:
+    context["bench_cost_started"] = time.perf_counter()
+
+
+def _after_call(model: Any, context: dict[str, Any], **_: Any) -> None:
+    waits = _waits.get()
+    started = context.get("bench_cost_started")
+    if waits is not None and started is not None:
+        waits.seconds += time.perf_counter() - started
+        waits.calls[(model.service_model.service_id.hyphenize(), model.name)] += 1
+
+
+class _LogBytes(logging.Handler):
+    def __init__(self, formatter: logging.Formatter) -> None:
+        super().__init__()
+        self.setFormatter(formatter)
+        self.count = 0
+        self._lock2 = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self._lock2:
+            self.count += len(self.format(record).encode()) + 1
+
+
+class _Printed(io.StringIO):
+    """What a function prints (Powertools' EMF metrics): counted as log bytes; metric names kept."""
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            with contextlib.suppress(ValueError, AttributeError):
+                blob = json.loads(line)
+                for directive in blob.get("_aws", {}).get("CloudWatchMetrics", []):
+                    for metric in directive.get("Metrics", []):
+                        dims = ",".join(sorted(d for group in directive.get("Dimensions", []) for d in group))
+                        _emf_metrics.add((directive.get("Namespace", ""), metric.get("Name", ""), dims))
+        return super().write(text)
+
+
+_printed: ContextVar[_Printed | None] = ContextVar("bench_cost_printed", default=None)
+
+
+class _RoutedStdout(io.TextIOBase):
+    """sys.stdout while the bench runs functions: what a function run prints goes to its own sink (each
+    run in its thread and context), everything else to the real stdout."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def write(self, text: str) -> int:
+        sink = _printed.get()
+        return (sink if sink is not None else self.real).write(text)
+
+    def flush(self) -> None:
+        self.real.flush()
+
+
+def _metered_deployment_class() -> type:
+    from tests.cloud.rehearsal import Deployment
+
+    class MeteredDeployment(Deployment):  # type: ignore[misc, valid-type]
+        """The rehearsal's deployment, with each function run measured (and the drain not waited: a Wait
+        state costs one transition however long it waits)."""
+
+        runs: list[Run]
+        log_handler: _LogBytes
+
+        def lambda_environment(self, fn: Any) -> dict[str, str]:
+            env: dict[str, str] = super().lambda_environment(fn)
+            env["MEMORY_DELETION_DRAIN_SECONDS"] = "0"
+            return env
+
+        def memory_of(self, name: str) -> int:
+            return int(self.template.properties(self.functions[name].logical_id).get("MemorySize", 128))
+
+        def invoke(self, name: str, event: Any) -> Any:
+            waits = _Waits()
+            printed = _Printed()
+            token, sink = _waits.set(waits), _printed.set(printed)
+            logged_before = self.log_handler.count
+            try:
+                with capacity.measuring() as used:
+                    started = time.perf_counter()
+                    result = super().invoke(name, event)
+                    elapsed = time.perf_counter() - started
+            finally:
+                _waits.reset(token)
+                _printed.reset(sink)
+            log_bytes = self.log_handler.count - logged_before + len(printed.getvalue().encode())
+            self.runs.append(Run(name, (elapsed - waits.seconds) * 1000, waits.calls, used, log_bytes, waits.tokens))
+            return result
+
+    return MeteredDeployment
+
+
+def _billed_ms(run: Run, memory_mb: int) -> float:
+    cpu = run.code_ms * LAMBDA_FULL_CPU_MB / memory_mb
+    aws = sum(AWS_ROUND_TRIP_MS.get(call, DEFAULT_ROUND_TRIP_MS) * n for call, n in run.aws_calls.items())
+    return math.ceil(cpu + aws)
+
+
+@contextlib.contextmanager
+def deployment_of(stack: str, opensearch_url: str | None) -> Iterator[Any]:
+    """The stack brought up in moto, its runs measured."""
+    import botocore.handlers
+
+    from agentmem.observability import logger
+
+    hooks = [("before-call", _before_call), ("after-call", _after_call)]
+    botocore.handlers.BUILTIN_HANDLERS.extend(hooks)
+    cls = _metered_deployment_class()
+    deployment = cls(synthesized(), stack, opensearch_url=opensearch_url)
+    deployment.runs = []
+    std_logger = logging.getLogger(logger.service)
+    saved_handlers, saved_level = list(std_logger.handlers), std_logger.level
+    deployment.log_handler = _LogBytes(logger.registered_formatter)
+    std_logger.handlers = [deployment.log_handler]
+    std_logger.setLevel(logging.INFO)  # the template's POWERTOOLS_LOG_LEVEL
+    real_stdout, sys.stdout = sys.stdout, _RoutedStdout(sys.stdout)
+    try:
+        with deployment.deployed(), _counted_opensearch(), _counted_titan():
+            yield deployment
+    finally:
+        sys.stdout = real_stdout
+        std_logger.handlers = saved_handlers
+        std_logger.setLevel(saved_level)
+        for hook in hooks:
+            botocore.handlers.BUILTIN_HANDLERS.remove(hook)
+
+
+@contextlib.contextmanager
+def _counted_opensearch() -> Iterator[None]:
+    from opensearchpy.transport import Transport
+
+    patched = Transport.perform_request
+
+    def perform_request(transport: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        waits = _waits.get()
+        started = time.perf_counter()
+        try:
+            return patched(transport, method, url, *args, **kwargs)
+        finally:
+            if waits is not None:
+                waits.seconds += time.perf_counter() - started
+                waits.calls[("opensearch", "bulk" if "_bulk" in url else "search")] += 1
+
+    with mock.patch.object(Transport, "perform_request", perform_request):
+        yield
+
+
+@contextlib.contextmanager
+def _counted_titan() -> Iterator[None]:
+    from moto.bedrockruntime.models import BedrockRuntimeBackend
+
+    patched = BedrockRuntimeBackend.invoke_model
+
+    def invoke_model(backend: Any, payload: dict[str, Any], model_id: str) -> Any:
+        waits = _waits.get()
+        if waits is not None:
+            waits.tokens += estimated_tokens(str(payload.get("inputText", "")))
+        return patched(backend, payload, model_id)
+
+    with mock.patch.object(BedrockRuntimeBackend, "invoke_model", invoke_model):
+        yield
+
+
+# -- the calls -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Bench:
+    deployment: Any
+    gateway: Any
+    key: str
+    rng: random.Random = field(default_factory=lambda: random.Random(25))
+    words: list[str] = field(default_factory=lambda: vocabulary(3000))
+    sessions: int = 0
+
+    def request(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        reply = self.gateway.request(method, path, body, api_key=self.key, **kw)
+        assert reply.status < 300, (method, path, reply.status, reply.body)
+        return reply
+
+    def turn(self) -> dict[str, Any]:
+        return {
+            "content": {"role": "user", "parts": [{"text": sentence(self.rng, self.words, (10, 28))}]},
+            "author": self.rng.choice(["user", "assistant"]),
+        }
+
+    def session(self, user: str = USER) -> Any:
+        self.sessions += 1
+        body = {"entries": [self.turn() for _ in range(10)]}
+        return self.request("PUT", f"/v1/apps/{APP}/users/{user}/sessions/s{self.sessions}/memories", body)
+
+    def query(self) -> str:
+        return sentence(self.rng, self.words, (4, 9))
+
+    def pump(self) -> None:
+        if "indexer" in self.deployment.functions:
+            self.deployment.pump_stream()
+
+
+def measure(bench: Bench, kind: str, call: Callable[[], Any], repeats: int = REPEATS, **extra: float) -> CallUse:
+    """Run ``call`` ``repeats`` times (after one unmeasured run that warms the containers) and average."""
+    call()
+    bench.pump()
+    deployment, gateway = bench.deployment, bench.gateway
+    before_runs, before_auth = len(deployment.runs), len(gateway.authorizer_calls)
+    requests = 0
+    original = gateway.send
+
+    def counted_send(*args: Any, **kwargs: Any) -> Any:
+        nonlocal requests
+        requests += 1
+        return original(*args, **kwargs)
+
+    with mock.patch.object(gateway, "send", counted_send):
+        for _ in range(repeats):
+            call()
+            bench.pump()
+    use = CallUse(kind, api_requests=requests / repeats)
+    use.authorizer_invocations = (len(gateway.authorizer_calls) - before_auth) / repeats
+    for run in deployment.runs[before_runs:]:
+        fn = use.function(run.function)
+        fn.memory_mb = deployment.memory_of(run.function)
+        fn.invocations += 1 / repeats
+        fn.billed_ms += _billed_ms(run, fn.memory_mb) / repeats
+        use.read_units += run.consumption.read_units / repeats
+        use.write_units += run.consumption.write_units / repeats
+        use.titan_tokens += run.tokens / repeats
+        use.log_bytes += (run.log_bytes + LAMBDA_PLATFORM_LOG_BYTES) / repeats
+    use.log_bytes += use.api_requests * ACCESS_LOG_BYTES
+    for name, value in extra.items():
+        setattr(use, name, value)
+    return use
+
+
+def erase(bench: Bench, user: str) -> float:
+    """Erase ``user`` through the API and wait for the workflow; return its state transitions."""
+    import boto3
+
+    reply = bench.request("DELETE", f"/v1/apps/{APP}/users/{user}")
+    deletion = f"/v1/apps/{APP}/users/{user}/deletions/{reply.body['deletion_id']}"
+    deadline = time.monotonic() + 600
+    while True:
+        time.sleep(0.2)
+        status = bench.gateway.request("GET", deletion, api_key=bench.key)
+        if status.status == 200 and status.body["status"] != "RUNNING":
+            break
+        assert time.monotonic() < deadline, "the erasure did not finish"
+    assert status.body["status"] == "SUCCEEDED", status.body
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    executions = sfn.list_executions(stateMachineArn=bench.deployment.state_machine_arn)["executions"]
+    newest = max(executions, key=lambda e: e["startDate"])
+    events = sfn.get_execution_history(executionArn=newest["executionArn"], maxResults=1000)["events"]
+    return float(sum(1 for e in events if e["type"].endswith("StateEntered")))
+
+
+def fill_user(bench: Bench, user: str, memories: int, facts: int) -> None:
+    for _ in range(max(1, memories // 10)):
+        bench.session(user)
+    for n in range(max(1, facts // 5)):
+        body = {"entity": f"thing {n}", "entity_type": "thing", "facts": [bench.query() for _ in range(5)]}
+        bench.request("POST", f"/v1/apps/{APP}/users/{user}/graph/tools/remember", body)
+    bench.pump()
+
+
+def measure_stack(backend: str, opensearch_url: str | None) -> dict[str, Any]:
+    from agentmem.stores.dynamo_table import DynamoTable
+    from agentmem.tenancy.keys import TenantService
+    from tests.cloud.rehearsal import Gateway
+
+    stack = STACKS[backend]
+    with deployment_of(stack, opensearch_url) as deployment:
+        if backend == "opensearch":
+            from agentmem.vectors.opensearch import OpenSearchVectorIndex
+
+            index = deployment.functions["api"].variables.get("MEMORY_OPENSEARCH_INDEX", "agent-memory-vectors")
+            OpenSearchVectorIndex(opensearch_url or "", index=index, engine="lucene").create_index(1024)
+        key = TenantService(DynamoTable(deployment.table_name)).create_key(APP).secret
+        bench = Bench(deployment, Gateway(deployment), key)
+        print(f"[{backend}] filling {USER}: {MEMORIES} memories, {FACTS} facts...", file=sys.stderr, flush=True)
+        fill_user(bench, USER, MEMORIES, FACTS)
+        held = _bytes_held(deployment.table_name)
+        uses: list[CallUse] = []
+
+        def search(mode: str) -> Callable[[], Any]:
+            return lambda: bench.request(
+                "POST", f"{SCOPE}/memories/search", {"query": bench.query(), "mode": mode, "top_k": 10}
+            )
+
+        mcp_call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "search_memory", "arguments": {"query": "what did I say about the weather"}},
+        }
+        uses.append(measure(bench, "store a 10-turn session", lambda: bench.session("writer")))
+        uses.append(
+            measure(
+                bench,
+                "add one entry",
+                lambda: bench.request("POST", f"{SCOPE}/memories", {"entry": bench.turn(), "session_id": "live"}),
+            )
+        )
+        for mode in ("keyword", "semantic", "hybrid"):
+            uses.append(measure(bench, f"search ({mode})", search(mode)))
+        remember = {"entity": "Pixel", "entity_type": "dog", "facts": ["likes the beach"]}
+        relate = {"source": "alice", "relation": "owns", "target": "Pixel"}
+        uses.append(
+            measure(
+                bench,
+                "graph remember",
+                lambda: bench.request("POST", f"{SCOPE}/graph/tools/remember", {**remember, "facts": [bench.query()]}),
+            )
+        )
+        uses.append(
+            measure(bench, "graph relate", lambda: bench.request("POST", f"{SCOPE}/graph/tools/relate", relate))
+        )
+        uses.append(
+            measure(
+                bench,
+                "graph search_nodes",
+                lambda: bench.request("GET", f"{SCOPE}/graph/search", query={"q": bench.query()}),
+            )
+        )
+        uses.append(
+            measure(
+                bench, "graph open_nodes", lambda: bench.request("GET", f"{SCOPE}/graph/nodes", query={"name": "Pixel"})
+            )
+        )
+        uses.append(measure(bench, "profile card", lambda: bench.request("GET", f"{SCOPE}/graph/profile-card")))
+        put = {"op": "put", "user": "bob", "namespace": ["prefs"], "key": "theme", "value": {"content": "dark theme"}}
+        find = {"op": "search", "user": "bob", "namespace_prefix": ["prefs"], "query": "which theme?", "limit": 10}
+        uses.append(
+            measure(bench, "store put", lambda: bench.request("POST", f"/v1/apps/{APP}/store/batch", {"ops": [put]}))
+        )
+        uses.append(
+            measure(
+                bench, "store search", lambda: bench.request("POST", f"/v1/apps/{APP}/store/batch", {"ops": [find]})
+            )
+        )
+        uses.append(
+            measure(
+                bench,
+                "MCP tool call (search_memory)",
+                lambda: bench.request("POST", f"{SCOPE}/mcp", mcp_call, headers={"Accept": "application/json"}),
+            )
+        )
+
+        def export() -> None:
+            reply = bench.request("GET", f"{SCOPE}/export")
+            while reply.body.get("next_cursor"):
+                reply = bench.request("GET", f"{SCOPE}/export", query={"cursor": reply.body["next_cursor"]})
+
+        uses.append(measure(bench, f"export of {MEMORIES:,} entries", export, repeats=1))
+
+        # The erasure of a user holding MEMORIES entries and FACTS facts: filled anew for each run.
+        uses.append(_measure_erasure(bench))
+        facts = template_facts(deployment)
+        facts["custom_metrics"] = len(_emf_metrics)
+        ttl = _authorizer_ttl(deployment)
+    return {"uses": uses, "held_bytes_per_memory": held, "facts": facts, "authorizer_ttl": ttl}
+
+
+def _measure_erasure(bench: Bench) -> CallUse:
+    """The erasure's own runs only (the user's filling before it is not its cost)."""
+    deployment, gateway = bench.deployment, bench.gateway
+    use = CallUse(f"erase a user ({MEMORIES:,} entries, {FACTS} facts)")
+    repeats = max(1, REPEATS // 2)
+    transitions: list[float] = []
+    for _ in range(repeats):
+        victim = f"erased-{len(transitions)}"
+        fill_user(bench, victim, MEMORIES, FACTS)
+        runs_before, auth_before = len(deployment.runs), len(gateway.authorizer_calls)
+        transitions.append(erase(bench, victim))
+        bench.pump()
+        runs = deployment.runs[runs_before:]
+        use.authorizer_invocations += (len(gateway.authorizer_calls) - auth_before) / repeats
+        for run in runs:
+            fn = use.function(run.function)
+            fn.memory_mb = deployment.memory_of(run.function)
+            fn.invocations += 1 / repeats
+            fn.billed_ms += _billed_ms(run, fn.memory_mb) / repeats
+            use.read_units += run.consumption.read_units / repeats
+            use.write_units += run.consumption.write_units / repeats
+            use.log_bytes += (run.log_bytes + LAMBDA_PLATFORM_LOG_BYTES) / repeats
+    use.api_requests = 2  # the DELETE and one status read
+    use.log_bytes += use.api_requests * ACCESS_LOG_BYTES
+    use.transitions = sum(transitions) / len(transitions)
+    return use
+
+
+def _bytes_held(table_name: str) -> float:
+    """DynamoDB storage per memory of the filled user: every item of the user (entries, derived rows,
+    graph, bookkeeping) with DynamoDB's 100 bytes of per-item overhead, over its memories."""
+    import boto3
+    from boto3.dynamodb.types import TypeDeserializer
+
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    deserialize = TypeDeserializer().deserialize
+    total = 0
+    for page in client.get_paginator("scan").paginate(TableName=table_name):
+        for raw in page["Items"]:
+            if f"#{APP}#{USER}" in raw["pk"]["S"]:
+                item = {k: deserialize(v) for k, v in raw.items()}
+                total += capacity.item_size({k: bytes(v) if hasattr(v, "value") else v for k, v in item.items()})
+                total += 100
+    return total / MEMORIES
+
+
+def template_facts(deployment: Any) -> dict[str, float]:
+    """What a stack costs at rest, read off its template."""
+    t = deployment.template
+    alarms = 0
+    for resource in t.of_type("AWS::CloudWatch::Alarm").values():
+        metrics = resource["Properties"].get("Metrics")
+        alarms += sum(1 for m in metrics if "MetricStat" in m) if metrics else 1
+    methods = len(t.of_type("AWS::ApiGateway::Method"))
+    stage = next(iter(t.of_type("AWS::ApiGateway::Stage").values()))["Properties"]
+    detailed = any(s.get("MetricsEnabled") for s in stage.get("MethodSettings", []))
+    collections = t.of_type("AWS::OpenSearchServerless::Collection")
+    ocus = 0.0
+    for resource in collections.values():
+        ocus = 2.0 if resource["Properties"].get("StandbyReplicas", "ENABLED") == "ENABLED" else 1.0
+    return {
+        "keys": float(len(t.of_type("AWS::KMS::Key"))),
+        "secrets": float(len(t.of_type("AWS::SecretsManager::Secret"))),
+        "alarm_metrics": float(alarms),
+        "dashboards": float(len(t.of_type("AWS::CloudWatch::Dashboard"))),
+        "detailed_metrics": float(methods * 5 if detailed else 0),
+        "ocus": ocus,
+    }
+
+
+def _authorizer_ttl(deployment: Any) -> float:
+    """The REST routes' authorizer result cache TTL (the one keyed by x-api-key)."""
+    for resource in deployment.template.of_type("AWS::ApiGateway::Authorizer").values():
+        props = resource["Properties"]
+        if "x-api-key" in str(props.get("IdentitySource", "")):
+            return float(props.get("AuthorizerResultTtlInSeconds", 300))
+    return 0.0
+
+
+# -- the report ------------------------------------------------------------------------------------
+
+
+def workload_bill(
+    backend: str, measured: dict[str, Any], workload: Workload, floor: cost_model.Floor
+) -> tuple[float, list[str]]:
+    """One month of ``workload`` on ``backend``: every call priced with the cache, tracing and cold
+    starts of its traffic, storage, and the floor; the arithmetic in lines."""
+    uses = {use.kind: use for use in measured["uses"]}
+    rate = workload.requests_per_second()
+    traced = cost_model.traced_share(rate)
+    auth_share = cost_model.authorizer_share(rate, measured["authorizer_ttl"])
+    lines = [f"traffic {rate:.3f} requests/s; X-Ray records {traced:.1%}, the authorizer runs for {auth_share:.1%}"]
+    total = 0.0
+    for kind, calls in workload.calls().items():
+        use = next((u for k, u in uses.items() if k.startswith(kind.split(" (")[0])), None)
+        if kind.startswith("search"):
+            use = uses["search (hybrid)"]
+        assert use is not None, kind
+        each = sum(cost_model.call_cost(use, authorizer_share=auth_share, traced_share=traced).values())
+        total += each * calls
+        lines.append(f"{kind}: {calls:,.0f} x ${each * 1000:.4f}/1k = ${each * calls:,.2f}")
+    memories = workload.users * workload.memories
+    gb = memories * measured["held_bytes_per_memory"] / cost_model.GB
+    storage = price("dynamodb.storage").of(gb) + price("dynamodb.pitr").of(gb)
+    total += storage
+    lines.append(
+        f"DynamoDB storage {gb:,.2f} GB ({measured['held_bytes_per_memory']:,.0f} B a memory) x "
+        f"(${price('dynamodb.storage').usd} + ${price('dynamodb.pitr').usd} PITR) = ${storage:,.2f}"
+    )
+    api = uses["search (hybrid)"].functions.get("api", FunctionUse())
+    seconds = api.billed_ms / 1000 or 0.05
+    containers = cost_model.concurrency(rate, seconds)
+    kms = cost_model.kms_requests(rate, containers)
+    total += price("kms.requests").of(kms)
+    lines.append(
+        f"KMS table-key refreshes {kms:,.0f} x ${price('kms.requests').usd}/10k = ${price('kms.requests').of(kms):,.2f}"
+    )
+    if backend == "table":
+        # Each container a user's session reaches loads the user's memories once (exact search in process).
+        sessions = workload.users * workload.sessions
+        per_session = cost_model.containers_per_session(rate, seconds, workload.searches / workload.sessions)
+        cold_units = math.ceil(workload.memories * measured["held_bytes_per_memory"] / capacity.READ_UNIT_BYTES)
+        loads = sessions * per_session
+        cold = price("dynamodb.read_request_units").of(loads * cold_units)
+        total += cold
+        lines.append(
+            f"cold caches: {per_session:.2f} containers a session x {sessions:,.0f} sessions x "
+            f"{cold_units:,} read units = ${cold:,.2f}"
+        )
+    else:
+        vectors = memories
+        per_vector = 1.1 * (4 * 1024 + 8 * cost_model.HNSW_M) * (2 if floor.parts["opensearch_ocus"] else 1)
+        ram_ocus = vectors * per_vector / (cost_model.OCU_RAM_BYTES * cost_model.OCU_RAM_FOR_GRAPHS)
+        extra = max(
+            0.0, ram_ocus - floor.parts["opensearch_ocus"] / price("aoss.ocu_hour").usd / cost_model.MONTH_HOURS / 2
+        )
+        ocu_cost = price("aoss.ocu_hour").of(extra * cost_model.MONTH_HOURS)
+        aoss_gb = vectors * 6_000 / cost_model.GB
+        total += ocu_cost + price("aoss.storage").of(aoss_gb)
+        lines.append(
+            f"OpenSearch vectors in RAM {vectors:,.0f} x {per_vector:,.0f} B: {ram_ocus:,.1f} search OCUs "
+            f"({extra:,.1f} above the floor) = ${ocu_cost:,.2f}; storage {aoss_gb:,.1f} GB = "
+            f"${price('aoss.storage').of(aoss_gb):,.2f}"
+        )
+    cold_starts = workload.requests_per_second() * cost_model.MONTH_SECONDS * cost_model.cold_share(rate)
+    init = price("lambda.arm64_gb_second").of(cold_starts * measured["init_ms"] / 1000) + price("lambda.requests").of(0)
+    total += init
+    lines.append(f"cold starts {cold_starts:,.0f} x {measured['init_ms']:.0f} ms INIT at 1 GB = ${init:,.2f}")
+    total += floor.total
+    lines.append(f"fixed floor ${floor.total:,.2f}")
+    return total, lines
+
+
+def init_ms() -> float:
+    """A cold start's INIT: importing the API function's handler in a fresh interpreter (scaled to the
+    API's CPU share), median of three."""
+    import subprocess
+
+    code = "import time; t = time.perf_counter(); import functions.api.handler; print(time.perf_counter() - t)"
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'layers/core/python'}"}
+    samples = sorted(
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for _ in range(3)
+    )
+    return samples[1] * 1000 * LAMBDA_FULL_CPU_MB / 1024
+
+
+def main() -> None:
+    from tests import opensearch_node
+
+    results: dict[str, Any] = {}
+    node = opensearch_node.start()
+    try:
+        for backend in STACKS:
+            results[backend] = measure_stack(backend, node.url if backend == "opensearch" else None)
+    finally:
+        node.stop()
+    start = init_ms()
+    for measured in results.values():
+        measured["init_ms"] = start
+    report(results)
+
+
+def report(results: dict[str, Any]) -> None:
+    print(f"prices: agentmem/costs/prices.csv ({len(prices())} lines): {costs.basis()}")
+    print(f"memories per user: {MEMORIES:,}; facts: {FACTS}; each call measured {REPEATS} times after a warm-up")
+    print("\n$ per 1,000 calls (warm; authorizer uncached; X-Ray at 5%):")
+    kinds = [use.kind for use in results["table"]["uses"]]
+    print("| call | table | opensearch | table: DynamoDB RRU / WRU per call | table: Lambda ms |")
+    print("|---|---|---|---|---|")
+    out: dict[str, Any] = {"calls": {}, "workloads": {}, "floors": {}}
+    for kind in kinds:
+        table = next(u for u in results["table"]["uses"] if u.kind == kind)
+        search = next(u for u in results["opensearch"]["uses"] if u.kind == kind)
+        lambda_ms = sum(f.billed_ms for n, f in table.functions.items() if n != "authorizer")
+        print(
+            f"| {kind} | ${cost_model.per_thousand(table):.4f} | ${cost_model.per_thousand(search):.4f} | "
+            f"{table.read_units:.1f} / {table.write_units:.1f} | {lambda_ms:.0f} |"
+        )
+        out["calls"][kind] = {
+            backend: {
+                "usd_per_1k": cost_model.per_thousand(use),
+                "parts_per_1k": {k: 1000 * v for k, v in cost_model.call_cost(use).items()},
+                "use": asdict(use),
+            }
+            for backend, use in (("table", table), ("opensearch", search))
+        }
+    for backend, measured in results.items():
+        fl = cost_model.floor(measured["facts"])
+        out["floors"][backend] = {"usd_month": fl.total, "parts": fl.parts}
+        print(f"\n{backend}: fixed monthly floor ${fl.total:,.2f}: " + "; ".join(fl.arithmetic))
+    for users in (100, 10_000, 1_000_000):
+        workload = Workload(users)
+        agentcore, agentcore_lines = cost_model.agentcore_bill(workload)
+        out["workloads"][str(users)] = {}
+        print(
+            f"\nworkload: {users:,} users a month (each: 30 sessions of 10 turns, 300 searches, 20 graph writes, "
+            f"1,000 memories; an erasure per 1,000 users)"
+        )
+        for backend, measured in results.items():
+            bill, lines = workload_bill(backend, measured, workload, cost_model.floor(measured["facts"]))
+            out["workloads"][str(users)][backend] = {"usd_month": bill, "agentcore_usd_month": agentcore}
+            print(f"  {backend}: ${bill:,.2f} a month (${bill / users:.4f} a user)")
+            for line in lines:
+                print(f"    {line}")
+        print(f"  AgentCore Memory: ${agentcore:,.2f} a month (${agentcore / users:.4f} a user)")
+        for line in agentcore_lines:
+            print(f"    {line}")
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(out, indent=2, default=str))
+    print(f"\nwritten: {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+    main()

@@ -30,7 +30,6 @@ def main() -> None:
     from agentmem.embeddings.codec import MODEL_ATTR, VECTOR_ATTR
     from agentmem.keys import Scope
     from agentmem.memory import records
-    from agentmem.search.inverted_index import InvertedIndex
     from agentmem.stores.sqlite_table import SqliteTable
     from agentmem.vectors.exact import ExactVectorIndex
     from agentmem.vectors.opensearch import OpenSearchVectorIndex
@@ -68,7 +67,7 @@ def main() -> None:
                     content={"role": "user", "parts": [{"text": f"vector {row}"}]},
                     author="user",
                     timestamp="2026-06-01T00:00:00Z",
-                    terms=["vector"],
+                    terms={"vector": 1},
                     length=1,
                 )
                 item[VECTOR_ATTR] = matrix[row].tobytes()
@@ -77,7 +76,6 @@ def main() -> None:
                 upserts.append(VectorRecord(scope, entry_id, matrix[row].tolist(), model))
                 row += 1
             table.batch_write(puts=items)
-            InvertedIndex(table, records.INDEX_NAMESPACE).record(scope.partition, docs=count, length=count)
         loading = time.perf_counter()
         index.upsert(upserts)
         print(f"bulk upsert of {total} vectors ({DIMENSION} dims) into the node: {time.perf_counter() - loading:.1f} s")

@@ -1,7 +1,7 @@
 """Search with a metadata filter matching 1% of 100,000 entries of one user, per mode, through MemoryService on a
 real SQLite table with the exact vector index (the local and `table` backends), and POST memories/query.
 
-The entries are written as items directly (as bench_search does), each with a vector, postings of its words
+The entries are written as items directly (as bench_search does), each with a vector, its words
 and metadata ``{"tag": "t0".."t99", "n": i}``; the filter ``{"tag": "t7"}`` matches 1,000 of them. The query
 word ``coffee`` is in 1/8 of the entries (12,500), 125 of which match the filter.
 """
@@ -36,7 +36,6 @@ def main() -> None:
     from agentmem.memory import records
     from agentmem.memory.filters import parse
     from agentmem.memory.service import MemoryService
-    from agentmem.search.inverted_index import InvertedIndex
     from agentmem.stores.sqlite_table import SqliteTable
     from agentmem.vectors.exact import ExactVectorIndex
 
@@ -45,7 +44,6 @@ def main() -> None:
     words = ["memory", "note", "coffee", "meeting", "invoice", "travel", "garden", "music"]
     with tempfile.TemporaryDirectory() as folder:
         table = SqliteTable(Path(folder) / "filters.db")
-        index = InvertedIndex(table, records.INDEX_NAMESPACE)
         rng = np.random.default_rng(5)
         matrix = rng.standard_normal((COUNT, DIMENSION)).astype("<f4")
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -61,16 +59,14 @@ def main() -> None:
                     content={"role": "user", "parts": [{"text": " ".join(tokens) + f" {i}"}]},
                     author="user",
                     timestamp=f"2026-{1 + i % 12:02d}-01T00:00:00.000Z",
-                    terms=tokens,
+                    terms=Counter(tokens),
                     length=len(tokens),
                     metadata={"tag": f"t{i % TAGS}", "n": i},
                 )
                 item[VECTOR_ATTR] = matrix[i].tobytes()
                 item[MODEL_ATTR] = embedder.model_id
                 batch.append(item)
-                batch.extend(index.postings(scope.partition, item["id"], Counter(tokens), len(tokens)))
             table.batch_write(puts=batch)
-        index.record(scope.partition, docs=COUNT, length=3 * COUNT)
         print(f"  {COUNT} entries x {DIMENSION} dims written in {time.perf_counter() - started:.0f} s", flush=True)
         service = MemoryService(table, embedder=embedder, vector_index=ExactVectorIndex(table))
         where = parse({"tag": "t7"})

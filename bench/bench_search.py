@@ -155,7 +155,6 @@ def latency(
     from agentmem.memory import records
     from agentmem.memory.service import MemoryService
     from agentmem.models.memory import MemoryEntry
-    from agentmem.search.inverted_index import InvertedIndex
     from agentmem.stores.sqlite_table import SqliteTable
     from agentmem.vectors.exact import ExactVectorIndex
 
@@ -176,14 +175,13 @@ def latency(
                 content={"role": "user", "parts": [{"text": f"memory number {i}"}]},
                 author="user",
                 timestamp="2026-06-01T00:00:00Z",
-                terms=["memory", "number"],
+                terms={"memory": 1, "number": 1},
                 length=2,
             )
             item[VECTOR_ATTR] = matrix[i].tobytes()
             item[MODEL_ATTR] = model
             items.append(item)
         table.batch_write(puts=items)
-        InvertedIndex(table, records.INDEX_NAMESPACE).record(scope.partition, docs=count, length=2 * count)
         index = ExactVectorIndex(table)
         queries = rng.standard_normal((searches + 1, dimension)).astype("<f4")
         started = time.perf_counter()

@@ -14,6 +14,9 @@ from unittest import mock
 
 from agentmem import users
 from agentmem.keys import Scope, UserRef
+from agentmem.memory import records
+from agentmem.search.inverted_index import Ranking
+from agentmem.search.partition import PartitionIndex, bm25
 from agentmem.settings import Settings
 from agentmem.stores.table import Add, Delete, Put
 from agentmem.vectors.port import VectorHit, VectorRecord
@@ -54,9 +57,36 @@ class InMemoryVectorIndex:
     def search(self, scopes: Sequence[Scope], vector: Sequence[float], top_k: int, model_id: str) -> list[VectorHit]:
         return []
 
+    def _held(self, scope: Scope) -> PartitionIndex:
+        with self._lock:
+            held = [r for (s, _), r in self._records.items() if s == scope]
+        items = [
+            {
+                "pk": scope.partition,
+                "sk": records.entry_sk(r.entry_id),
+                "id": r.entry_id,
+                "author": r.author,
+                "timestamp": r.timestamp,
+                records.EXPIRES_AT: r.expires_at,
+                records.TERMS: records.encoded_terms(r.terms),
+                records.CONTEXT_TERMS: records.encoded_terms(r.context_terms),
+                "length": r.length,
+                records.CONTEXT_LENGTH: r.context_length,
+            }
+            for r in held
+        ]
+        return PartitionIndex.of(None, 0, items)
+
+    def keyword(self, scopes: Sequence[Scope], words: Sequence[str], now: str, *, contextual: bool = False) -> Ranking:
+        return bm25([(s.partition, self._held(s)) for s in scopes], words, now, contextual=contextual)
+
+    def documents_with_all(self, scope: Scope, words: Sequence[str], now: str) -> set[str]:
+        return self._held(scope).with_all(words, now)
+
     def other_models(self, scopes: Sequence[Scope], model_id: str) -> list[str]:
         with self._lock:
-            return sorted({r.model_id for (scope, _), r in self._records.items() if scope in scopes} - {model_id})
+            held = {r.model_id for (scope, _), r in self._records.items() if scope in scopes and r.model_id}
+            return sorted(held - {model_id})
 
     def delete_user(self, user: UserRef) -> int:
         with self._lock:

@@ -9,7 +9,8 @@
 - Health, capabilities and the OpenAPI document are public; so are ``GET /console`` and
   ``GET /console/{proxy+}``, the web console's files, served by the console function (docs/console.md) on
   the API's own origin: its page calls the tenant routes above with the user's key.
-- Stage: access logs (JSON), execution logs at ERROR, X-Ray, throttling. Request size: API Gateway
+- Stage: access logs (JSON), execution logs at ERROR, X-Ray, throttling; no per-method metrics (a
+  monthly cost of their own: docs/deploy.md). Request size: API Gateway
   refuses bodies over 10 MB (REQUEST_TOO_LARGE, answered 413 in the API's error shape) and the handler
   answers 413 above 6 MB (Lambda's payload limit), before any parsing.
 - Gateway errors (401, 403, 404, 413, 429) use the API's error body.
@@ -106,7 +107,10 @@ class Api(Construct):
                 ),
                 logging_level=apigw.MethodLoggingLevel.ERROR,
                 data_trace_enabled=False,
-                metrics_enabled=True,
+                # Per-method metrics are CloudWatch custom metrics: 5 for each of the ~40 methods, about $60 a
+                # month before the first call (make bench ONLY=cost). The API's own metrics (requests,
+                # errors, latency), which the alarms and the dashboard read, come free.
+                metrics_enabled=False,
                 tracing_enabled=True,
                 throttling_rate_limit=settings.rate_limit,
                 throttling_burst_limit=settings.burst_limit,

@@ -365,6 +365,13 @@ def test_usage_charts_the_apps_metering(site: Site, console: Console) -> None:
         assert int(page.locator("figure[data-measure=requests]").get_attribute("data-total") or 0) > 0
         assert page.locator("figure[data-measure=requests] rect").count() == 31
         expect(page.locator("#usage-table tbody tr").first).to_contain_text(days[0]["date"])
+        # And each day's cost is the API's estimate, shown as an estimate from list prices with its basis
+        assert page.locator("figure[data-measure=cost]").count() == 1
+        # (read before the API's answer above was counted: shown, it is positive and at most that answer's)
+        shown = page.locator("#usage-table tbody tr").first.locator("td").last.inner_text()
+        assert shown.startswith("$")
+        assert 0 < float(shown[1:]) <= round(days[0]["estimated_cost_usd"]["total"], 4)
+        expect(page.locator("#usage-cost-basis")).to_contain_text("an estimate from AWS list prices")
         console.shot("console-usage.png")
 
 

@@ -148,6 +148,8 @@ def test_stage_has_access_logs_throttling_tracing_and_a_usage_plan(prod: Any) ->
                             "ThrottlingBurstLimit": Match.any_value(),
                             "LoggingLevel": "ERROR",
                             "DataTraceEnabled": False,
+                            # per-method metrics are custom metrics, a monthly cost of their own (docs/deploy.md)
+                            "MetricsEnabled": False,
                         }
                     )
                 ]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agentmem.container import Container
+from agentmem.memory import records
 from agentmem.search.inverted_index import MAX_QUERY_TERMS, MAX_TERMS_PER_DOCUMENT, TERMS_PER_REQUEST
 from agentmem.stores.table import MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES
 from tests.support import ApiClient, Reply, scope_path, stored_keys, text_entry
@@ -152,12 +153,18 @@ def _postings(container: Container, prefix: str) -> list[tuple[str, str]]:
     return [(pk, sk) for pk, sk in stored_keys(container.table) if sk.startswith(prefix)]
 
 
+def _entries(container: Container) -> list[dict[str, Any]]:
+    return [container.table.get(pk, sk) or {} for pk, sk in _postings(container, records.ENTRY)]
+
+
 def test_one_entry_is_indexed_under_at_most_1000_tokens(api: ApiClient, container: Container) -> None:
     # Given 64 KiB of CJK text: ~42,000 distinct characters and pairs, "東京" the most frequent pair
     reply = api.post(f"{SCOPE}/memories", {"entry": text_entry(CJK_64K[:21_000] + " 東京 東京 東京")})
     assert reply.status == 201, reply.body
-    # Then it has at most MAX_TERMS_PER_DOCUMENT postings
-    assert len(_postings(container, "MT#")) == MAX_TERMS_PER_DOCUMENT
+    # Then it is indexed under at most MAX_TERMS_PER_DOCUMENT words, kept on the entry (no posting rows)
+    [entry] = _entries(container)
+    assert len(records.entry_terms(entry)[0]) == MAX_TERMS_PER_DOCUMENT
+    assert _postings(container, "MT#") == []
     # And its most frequent tokens are among them: it is found by them
     found = api.post(f"{SCOPE}/memories/search", {"query": "東京", "mode": "keyword"})
     assert [e["id"] for e in found.body["entries"]] == [reply.body["id"]]
@@ -168,9 +175,9 @@ def test_one_write_request_creates_at_most_the_request_budget_of_postings(api: A
     entries = [text_entry(" ".join(f"w{n}x{i}" for i in range(300))) for n in range(100)]
     reply = api.put(f"{SCOPE}/sessions/s1/memories", {"entries": entries})
     assert reply.status == 200, reply.body
-    # Then the request wrote at most TERMS_PER_REQUEST postings, shared evenly (200 per entry)
-    postings = _postings(container, "MT#")
-    assert len(postings) == TERMS_PER_REQUEST
+    # Then the request indexed at most TERMS_PER_REQUEST words, shared evenly (200 per entry)
+    indexed = [len(records.entry_terms(entry)[0]) for entry in _entries(container)]
+    assert indexed == [TERMS_PER_REQUEST // 100] * 100
     # And each entry is still found by a word it kept
     found = api.post(f"{SCOPE}/memories/search", {"query": "w7x3", "mode": "keyword"})
     assert len(found.body["entries"]) == 1

@@ -365,3 +365,33 @@ def test_erasure_through_the_state_machine_empties_the_users_vectors_on_the_node
         finally:
             set_container(None)
             index.client.indices.delete(index=index.index)
+
+
+def test_a_collection_that_shows_writes_late_still_answers_what_was_just_written_or_deleted(
+    table: Table, index: OpenSearchVectorIndex
+) -> None:
+    # Given the node's index refreshing only when told (as Serverless shows writes ~60 s later) and an API
+    # whose adapter does not wait for refreshes, with the table where writes are logged
+    index.client.indices.put_settings(index=index.index, body={"index": {"refresh_interval": "-1"}})
+    late = OpenSearchVectorIndex(index.endpoint, index=index.index, engine="lucene", refresh=False, table=table)
+    assert late.visibility_seconds > 0
+    settings = Settings(**on_node(index.endpoint, EMBEDDER.dimension, index.index))
+    set_container(Container(settings, table=table, vector_index=late))
+    api = ApiClient()
+    path = scope_path("app", "alice")
+    try:
+        old = api.post(f"{path}/memories", {"entry": text_entry("the garage code is 4711")}).body
+        index.client.indices.refresh(index=index.index)
+        # When an entry is written, and another deleted, with no refresh since
+        new = api.post(f"{path}/memories", {"entry": text_entry("the boat key hangs by the garage door")}).body
+        assert api.delete(f"{path}/memories/{old['id']}").status == 204
+        assert _stored_ids(late) == {old["id"]}  # what the collection itself shows
+        # Then every mode finds the new one and none shows the deleted one
+        for mode in ("keyword", "semantic", "hybrid"):
+            found = api.post(f"{path}/memories/search", {"query": "garage", "mode": mode}).body["entries"]
+            assert [e["id"] for e in found][:1] == [new["id"]], mode
+            assert old["id"] not in [e["id"] for e in found], mode
+        # And a delete by query reaches the new one
+        assert api.post(f"{path}/memories/delete", {"query": "boat key"}).body == {"deleted": 1}
+    finally:
+        set_container(None)

@@ -96,6 +96,7 @@ class Container:
                 region_name=self.settings.aws_region,
                 service=self.settings.opensearch_service,
                 engine=self.settings.opensearch_engine,
+                table=self.table,
             )
         if self.embedder is None:
             return None

@@ -1,4 +1,5 @@
-// Usage: the app's metering per UTC day (GET /v1/apps/{app}/usage), as small bar charts and a table.
+// Usage: the app's metering per UTC day (GET /v1/apps/{app}/usage), as small bar charts and a table, with
+// each day's cost estimated from AWS list prices (the API's estimate and its basis, shown as such).
 
 import { clear, field, h, svg } from './dom.js';
 
@@ -6,7 +7,17 @@ const MEASURES = [
   { name: 'requests', title: 'Requests', colour: '#2f6fb3' },
   { name: 'items_stored', title: 'Items stored', colour: '#2e8b57' },
   { name: 'embeddings', title: 'Embeddings', colour: '#c2571a' },
+  { name: 'cost', title: 'Estimated cost (USD)', colour: '#7a4fa3', value: (d) => d.estimated_cost_usd.total, money: true },
 ];
+const COLUMNS = [
+  ...MEASURES.filter((m) => !m.money),
+  { name: 'read_units', title: 'Read units' },
+  { name: 'write_units', title: 'Write units' },
+  { name: 'cost', title: 'Estimated cost (USD)', value: (d) => d.estimated_cost_usd.total, money: true },
+];
+
+const valueOf = (measure, day) => (day ? (measure.value ? measure.value(day) : day[measure.name]) || 0 : 0);
+const shown = (measure, value) => (measure.money ? `$${value.toFixed(4)}` : String(value));
 const WIDTH = 720;
 const HEIGHT = 120;
 const LEFT = 44;
@@ -24,7 +35,7 @@ function lastDays(count) {
 }
 
 function chart(measure, days, byDate) {
-  const values = days.map((d) => (byDate.get(d) || {})[measure.name] || 0);
+  const values = days.map((d) => valueOf(measure, byDate.get(d)));
   const top = Math.max(1, ...values);
   const slot = (WIDTH - LEFT) / days.length;
   const bar = Math.max(1, slot * 0.7);
@@ -33,12 +44,12 @@ function chart(measure, days, byDate) {
   return h(
     'figure',
     { class: 'chart', dataset: { measure: measure.name, total: String(total) } },
-    h('figcaption', { text: `${measure.title}: ${total} in ${days.length} days` }),
+    h('figcaption', { text: `${measure.title}: ${shown(measure, total)} in ${days.length} days` }),
     svg(
       'svg',
       { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, width: WIDTH, height: HEIGHT, role: 'img', 'aria-label': `${measure.title} per day` },
       svg('line', { x1: LEFT, y1: HEIGHT - BOTTOM, x2: WIDTH, y2: HEIGHT - BOTTOM, class: 'axis' }),
-      svg('text', { x: LEFT - 6, y: 12, 'text-anchor': 'end', class: 'tick' }, String(top)),
+      svg('text', { x: LEFT - 6, y: 12, 'text-anchor': 'end', class: 'tick' }, shown(measure, top)),
       svg('text', { x: LEFT - 6, y: HEIGHT - BOTTOM, 'text-anchor': 'end', class: 'tick' }, '0'),
       svg('text', { x: LEFT, y: HEIGHT - 4, class: 'tick' }, days[0]),
       svg('text', { x: WIDTH, y: HEIGHT - 4, 'text-anchor': 'end', class: 'tick' }, days[days.length - 1]),
@@ -50,7 +61,7 @@ function chart(measure, days, byDate) {
             x: (LEFT + i * slot + (slot - bar) / 2).toFixed(1), y: (HEIGHT - BOTTOM - tall).toFixed(1),
             width: bar.toFixed(1), height: tall.toFixed(1), fill: measure.colour, 'data-date': days[i], 'data-value': value,
           },
-          svg('title', {}, `${days[i]}: ${value} ${measure.title.toLowerCase()}`),
+          svg('title', {}, `${days[i]}: ${shown(measure, value)} ${measure.title.toLowerCase()}`),
         );
       }),
     ),
@@ -65,6 +76,7 @@ export async function render(ctx, root) {
   );
   span.value = ctx.params.get('days') || '31';
   const charts = h('div', { id: 'usage-charts' });
+  const basis = h('p', { id: 'usage-cost-basis', class: 'caption' });
   const table = h('table', { id: 'usage-table' });
 
   async function load() {
@@ -81,15 +93,18 @@ export async function render(ctx, root) {
     clear(charts).append(...MEASURES.map((m) => chart(m, dates, byDate)));
     const rows = [...usage.days].sort((a, b) => (a.date < b.date ? 1 : -1));
     clear(table).append(
-      h('thead', {}, h('tr', {}, h('th', { text: 'date (UTC)' }), MEASURES.map((m) => h('th', { text: m.title })))),
+      h('thead', {}, h('tr', {}, h('th', { text: 'date (UTC)' }), COLUMNS.map((m) => h('th', { text: m.title })))),
       h(
         'tbody',
         {},
         rows.length
-          ? rows.map((d) => h('tr', {}, h('td', { text: d.date }), MEASURES.map((m) => h('td', { class: 'number', text: String(d[m.name]) }))))
-          : h('tr', {}, h('td', { colspan: '4', class: 'empty', text: 'No usage in this period.' })),
+          ? rows.map((d) =>
+              h('tr', {}, h('td', { text: d.date }), COLUMNS.map((m) => h('td', { class: 'number', text: shown(m, valueOf(m, d)) }))),
+            )
+          : h('tr', {}, h('td', { colspan: String(COLUMNS.length + 1), class: 'empty', text: 'No usage in this period.' })),
       ),
     );
+    basis.textContent = `Estimated cost: ${usage.cost_basis}. It prices the requests, their DynamoDB request units, Lambda time and embedding tokens; the authorizer, logs, traces, storage and the deployment's fixed monthly costs are not in it.`;
   }
 
   span.addEventListener('change', () => {
@@ -98,10 +113,11 @@ export async function render(ctx, root) {
   });
   root.replaceChildren(
     h('h2', { text: `Usage of app ${ctx.app}` }),
-    h('p', { class: 'caption', text: 'Metered per app and UTC day: every request, the items stored (entries, facts, relations, episodes) and the texts embedded.' }),
+    h('p', { class: 'caption', text: 'Metered per app and UTC day: every request, the items stored (entries, facts, relations, episodes), the texts embedded, and the DynamoDB request units the requests consumed.' }),
     h('div', { class: 'toolbar' }, field('Period', span)),
     charts,
     table,
+    basis,
   );
   await load();
 }

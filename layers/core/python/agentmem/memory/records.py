@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +14,8 @@ from agentmem.memory import filters
 from agentmem.models.content import Content
 from agentmem.models.memory import StoredEntry
 from agentmem.search import context
+from agentmem.search.inverted_index import index_terms
+from agentmem.search.tokenize import tokenize
 from agentmem.stores.table import TTL_ATTRIBUTE, Item
 
 ENTRY = "E#"
@@ -24,7 +26,36 @@ ENTRY_POINTER = "ID#"
 METADATA = "metadata"
 CONTEXT = "context"
 CONTEXT_LENGTH = "context_length"
+TERMS = "terms"
+"""An entry's own words with their counts (``word:count`` pairs): what keyword search ranks it by."""
+CONTEXT_TERMS = "context_terms"
+"""The words of the entries before it that it is also found by (agentmem/search/context.py)."""
+LEGACY_TOKENS = "tokens"
+"""The words of an entry written while entries had postings in the table (``MT#<word>#<id>``): a delete
+removes those postings too."""
 EXPIRES_AT = filters.EXPIRES_AT
+
+
+def encoded_terms(counts: Mapping[str, int]) -> str:
+    """``word:count`` pairs, space-separated (words are alphanumeric, or ``~`` and hex: no ``:``, no space)."""
+    return " ".join(f"{word}:{count}" for word, count in counts.items())
+
+
+def decoded_terms(text: str) -> dict[str, int]:
+    """The inverse of the encoding of :data:`TERMS` and :data:`CONTEXT_TERMS`."""
+    pairs = (pair.rpartition(":") for pair in text.split(" ") if pair)
+    return {word: int(count) for word, _, count in pairs}
+
+
+def entry_terms(item: Item) -> tuple[dict[str, int], dict[str, int]]:
+    """(own words, context words) of an entry item with their counts: as stored, or, for an entry written
+    before they were stored, counted again from its text and context by the functions a write uses."""
+    own = item.get(TERMS)
+    if isinstance(own, str):
+        around = item.get(CONTEXT_TERMS)
+        return decoded_terms(own), decoded_terms(around) if isinstance(around, str) else {}
+    counted = index_terms(tokenize(entry_text(item)))
+    return counted, context.context_terms(tokenize("\n".join(item.get(CONTEXT) or [])), set(counted))
 
 
 def entry_sk(entry_id: str) -> str:
@@ -109,15 +140,17 @@ def entry_item(
     content: dict[str, Any],
     author: str | None,
     timestamp: str,
-    terms: Iterable[str],
+    terms: Mapping[str, int],
     length: int,
     metadata: dict[str, Any] | None = None,
     expires_at: datetime | None = None,
     context: Sequence[str] = (),
     context_length: int = 0,
+    context_terms: Mapping[str, int] | None = None,
 ) -> Item:
-    """``terms`` lists the distinct tokens the entry is indexed under (to find its postings again);
-    ``context`` is what it keeps of the entries before it in its session (:mod:`agentmem.search.context`)."""
+    """``terms``: the entry's own words with their counts, ``context_terms`` the context words it is found
+    by (agentmem/search/partition.py reads both); ``context`` is what it keeps of the entries before it in
+    its session (:mod:`agentmem.search.context`)."""
     item: Item = {
         "pk": scope.partition,
         "sk": entry_sk(entry_id),
@@ -127,9 +160,11 @@ def entry_item(
         "content": json.dumps(content, ensure_ascii=False, separators=(",", ":")),
         "author": author,
         "timestamp": timestamp,
-        "tokens": sorted(terms),
+        TERMS: encoded_terms(terms),
         "length": length,
     }
+    if context_terms:
+        item[CONTEXT_TERMS] = encoded_terms(context_terms)
     if context:
         item[CONTEXT] = list(context)
         item[CONTEXT_LENGTH] = context_length

@@ -26,10 +26,11 @@ from agentmem.memory import filters, records
 from agentmem.models.memory import SearchMode, StoredEntry
 from agentmem.observability import logger
 from agentmem.search import calibration, fusion, relevance
-from agentmem.search.inverted_index import InvertedIndex, Ranking
+from agentmem.search.inverted_index import Ranking
 from agentmem.search.tokenize import tokenize
 from agentmem.stores.table import Item, Table
 from agentmem.tenancy import metering
+from agentmem.vectors.exact import ExactVectorIndex
 from agentmem.vectors.port import VectorHit, VectorIndex
 
 CANDIDATES = 50
@@ -61,16 +62,12 @@ class SearchResult:
 
 class MemorySearch:
     def __init__(
-        self,
-        table: Table,
-        index: InvertedIndex,
-        clock: Callable[[], datetime],
-        embedder: Embedder | None,
-        vector_index: VectorIndex | None,
+        self, table: Table, clock: Callable[[], datetime], embedder: Embedder | None, vector_index: VectorIndex
     ) -> None:
         self._table = table
-        self._index = index
         self._clock = clock
+        self._table_index = ExactVectorIndex(table)
+        """The table's own index: keyword results when a derived index cannot answer."""
         self.embedder = embedder
         self.vector_index = vector_index
 
@@ -113,16 +110,30 @@ class MemorySearch:
                 warnings = [f"{mode} search is unavailable right now; these are keyword results"]
                 mode = "keyword"
         if selected is None:
-            selected = self._select(_at_least(self._keyword(scope, query), min_score), top_k, where, now, known)
+            hits = self._keyword(scope, query, now, warnings)
+            selected = self._select(_at_least(hits, min_score), top_k, where, now, known)
         budget = Budget()
         entries = within(budget, [records.entry_from_item(item, hit[2]) for hit, item in selected])
         return SearchResult(
             entries=entries, mode=mode, degraded=bool(warnings), warnings=warnings, truncated=budget.truncated
         )
 
-    def _keyword(self, scope: Scope, query: str) -> list[tuple[str, str, float]]:
-        """Keyword mode: BM25 over the entries' own words, each hit scored by its keyword coverage."""
-        ranking = self._index.search([s.partition for s in scope.visible_scopes()], tokenize(query))
+    def _keyword(self, scope: Scope, query: str, now: str, warnings: list[str]) -> list[tuple[str, str, float]]:
+        """Keyword mode: BM25 over the entries' own words, each hit scored by its keyword coverage. When a
+        derived index (OpenSearch) cannot answer, the table's own index does (reading the scope, once per
+        process), and the answer says it is degraded."""
+        words = tokenize(query)
+        try:
+            ranking = self.vector_index.keyword(scope.visible_scopes(), words, now)
+        except Exception as error:
+            if not self.vector_index.derived:
+                raise
+            logger.warning(
+                "keyword search failed; the table's own index answers", extra={"error": type(error).__name__}
+            )
+            if not warnings:
+                warnings.append("the search index is unavailable right now; these results come from the table")
+            ranking = self._table_index.keyword(scope.visible_scopes(), words, now)
         scores = relevance.keyword_scores([h.score / ranking.idf_total for h in ranking.hits])
         return [(h.partition, h.doc_id, score) for h, score in zip(ranking.hits, scores, strict=True)]
 
@@ -141,7 +152,6 @@ class MemorySearch:
         """Semantic or hybrid search: the candidates of both rankings fused (:mod:`agentmem.search.fusion`),
         scored (:mod:`agentmem.search.relevance`) and read down to ``top_k`` live matching entries."""
         assert self.embedder is not None
-        assert self.vector_index is not None
         self._foreign_models(scope, warnings)
         depth = max(CANDIDATES, top_k)
         hybrid = mode == "hybrid"
@@ -151,9 +161,7 @@ class MemorySearch:
         metering.count_embedded([query])
         keyword = Ranking([])
         if hybrid:
-            keyword = self._index.search(
-                [s.partition for s in scope.visible_scopes()], tokenize(query), contextual=True
-            )
+            keyword = self.vector_index.keyword(scope.visible_scopes(), tokenize(query), now, contextual=True)
         keyword_hits = [(h.partition, h.doc_id, h.score) for h in keyword.hits]
         if where is not None and hybrid:  # combine the evidence of matching entries only
             keyword_hits = [hit for hit, _ in self._select(keyword_hits, depth, where, now, known)]
@@ -212,7 +220,6 @@ class MemorySearch:
 
     def _foreign_models(self, scope: Scope, warnings: list[str]) -> None:
         assert self.embedder is not None
-        assert self.vector_index is not None
         foreign = self.vector_index.other_models(scope.visible_scopes(), self.embedder.model_id)
         if foreign:
             warnings.append(

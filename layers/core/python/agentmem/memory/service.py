@@ -4,10 +4,12 @@ Every operation works on a :class:`~agentmem.keys.Scope` ``(app, user, project)`
 see the user's global entries and the project's; reads in the global scope see global entries only.
 Writes and deletes touch exactly the scope they name, never a wider one.
 
-Write order makes every acknowledged write durable and findable: the index postings, the session
-index, the id pointer and the scope registry are written first, then the entry item, then the
-partition's statistics. A crash in between leaves only postings that point at nothing, which searches
-skip, or statistics a few documents short, which only nudges BM25.
+Write order makes every acknowledged write durable and findable: the session index, the id pointer and
+the scope registry are written first, then the entry items (which carry their words and vector), then
+the partition's change log (agentmem/memory/changes.py), from which every process's search index
+learns what changed. A crash in between leaves rows that point at nothing, which reads skip, or entries
+that caught-up processes do not know until they read the partition again (the write was not
+acknowledged).
 
 With an embedder, each entry is embedded once (one batch per write) and its vector and model id are
 stored on the entry item itself, so the vector index can be rebuilt without re-embedding. When the
@@ -34,7 +36,7 @@ from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, enc
 from agentmem.embeddings.port import Embedder, embedder_health
 from agentmem.errors import InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable
 from agentmem.keys import Scope, UserRef, scope_of_partition, validate_id
-from agentmem.memory import filters, records
+from agentmem.memory import changes, filters, records
 from agentmem.memory.search import MemorySearch, SearchResult, within
 from agentmem.models.memory import MAX_ENTRY_BYTES, MAX_TEXT_BYTES, MemoryEntry, SearchMode, StoredEntry
 from agentmem.observability import logger
@@ -50,6 +52,7 @@ from agentmem.search.tokenize import tokenize
 from agentmem.stores.retry import retry_on_conflict
 from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Item, Key, Table, check_items, query_all
 from agentmem.tenancy import metering
+from agentmem.vectors.exact import ExactVectorIndex
 from agentmem.vectors.indexing import record_for_item
 from agentmem.vectors.port import VectorIndex
 
@@ -102,14 +105,8 @@ class MemoryService:
     ) -> None:
         self._table = users.guarded(table)
         self._clock = clock
-        self._index = InvertedIndex(self._table, records.INDEX_NAMESPACE)
-        if embedder is not None and vector_index is None:
-            from agentmem.vectors.exact import ExactVectorIndex
-
-            vector_index = ExactVectorIndex(table)
-        self._search = MemorySearch(
-            self._table, self._index, clock, embedder, vector_index if embedder is not None else None
-        )
+        self._legacy_postings = InvertedIndex(self._table, records.INDEX_NAMESPACE)
+        self._search = MemorySearch(self._table, clock, embedder, vector_index or ExactVectorIndex(table))
 
     @property
     def embedder(self) -> Embedder | None:
@@ -120,11 +117,11 @@ class MemoryService:
         self._search.embedder = embedder
 
     @property
-    def vector_index(self) -> VectorIndex | None:
+    def vector_index(self) -> VectorIndex:
         return self._search.vector_index
 
     @vector_index.setter
-    def vector_index(self, index: VectorIndex | None) -> None:
+    def vector_index(self, index: VectorIndex) -> None:
         self._search.vector_index = index
 
     @property
@@ -240,12 +237,13 @@ class MemoryService:
             content=entry.content.to_json(),
             author=entry.author,
             timestamp=format_timestamp(moment),
-            terms=[*terms, *around],
+            terms=terms,
             length=len(tokens),
             metadata=entry.metadata,
             expires_at=expires_at,
             context=context,
             context_length=len(context_tokens),
+            context_terms=around,
         )
         size = len(item["content"].encode("utf-8"))
         if size > MAX_ENTRY_BYTES:
@@ -302,15 +300,16 @@ class MemoryService:
             return None
 
     def _upsert_vectors(self, prepared: Sequence[_PreparedEntry], vectors_ok: bool) -> str | None:
-        """Update the vector index in the request (read-your-writes); ``pending`` when that was not possible."""
-        if self.embedder is None or self.vector_index is None:
-            return None
+        """Update a derived search index in the request (read-your-writes: the entries' vectors and words);
+        ``pending`` when that was not possible, or when some entry has no vector yet."""
+        if not self.vector_index.derived:  # the table's own index: the change log is the update
+            return None if vectors_ok else PENDING
         upserts = [r for r in (record_for_item(p.item) for p in prepared) if r is not None]
         try:
             if upserts:
                 self.vector_index.upsert(upserts)
-        except Exception as error:  # the table holds the vectors; the stream indexer or `reindex` catches up
-            logger.warning("vector index upsert failed; indexing pending", extra={"error": type(error).__name__})
+        except Exception as error:  # the table holds the entries; the stream indexer or `reindex` catches up
+            logger.warning("search index upsert failed; indexing pending", extra={"error": type(error).__name__})
             return PENDING
         return None if vectors_ok else PENDING
 
@@ -323,10 +322,7 @@ class MemoryService:
         side_items: list[Item] = [users.registry_item(scope)]
         for p in prepared:
             entry_id = p.item["id"]
-            own = [
-                records.pointer_item(scope, entry_id),
-                *self._index.postings(scope.partition, entry_id, p.terms, p.length, p.context, p.context_length),
-            ]
+            own = [records.pointer_item(scope, entry_id)]
             if session_id is not None:
                 own.append(records.session_index_item(scope, session_id, entry_id, generation))
             if TTL_ATTRIBUTE in p.item:  # what points at an expiring entry expires with it (DynamoDB TTL too)
@@ -339,10 +335,11 @@ class MemoryService:
         else:
             self._table.batch_write(puts=side_items)
             self._table.batch_write(puts=entries)
-        # The stats version moves after the entries exist, so a reader that sees the new version also sees
-        # the new entries (ExactVectorIndex keys its cache on it).
-        self._index.record(
+        # The log moves after the entries exist, so a reader that sees the new version also finds them.
+        changes.record(
+            self._table,
             scope.partition,
+            [p.item["id"] for p in prepared],
             docs=len(prepared),
             length=sum(p.length for p in prepared),
             context_length=sum(p.context_length for p in prepared),
@@ -458,7 +455,7 @@ class MemoryService:
             )
         self.ensure_writable(scope.user_ref)
         if tokens:
-            ids = sorted(self._index.documents_with_all(scope.partition, tokens))
+            ids = sorted(self._search.vector_index.documents_with_all(scope, tokens, self._now()))
         else:
             ids = [item["id"] for item in query_all(self._table, scope.partition, records.ENTRY)]
         return self._delete_ids(scope, ids, where=where)
@@ -541,25 +538,30 @@ class MemoryService:
         return sum(len(v) for v in by_scope.values())
 
     def _forget_items(self, scope: Scope, items: Sequence[Item]) -> None:
-        """Remove what points at deleted entries: postings, id pointers, session rows, statistics, vectors."""
+        """Remove what points at deleted entries (id pointers, session rows, and the postings of entries
+        written when entries had postings), and log the deletes for every process's search index."""
         side: list[Key] = []
         for item in items:
-            side += self._index.posting_keys(scope.partition, item["id"], item.get("tokens", []))
+            legacy = item.get(records.LEGACY_TOKENS) or []
+            side += self._legacy_postings.posting_keys(scope.partition, item["id"], legacy)
             side.append((scope.user_ref.partition, records.ENTRY_POINTER + item["id"]))
             if item.get("session_id") is not None:
                 side.append((scope.partition, records.session_prefix(item["session_id"]) + item["id"]))
         self._table.batch_write(deletes=side)
-        self._index.forget(
+        changes.record(
+            self._table,
             scope.partition,
-            docs=len(items),
-            length=sum(int(item.get("length", 0)) for item in items),
-            context_length=sum(int(item.get("context_length", 0)) for item in items),
+            [item["id"] for item in items],
+            docs=-len(items),
+            length=-sum(int(item.get("length", 0)) for item in items),
+            context_length=-sum(int(item.get("context_length", 0)) for item in items),
+            create=False,
         )
         self._forget_vectors(scope, [item["id"] for item in items])
 
     def _forget_vectors(self, scope: Scope, entry_ids: Sequence[str]) -> None:
         """Remove deleted entries from the vector index; a failure is harmless (hits of gone entries are skipped)."""
-        if self.vector_index is None or not entry_ids:
+        if not entry_ids:
             return
         try:
             self.vector_index.delete(scope, entry_ids)
@@ -580,7 +582,7 @@ class MemoryService:
             checks["table"] = "failing"
         if self.embedder is not None:
             checks["embedder"] = embedder_health(self.embedder)
-        if self.vector_index is not None:
+        if self.embedder is not None or self.vector_index.derived:
             try:
                 checks["vectors"] = self.vector_index.health()
             except Exception:

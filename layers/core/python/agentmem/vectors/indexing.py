@@ -19,11 +19,10 @@ from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, dec
 from agentmem.embeddings.port import Embedder
 from agentmem.errors import ConditionFailed
 from agentmem.keys import Scope, UserRef, scope_of_partition, unescape, user_of_partition
-from agentmem.memory import records
+from agentmem.memory import changes, records
 from agentmem.stores.table import Condition, Item, Table, query_all
 from agentmem.tenancy import metering
 from agentmem.users import SCOPE_REGISTRY, registered_scopes
-from agentmem.vectors.exact import bump_version
 from agentmem.vectors.port import VectorIndex, VectorRecord
 
 _BATCH = 100
@@ -34,22 +33,28 @@ def is_entry(item: Item) -> bool:
 
 
 def record_for_item(item: Item) -> VectorRecord | None:
-    """The index record of an entry item, or None when it has no vector yet."""
+    """The index record of an entry item (its vector None until it is embedded); None for other items."""
     scope = scope_of_partition(item["pk"])
+    if scope is None:
+        return None
     data = item.get(VECTOR_ATTR)
     model = item.get(MODEL_ATTR)
-    if scope is None or not isinstance(data, bytes) or not isinstance(model, str):
-        return None
+    embedded = isinstance(data, bytes) and isinstance(model, str)
+    terms, context_terms = records.entry_terms(item)
     return VectorRecord(
         scope=scope,
         entry_id=item["id"],
-        vector=decode_vector(data),
-        model_id=model,
+        vector=decode_vector(data) if embedded and isinstance(data, bytes) else None,
+        model_id=model if embedded else None,
         session_id=item.get("session_id"),
         author=item.get("author"),
         timestamp=item.get("timestamp"),
         metadata=records.entry_metadata(item),
         expires_at=item.get(records.EXPIRES_AT),
+        terms=terms,
+        context_terms=context_terms,
+        length=int(item.get("length") or 0),
+        context_length=int(item.get(records.CONTEXT_LENGTH) or 0),
     )
 
 
@@ -79,8 +84,9 @@ def embed_pending(table: Table, embedder: Embedder, items: Sequence[Item]) -> li
         except ConditionFailed:
             continue
         updated.append(new)
-    for partition in {item["pk"] for item in updated}:
-        bump_version(table, partition)  # other processes' exact-search caches must see the new vectors
+    for partition in sorted({item["pk"] for item in updated}):
+        # Every process's search index must see the new vectors (the entries exist: never create stats).
+        changes.record(table, partition, [i["id"] for i in updated if i["pk"] == partition], create=False)
     return updated
 
 

@@ -22,7 +22,25 @@ from typing import Any
 
 from agentmem.errors import Unavailable
 from agentmem.keys import Scope, UserRef
-from agentmem.memory.filters import EXPIRES_AT, And, Exists, Field, In, Node, Not, Or, Scalar
+from agentmem.memory import changes, records
+from agentmem.memory.filters import (
+    EXPIRES_AT,
+    And,
+    Exists,
+    Field,
+    In,
+    Node,
+    Not,
+    Or,
+    Scalar,
+    compile_filter,
+    live,
+    without_live,
+)
+from agentmem.search.context import OWN_WEIGHT
+from agentmem.search.inverted_index import Ranking, query_terms
+from agentmem.search.partition import Collection, PartitionIndex, bm25
+from agentmem.stores.table import Item, Table
 from agentmem.vectors.port import VectorHit, VectorRecord
 
 GLOBAL_PROJECT = ""
@@ -59,6 +77,7 @@ def index_body(dimension: int, *, engine: str, m: int = 16, ef_construction: int
                 "entry_id": keyword,
                 "model": keyword,
                 **FILTER_FIELDS,
+                **WORD_FIELDS,
                 "vector": {
                     "type": "knn_vector",
                     "dimension": dimension,
@@ -84,6 +103,18 @@ mapping per key, however many keys the tenants use): ``meta_keys`` holds the key
 ``key=value`` terms, so each type compares only with its own. Keyword order is UTF-8 byte order, which is
 code point order; numbers are written in an order-preserving hex form of their double (:func:`sortable`).
 A key never holds ``=`` or ``>``, so the terms of one key are exactly those in ``["key=", "key>")``."""
+WORD_FIELDS: dict[str, Any] = {
+    "own_words": {"type": "text", "analyzer": "whitespace"},
+    "context_words": {"type": "text", "analyzer": "whitespace"},
+    "terms": {"type": "keyword", "index": False, "doc_values": False},
+    "context_terms": {"type": "keyword", "index": False, "doc_values": False},
+    "length": {"type": "integer"},
+    "contextual_length": {"type": "integer"},
+}
+"""What keyword search reads: each word of the entry as often as it occurs (``own_words``, and the words of
+the entries before it in ``context_words``: agentmem/search/context.py) to find the entries that hold a
+word, best first by that word; its counts as stored on the entry (``terms``, ``context_terms``) and its
+lengths, from which our BM25 is computed (the same as the table's own index: agentmem/search/partition.py)."""
 _BUILTIN_FIELDS = {"author": "author", "session_id": "session", "timestamp": "timestamp", EXPIRES_AT: "expires_at"}
 _NOTHING: dict[str, Any] = {"bool": {"must_not": [{"match_all": {}}]}}
 
@@ -193,6 +224,63 @@ def user_filter(user: UserRef) -> dict[str, Any]:
     return {"bool": {"filter": [{"term": {"app": user.app}}, {"term": {"user": user.user}}]}}
 
 
+KEYWORD_DEPTH = 500
+"""The entries read per query word, best first by that word (OpenSearch's own BM25 of it): an entry
+beyond them is not scored for that word. Their count (the word's document frequency) is exact."""
+_KEYWORD_SOURCE = ["project", "entry_id", "author", "timestamp", "expires_at", *WORD_FIELDS]
+
+
+def word_fields(record: VectorRecord) -> dict[str, Any]:
+    """The keyword fields of one entry's document."""
+    return {
+        "own_words": " ".join(word for word, count in record.terms.items() for _ in range(count)),
+        "context_words": " ".join(word for word, count in record.context_terms.items() for _ in range(count)),
+        "terms": records.encoded_terms(record.terms),
+        "context_terms": records.encoded_terms(record.context_terms),
+        "length": record.length,
+        "contextual_length": OWN_WEIGHT * record.length + record.context_length,
+    }
+
+
+def keyword_queries(
+    scopes: Sequence[Scope], words: Sequence[str], now: str, *, contextual: bool
+) -> list[dict[str, Any]]:
+    """The ``_msearch`` lines of a keyword search: per word, the best :data:`KEYWORD_DEPTH` live entries
+    holding it (and how many hold it); then the scopes' live entries counted, with their total length."""
+    restrict = scope_filter(scopes)
+    restrict["bool"]["filter"].append(filter_query(live(now)))
+    lines: list[dict[str, Any]] = []
+    for word in words:
+        own = {"match": {"own_words": {"query": word, "boost": OWN_WEIGHT}}}
+        found = (
+            {"bool": {"should": [own, {"match": {"context_words": word}}], "minimum_should_match": 1}}
+            if contextual
+            else own
+        )
+        query = {"bool": {"filter": restrict["bool"]["filter"], "must": [found]}}
+        lines += [{}, {"size": KEYWORD_DEPTH, "track_total_hits": True, "_source": _KEYWORD_SOURCE, "query": query}]
+    field = "contextual_length" if contextual else "length"
+    totals = {"size": 0, "track_total_hits": True, "query": restrict, "aggs": {"length": {"sum": {"field": field}}}}
+    return [*lines, {}, totals]
+
+
+def _entry_of(scope: Scope, source: dict[str, Any]) -> dict[str, Any]:
+    """A document's keyword fields as the entry item they came from (what PartitionIndex reads)."""
+    length = int(source.get("length") or 0)
+    return {
+        "pk": scope.partition,
+        "sk": records.entry_sk(str(source["entry_id"])),
+        "id": str(source["entry_id"]),
+        "author": source.get("author"),
+        "timestamp": source.get("timestamp"),
+        records.EXPIRES_AT: source.get("expires_at"),
+        records.TERMS: source.get("terms") or "",
+        records.CONTEXT_TERMS: source.get("context_terms") or "",
+        "length": length,
+        records.CONTEXT_LENGTH: int(source.get("contextual_length") or 0) - OWN_WEIGHT * length,
+    }
+
+
 KNN_CANDIDATES = 100
 """The graph search collects at least this many candidates (``k``); the response keeps the best ``top_k``
 (``size``). On the bench's 10,000 random vectors filtered to one user, recall@10 against exact search
@@ -223,6 +311,34 @@ def knn_query_body(
     }
 
 
+def _nearest_of(
+    fresh: dict[Scope, list[Item]], vector: Sequence[float], top_k: int, model_id: str, where: Node | None
+) -> list[VectorHit]:
+    """The ``top_k`` of ``fresh`` entries (read from the table) nearest ``vector``, matching ``where``."""
+    if not fresh:
+        return []
+    rest, now = without_live(where)
+    predicate = compile_filter(rest) if rest is not None else None
+    indexes = {scope: PartitionIndex.of(None, 0, items) for scope, items in fresh.items()}
+    hits = []
+    import numpy as np
+
+    query = np.asarray(vector, dtype=np.float32)
+    for scope, index in indexes.items():
+        for position, cosine in index.nearest(query, model_id, top_k, index.live_mask(now or ""), predicate):
+            builtins = index.rows[position][0]  # type: ignore[index]
+            hits.append(
+                VectorHit(
+                    scope,
+                    index.ids[position] or "",
+                    max(0.0, min(1.0, cosine)),
+                    builtins.get("author"),
+                    builtins.get("timestamp"),
+                )
+            )
+    return hits
+
+
 def cosine_from_score(score: float) -> float:
     """For ``cosinesimil`` OpenSearch scores ``(1 + cos) / 2``; the port speaks cosine clipped to [0, 1]."""
     return max(0.0, min(1.0, 2.0 * score - 1.0))
@@ -248,7 +364,10 @@ class OpenSearchVectorIndex:
         client: Any = None,
         refresh: bool | str | None = None,
         timeout: float = 5.0,
+        table: Table | None = None,
     ) -> None:
+        """``table``: where writes are logged (agentmem/memory/changes.py): on a collection that shows
+        writes only after its refresh (Serverless), searches add the entries written or deleted since."""
         if service not in ("es", "aoss"):
             raise ValueError("service must be es (OpenSearch Service) or aoss (Serverless)")
         if engine not in ENGINES:
@@ -266,6 +385,7 @@ class OpenSearchVectorIndex:
         # local node). Serverless rejects the refresh parameter and refreshes on its own (~60 s): no wait.
         self._refresh: bool | str = (False if service == "aoss" else "wait_for") if refresh is None else refresh
         self.visibility_seconds = 0 if self._refresh else SERVERLESS_REFRESH_SECONDS
+        self._table = table
 
     @property
     def client(self) -> Any:
@@ -302,8 +422,9 @@ class OpenSearchVectorIndex:
     def create_index(self, dimension: int) -> bool:
         """Create the index (with this adapter's engine) if it is missing; return True when it was created."""
         if self._call("exists", self.client.indices.exists, index=self.index):
-            # An index created before the filter fields: add them (mappings only grow; this is idempotent).
-            self._call("mapping", self.client.indices.put_mapping, index=self.index, body={"properties": FILTER_FIELDS})
+            # An index created before the filter or word fields: add them (mappings only grow; idempotent).
+            added = {"properties": {**FILTER_FIELDS, **WORD_FIELDS}}
+            self._call("mapping", self.client.indices.put_mapping, index=self.index, body=added)
             return False
         body = index_body(dimension, engine=self.engine)
         self._call("create", self.client.indices.create, index=self.index, body=body)
@@ -337,18 +458,18 @@ class OpenSearchVectorIndex:
         lines: list[dict[str, Any]] = []
         for r in records:
             lines.append({"index": {"_index": self.index, "_id": document_id(r.scope, r.entry_id)}})
-            lines.append(
-                {
-                    "app": r.scope.app,
-                    "user": r.scope.user,
-                    "project": r.scope.project_id or GLOBAL_PROJECT,
-                    "session": r.session_id,
-                    "entry_id": r.entry_id,
-                    "model": r.model_id,
-                    "vector": [float(v) for v in r.vector],
-                    **filter_fields(r),
-                }
-            )
+            document: dict[str, Any] = {
+                "app": r.scope.app,
+                "user": r.scope.user,
+                "project": r.scope.project_id or GLOBAL_PROJECT,
+                "session": r.session_id,
+                "entry_id": r.entry_id,
+                **filter_fields(r),
+                **word_fields(r),
+            }
+            if r.vector is not None and r.model_id is not None:  # until then it is found by its words only
+                document.update(model=r.model_id, vector=[float(v) for v in r.vector])
+            lines.append(document)
         if lines:
             self._bulk(lines)
 
@@ -369,21 +490,113 @@ class OpenSearchVectorIndex:
     ) -> list[VectorHit]:
         if not scopes:
             return []
+        fresh, gone = self._recent(scopes)
         body = knn_query_body(scopes, vector, top_k, model_id, where)
         response = self._call("search", self.client.search, index=self.index, body=body)
         by_project = {s.project_id or GLOBAL_PROJECT: s for s in scopes}
-        hits: list[VectorHit] = []
+        hits: list[VectorHit] = _nearest_of(fresh, vector, top_k, model_id, where)
+        shown = {(h.scope.partition, h.entry_id) for h in hits} | gone
         for hit in response.get("hits", {}).get("hits", []):
             source = hit.get("_source", {})
             scope = by_project.get(source.get("project", GLOBAL_PROJECT))
             # Defence in depth: the filter already restricts to this user; never trust a stray hit.
             if scope is None or source.get("app") != scope.app or source.get("user") != scope.user:
                 continue
+            if (scope.partition, str(source["entry_id"])) in shown:  # written or deleted since the refresh
+                continue
             cosine = cosine_from_score(float(hit.get("_score", 0.0)))
             hits.append(
                 VectorHit(scope, str(source["entry_id"]), cosine, source.get("author"), source.get("timestamp"))
             )
-        return hits
+        hits.sort(key=lambda h: (h.score, h.entry_id), reverse=True)
+        return hits[:top_k]
+
+    def _recent(self, scopes: Sequence[Scope]) -> tuple[dict[Scope, list[Item]], set[tuple[str, str]]]:
+        """The scopes' entries written within the collection's refresh interval (which it may not show
+        yet), and the (partition, id) of those deleted within it (which it may still show)."""
+        if self._table is None or not self.visibility_seconds:
+            return {}, set()
+        fresh: dict[Scope, list[Item]] = {}
+        gone: set[tuple[str, str]] = set()
+        for scope in scopes:
+            ids = changes.recent(self._table, scope.partition, self.visibility_seconds)
+            if not ids:
+                continue
+            present = self._table.batch_get([(scope.partition, records.entry_sk(i)) for i in sorted(ids)])
+            fresh[scope] = present
+            gone |= {(scope.partition, i) for i in ids - {str(item["id"]) for item in present}}
+        return fresh, gone
+
+    def keyword(self, scopes: Sequence[Scope], words: Sequence[str], now: str, *, contextual: bool = False) -> Ranking:
+        """BM25 over the scopes' live entries: one ``_msearch`` reads, per query word, the entries holding it
+        (the best :data:`KEYWORD_DEPTH` by that word) and how many hold it, and the scopes' live entries
+        counted with their total length; the ranking is computed here as the table's own index computes it."""
+        query = query_terms(words)
+        if not scopes or not query:
+            return Ranking([])
+        lines = keyword_queries(scopes, query, now, contextual=contextual)
+        response = self._call("msearch", self.client.msearch, index=self.index, body=lines)
+        answers = response.get("responses", [])
+        if len(answers) != len(query) + 1 or any("error" in answer for answer in answers):
+            raise Unavailable("OpenSearch could not answer a keyword search", code="vector_index_unavailable")
+        fresh, gone = self._recent(scopes)
+        by_project = {s.project_id or GLOBAL_PROJECT: s for s in scopes}
+        held: dict[str, dict[str, dict[str, Any]]] = {s.partition: {} for s in scopes}
+        frequencies: dict[str, int] = {}
+        for word, answer in zip(query, answers, strict=False):
+            frequencies[word] = int(answer["hits"]["total"]["value"])
+            for hit in answer["hits"]["hits"]:
+                scope = by_project.get(hit["_source"].get("project", GLOBAL_PROJECT))
+                if scope is not None:
+                    entry = _entry_of(scope, hit["_source"])
+                    held[scope.partition][entry["id"]] = entry
+        totals = answers[-1]
+        docs = int(totals["hits"]["total"]["value"])
+        for scope, items in fresh.items():  # not shown yet (or shown as they were): as the table has them
+            for item in items:
+                unseen = item["id"] not in held[scope.partition]
+                held[scope.partition][item["id"]] = item
+                docs += unseen
+                own, around = records.entry_terms(item)
+                for word in query:
+                    frequencies[word] += unseen and (word in own or (contextual and word in around))
+        for partition, entry_id in gone:
+            held.get(partition, {}).pop(entry_id, None)
+        collection = Collection(
+            docs, float(totals.get("aggregations", {}).get("length", {}).get("value") or 0.0), frequencies
+        )
+        indexes = [(p, PartitionIndex.of(None, 0, entries.values())) for p, entries in held.items()]
+        return bm25(indexes, query, now, contextual=contextual, collection=collection)
+
+    def documents_with_all(self, scope: Scope, words: Sequence[str], now: str) -> set[str]:
+        """Ids of the scope's live entries holding every word among their own (every page of them)."""
+        restrict = scope_filter([scope])
+        restrict["bool"]["filter"] += [filter_query(live(now)), *({"match": {"own_words": w}} for w in words)]
+        found: set[str] = set()
+        search_after: list[Any] | None = None
+        while True:
+            body: dict[str, Any] = {
+                "size": 1000,
+                "_source": ["entry_id"],
+                "query": restrict,
+                "sort": [{field: "asc"} for field in _DOCUMENT_KEY],
+            }
+            if search_after is not None:
+                body["search_after"] = search_after
+            response = self._call("search", self.client.search, index=self.index, body=body)
+            page = response.get("hits", {}).get("hits", [])
+            found.update(str(hit["_source"]["entry_id"]) for hit in page)
+            if len(page) < 1000:
+                break
+            search_after = page[-1].get("sort")
+        fresh, gone = self._recent([scope])
+        for item in fresh.get(scope, []):
+            own, _ = records.entry_terms(item)
+            if all(word in own for word in words) and records.is_live(item, now):
+                found.add(str(item["id"]))
+            else:  # rewritten since the refresh: the table has the truth
+                found.discard(str(item["id"]))
+        return found - {entry_id for _, entry_id in gone}
 
     def other_models(self, scopes: Sequence[Scope], model_id: str) -> list[str]:
         """Model ids other than ``model_id`` among the scopes' vectors: a terms aggregation, no documents."""

@@ -1,8 +1,9 @@
-"""The VectorIndex port: nearest-neighbour search over entry embeddings, always inside one user's scopes.
+"""The VectorIndex port: the search index of memory entries, always inside one user's scopes: nearest
+neighbours over their embeddings and BM25 over their words.
 
-The table is the source of truth (each entry item carries its vector and model id); an index is
+The table is the source of truth (each entry item carries its vector, model id and words); an index is
 derived from it and can be rebuilt. Every adapter filters by app, user and project inside the search,
-so one tenant's query never ranks another tenant's vectors.
+so one tenant's query never ranks another tenant's entries.
 """
 
 from __future__ import annotations
@@ -13,20 +14,29 @@ from typing import Any, Protocol, runtime_checkable
 
 from agentmem.keys import Scope, UserRef
 from agentmem.memory.filters import Node
+from agentmem.search.inverted_index import Ranking
 
 
 @dataclass(frozen=True, slots=True)
 class VectorRecord:
+    """What a derived index keeps of one entry: its vector (None until it is embedded), the fields a filter
+    reads (to filter as it searches), and its words (to rank it by BM25)."""
+
     scope: Scope
     entry_id: str
-    vector: Sequence[float]
-    model_id: str
+    vector: Sequence[float] | None
+    model_id: str | None
     session_id: str | None = None
     author: str | None = None
     timestamp: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     expires_at: str | None = None
-    """The fields a filter reads (a derived index keeps them beside the vector, to filter as it searches)."""
+    terms: Mapping[str, int] = field(default_factory=dict)
+    """The entry's own words and their counts."""
+    context_terms: Mapping[str, int] = field(default_factory=dict)
+    """The words of the entries before it that it is also found by, and their counts."""
+    length: int = 0
+    context_length: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +75,15 @@ class VectorIndex(Protocol):
     ) -> list[VectorHit]:
         """The ``top_k`` nearest vectors among the entries matching ``where`` (filtered while searching,
         never after the cut: fewer than ``top_k`` only when fewer match)."""
+        ...
+
+    def keyword(self, scopes: Sequence[Scope], words: Sequence[str], now: str, *, contextual: bool = False) -> Ranking:
+        """BM25 of ``words`` over the scopes' entries live at ``now`` (one collection), best first: their own
+        words, or with ``contextual`` also the words of the entries before them (agentmem/search/context.py)."""
+        ...
+
+    def documents_with_all(self, scope: Scope, words: Sequence[str], now: str) -> set[str]:
+        """Ids of the scope's entries live at ``now`` holding every one of ``words`` among their own."""
         ...
 
     def other_models(self, scopes: Sequence[Scope], model_id: str) -> list[str]:

@@ -1,8 +1,9 @@
 """Apply one DynamoDB stream record of the table to a vector index (the durable path to OpenSearch).
 
 Only entry items (partition ``S#...``, sort key ``E#...``) matter. ``INSERT``/``MODIFY`` upsert the
-entry's stored vector; an entry without a vector (stored while the embedder was down) is embedded here
-when an embedder is configured, its vector written back to the entry (which streams again, harmlessly);
+entry's stored vector and words; an entry without a vector (stored while the embedder was down) is embedded
+here when an embedder is configured, its vector written back to the entry (which streams again, harmlessly),
+and indexed by its words meanwhile;
 ``REMOVE`` deletes the vector. Every operation is idempotent, so redelivered records are safe.
 """
 
@@ -63,15 +64,16 @@ def apply_stream_record(
     item = image_to_item(new_image)
     record = record_for_item(item)
     if record is None:
+        return "ignored"
+    if record.vector is None:
         if embedder is None or table is None:
+            index.upsert([record])  # found by its words until it is embedded
             return "pending"
         updated = embed_pending(table, embedder, [item])
         if not updated:
             return "ignored"  # deleted meanwhile
-        record = record_for_item(updated[0])
-        if record is None:
-            return "pending"
-        index.upsert([record])
-        return "embedded"
+        embedded = record_for_item(updated[0])
+        index.upsert([embedded or record])
+        return "embedded" if embedded is not None and embedded.vector is not None else "pending"
     index.upsert([record])
     return "upserted"

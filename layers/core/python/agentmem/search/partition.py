@@ -1,0 +1,375 @@
+"""One partition's memory entries held in process, as searches read them: each entry's vectors, the fields
+a filter reads, and the words keyword search ranks by (BM25 over an inverted index in memory).
+
+Built from the partition's entry items once, then kept up to date one changed entry at a time
+(:meth:`PartitionIndex.apply`, fed by the partition's change log: agentmem/memory/changes.py), so a
+search reads no postings from the table at all. numpy is imported on first use.
+
+An entry's words are stored on its item as ``terms`` (``word:tf`` for its own words) and
+``context_terms`` (``word:cf`` for the words of the entries before it that it is found by:
+agentmem/search/context.py); an entry written before they were stored has its words counted again from
+its text and context, by the same functions that count them on a write.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentmem.embeddings.codec import MODEL_ATTR, VECTOR_ATTR
+from agentmem.memory import records
+from agentmem.search.context import OWN_WEIGHT
+from agentmem.search.inverted_index import K1, B, Hit, Ranking, query_terms
+
+MAX_HITS = 1000
+"""Keyword hits a ranking keeps, best first (a search reads at most this far down: memory/search.py)."""
+
+Row = tuple[dict[str, Any], dict[str, Any]]
+"""What a filter reads of one entry: its built-in fields and its metadata."""
+
+
+def _tie_keys(entry_id: str) -> tuple[float, float]:
+    """An id's order as two exact floats (a ULID: 10 characters of time, then randomness; others by
+    their first characters), so that ties are broken by id in numpy."""
+    digits = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+    value = 0
+    for char in entry_id[:20].upper().ljust(20, "0"):
+        position = digits.find(char)
+        value = value * 32 + (position if position >= 0 else 0)
+    return float(value >> 50), float(value & ((1 << 50) - 1))
+
+
+@dataclass(slots=True)
+class _Postings:
+    positions: list[int]
+    counts: list[int]
+    arrays: tuple[Any, Any] | None = None
+
+    def add(self, position: int, count: int) -> None:
+        self.positions.append(position)
+        self.counts.append(count)
+        self.arrays = None
+
+    def as_arrays(self) -> tuple[Any, Any]:
+        if self.arrays is None:
+            import numpy as np
+
+            self.arrays = (np.asarray(self.positions, dtype=np.int64), np.asarray(self.counts, dtype=np.float64))
+        return self.arrays
+
+
+@dataclass(slots=True)
+class _Vectors:
+    """One model's vectors: rows in the order they were added, each with its entry's position."""
+
+    matrix: Any
+    positions: list[int]
+    size: int = 0
+
+    def add(self, position: int, vector: Any) -> None:
+        import numpy as np
+
+        if self.size == self.matrix.shape[0]:
+            grown = np.empty((max(16, self.size * 2), self.matrix.shape[1]), dtype=np.float32)
+            grown[: self.size] = self.matrix[: self.size]
+            self.matrix = grown
+        self.matrix[self.size] = vector
+        self.positions.append(position)
+        self.size += 1
+
+
+class PartitionIndex:
+    """The entries of one partition at one version of its change log (``epoch``, ``version``)."""
+
+    def __init__(self, epoch: str | None, version: int) -> None:
+        self.epoch = epoch
+        self.version = version
+        self.ids: list[str | None] = []
+        """Entry id at each position; None where an entry was removed."""
+        self.rows: list[Row | None] = []
+        self._position: dict[str, int] = {}
+        self._expires: dict[int, str] = {}
+        self._own: dict[str, _Postings] = {}
+        self._context: dict[str, _Postings] = {}
+        self._length: list[float] = []
+        self._contextual: list[float] = []
+        self._ties: list[tuple[float, float]] = []
+        self._vectors: dict[str, _Vectors] = {}
+        self._removed = 0
+        self._arrays: dict[str, Any] = {}
+        self.missing: dict[int, float] = {}
+        """Versions of the change log whose rows were not there yet, and when that was first seen."""
+        self.caught_up_at = time.time()
+        """When this index last learnt every change logged (a full read, or the log)."""
+
+    @classmethod
+    def of(cls, epoch: str | None, version: int, items: Iterable[Mapping[str, Any]]) -> PartitionIndex:
+        index = cls(epoch, version)
+        for item in items:
+            index._add(item)
+        return index
+
+    def __len__(self) -> int:
+        return len(self._position)
+
+    @property
+    def models(self) -> set[str]:
+        return {model for model, held in self._vectors.items() if any(self.ids[p] for p in held.positions)}
+
+    # -- changes ---------------------------------------------------------------------------------------
+
+    def apply(
+        self, changed: Iterable[str], present: Iterable[Mapping[str, Any]], epoch: str | None, version: int
+    ) -> None:
+        """Bring the index to ``version``: ``changed`` ids were added, deleted or rewritten; ``present``
+        holds the items of those that exist now."""
+        for entry_id in changed:
+            self._remove(entry_id)
+        for item in present:
+            self._add(item)
+        self.epoch, self.version = epoch, version
+        if self._removed > max(1000, len(self._position)):
+            self._compact()
+
+    def _add(self, item: Mapping[str, Any]) -> None:
+        import numpy as np
+
+        entry_id = str(item["id"])
+        self._remove(entry_id)
+        position = len(self.ids)
+        self.ids.append(entry_id)
+        self._position[entry_id] = position
+        self.rows.append((records.entry_builtins(dict(item)), records.entry_metadata(dict(item))))
+        expires = item.get(records.EXPIRES_AT)
+        if isinstance(expires, str):
+            self._expires[position] = expires
+        own, context = records.entry_terms(dict(item))
+        for word, count in own.items():
+            self._own.setdefault(word, _Postings([], [])).add(position, count)
+        for word, count in context.items():
+            self._context.setdefault(word, _Postings([], [])).add(position, count)
+        length = int(item.get("length") or 0)
+        self._length.append(float(length))
+        self._contextual.append(float(OWN_WEIGHT * length + int(item.get(records.CONTEXT_LENGTH) or 0)))
+        self._ties.append(_tie_keys(entry_id))
+        data, model = item.get(VECTOR_ATTR), item.get(MODEL_ATTR)
+        if isinstance(data, bytes) and isinstance(model, str):
+            vector = np.frombuffer(data, dtype="<f4")
+            held = self._vectors.get(model)
+            if held is None:
+                held = self._vectors[model] = _Vectors(np.empty((16, vector.shape[0]), dtype=np.float32), [])
+            if held.matrix.shape[1] == vector.shape[0]:  # one model, one dimension; anything else is corrupt
+                held.add(position, vector)
+        self._arrays.clear()
+
+    def _remove(self, entry_id: str) -> None:
+        position = self._position.pop(entry_id, None)
+        if position is None:
+            return
+        self.ids[position] = None
+        self.rows[position] = None
+        self._expires.pop(position, None)
+        self._removed += 1
+        self._arrays.clear()
+
+    def _compact(self) -> None:
+        """Rebuild without the removed positions (from what is held: nothing is read)."""
+        live = [p for p, entry_id in enumerate(self.ids) if entry_id is not None]
+        fresh = PartitionIndex(self.epoch, self.version)
+        renumber = {old: new for new, old in enumerate(live)}
+        fresh.ids = [self.ids[p] for p in live]
+        fresh.rows = [self.rows[p] for p in live]
+        fresh._position = {entry_id: n for n, entry_id in enumerate(fresh.ids) if entry_id is not None}
+        fresh._expires = {renumber[p]: when for p, when in self._expires.items()}
+        fresh._length = [self._length[p] for p in live]
+        fresh._contextual = [self._contextual[p] for p in live]
+        fresh._ties = [self._ties[p] for p in live]
+        for source, target in ((self._own, fresh._own), (self._context, fresh._context)):
+            for word, postings in source.items():
+                kept = [
+                    (renumber[p], c) for p, c in zip(postings.positions, postings.counts, strict=True) if p in renumber
+                ]
+                if kept:
+                    target[word] = _Postings([p for p, _ in kept], [c for _, c in kept])
+        for model, held in self._vectors.items():
+            rows = [i for i, p in enumerate(held.positions[: held.size]) if p in renumber]
+            if rows:
+                fresh._vectors[model] = _Vectors(
+                    held.matrix[rows].copy(), [renumber[held.positions[i]] for i in rows], len(rows)
+                )
+        self.__dict__.update(fresh.__dict__)
+
+    # -- reads -----------------------------------------------------------------------------------------
+
+    def _array(self, name: str) -> Any:
+        import numpy as np
+
+        cached = self._arrays.get(name)
+        if cached is None:
+            if name == "alive":
+                cached = np.asarray([entry_id is not None for entry_id in self.ids], dtype=bool)
+            elif name == "ties":
+                cached = np.asarray(self._ties, dtype=np.float64).reshape(-1, 2)
+            else:
+                cached = np.asarray(getattr(self, f"_{name}"), dtype=np.float64)
+            self._arrays[name] = cached
+        return cached
+
+    def live_mask(self, now: str) -> Any:
+        """Positions holding an entry that has not expired at ``now`` (stored form)."""
+        mask = self._array("alive")
+        expired = [p for p, when in self._expires.items() if when <= now]
+        if expired:
+            mask = mask.copy()
+            mask[expired] = False
+        return mask
+
+    def postings(self, word: str, *, contextual: bool) -> list[tuple[Any, Any, Any]]:
+        """(positions, weighted frequency, document length) arrays of ``word``'s postings: its own
+        occurrences (weighted :data:`OWN_WEIGHT` and measured by contextual length when ``contextual``),
+        and, when ``contextual``, its context occurrences."""
+        found = []
+        own = self._own.get(word)
+        if own is not None:
+            positions, counts = own.as_arrays()
+            if contextual:
+                found.append((positions, OWN_WEIGHT * counts, self._array("contextual")[positions]))
+            else:
+                found.append((positions, counts, self._array("length")[positions]))
+        around = self._context.get(word) if contextual else None
+        if around is not None:
+            positions, counts = around.as_arrays()
+            found.append((positions, counts, self._array("contextual")[positions]))
+        return found
+
+    def total_length(self, mask: Any, *, contextual: bool) -> float:
+        return float(self._array("contextual" if contextual else "length")[mask].sum())
+
+    def with_all(self, words: Sequence[str], now: str) -> set[str]:
+        """Ids of the live entries holding every word among their own."""
+        result: set[int] | None = None
+        mask = self.live_mask(now)
+        for word in dict.fromkeys(words):
+            postings = self._own.get(word)
+            found = {p for p in postings.positions if mask[p]} if postings else set()
+            result = found if result is None else result & found
+            if not result:
+                return set()
+        return {self.ids[p] for p in (result or set()) if self.ids[p] is not None}  # type: ignore[misc]
+
+    def nearest(
+        self,
+        query: Any,
+        model: str,
+        top_k: int,
+        mask: Any,
+        predicate: Callable[[dict[str, Any], dict[str, Any]], bool] | None,
+    ) -> list[tuple[int, float]]:
+        """(position, cosine) of the ``top_k`` live entries with ``model`` vectors most similar to
+        ``query``, among those ``predicate`` accepts."""
+        import numpy as np
+
+        held = self._vectors.get(model)
+        if held is None or held.size == 0 or held.matrix.shape[1] != query.shape[0]:
+            return []
+        positions = np.asarray(held.positions[: held.size], dtype=np.int64)
+        keep = mask[positions]
+        if predicate is not None:
+            rows = self.rows
+            keep &= np.fromiter(
+                (bool(k) and predicate(*rows[p]) for p, k in zip(positions.tolist(), keep.tolist(), strict=True)),  # type: ignore[misc]
+                dtype=bool,
+                count=len(positions),
+            )
+        selected = np.flatnonzero(keep)
+        if selected.size == 0:
+            return []
+        scores = held.matrix[selected] @ query
+        count = min(top_k, selected.size)
+        best = np.argpartition(-scores, count - 1)[:count] if count < selected.size else np.arange(selected.size)
+        return [(int(positions[selected[i]]), float(scores[i])) for i in best]
+
+
+@dataclass(frozen=True, slots=True)
+class Collection:
+    """The statistics BM25 reads of the collection, when the indexes hold only part of it (the entries a
+    remote index returned): its live entries, their total length, and each word's document frequency."""
+
+    docs: int
+    length: float
+    frequencies: Mapping[str, int]
+
+
+def bm25(
+    indexes: Sequence[tuple[str, PartitionIndex]],
+    words: Sequence[str],
+    now: str,
+    *,
+    contextual: bool,
+    collection: Collection | None = None,
+) -> Ranking:
+    """BM25 of ``words`` over the live entries of the partitions (as one collection), best first (the
+    first :data:`MAX_HITS`), with the sum of the query words' IDFs and the spread of the scores over every
+    entry: the ranking agentmem.search.inverted_index computes from postings in the table, from memory.
+    ``collection``: the statistics of the whole collection, when the indexes hold part of it."""
+    import numpy as np
+
+    query = query_terms(words)
+    if not query or not indexes:
+        return Ranking([])
+    masks = [index.live_mask(now) for _, index in indexes]
+    docs = sum(int(mask.sum()) for mask in masks)
+    length = sum(
+        index.total_length(mask, contextual=contextual) for (_, index), mask in zip(indexes, masks, strict=True)
+    )
+    if collection is not None:
+        docs, length = collection.docs, collection.length
+    found = {
+        word: [
+            [
+                (positions[mask[positions]], counts[mask[positions]], lengths[mask[positions]])
+                for positions, counts, lengths in index.postings(word, contextual=contextual)
+            ]
+            for (_, index), mask in zip(indexes, masks, strict=True)
+        ]
+        for word in query
+    }
+    frequencies = {
+        word: sum(len(p) for per_partition in lists for p, _, _ in per_partition) for word, lists in found.items()
+    }
+    if collection is not None:
+        frequencies = {word: max(count, collection.frequencies.get(word, 0)) for word, count in frequencies.items()}
+    docs = max(docs, max(frequencies.values(), default=0), 1)
+    average = max(length / docs, 1.0)
+    scores = [np.zeros(len(index.ids)) for _, index in indexes]
+    idf_total = 0.0
+    for word in query:
+        df = frequencies[word]
+        idf = math.log(1 + (docs - df + 0.5) / (df + 0.5))
+        idf_total += idf
+        for partition_scores, per_partition in zip(scores, found[word], strict=True):
+            for positions, counts, lengths in per_partition:
+                norm = 1 - B + B * lengths / average
+                partition_scores[positions] += idf * counts * (K1 + 1) / (counts + K1 * norm)
+    if idf_total <= 0:
+        return Ranking([])
+    total = sum(float(s.sum()) for s in scores)
+    squares = sum(float((s * s).sum()) for s in scores)
+    mean = total / docs
+    spread = math.sqrt(max(0.0, squares / docs - mean * mean))
+    candidates: list[tuple[float, float, float, int, int]] = []
+    for n, ((_, index), partition_scores) in enumerate(zip(indexes, scores, strict=True)):
+        matched = np.flatnonzero(partition_scores > 0)
+        if matched.size > MAX_HITS:  # only the best can be kept: the rest cannot reach the top
+            cut = np.partition(partition_scores[matched], matched.size - MAX_HITS)[matched.size - MAX_HITS]
+            matched = matched[partition_scores[matched] >= cut]
+        ties = index._array("ties")
+        candidates.extend(
+            (float(partition_scores[p]), float(ties[p, 0]), float(ties[p, 1]), n, int(p)) for p in matched.tolist()
+        )
+    candidates.sort(reverse=True)  # ties: newer (larger) ids first
+    hits = [Hit(indexes[n][0], indexes[n][1].ids[p] or "", score) for score, _, _, n, p in candidates[:MAX_HITS]]
+    return Ranking(hits, idf_total, spread)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import random
 import time
+
 import pytest
 
 from agentmem import capacity

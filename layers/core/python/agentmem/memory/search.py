@@ -26,7 +26,7 @@ from agentmem.memory import filters, records
 from agentmem.models.memory import SearchMode, StoredEntry
 from agentmem.observability import logger
 from agentmem.search import calibration, fusion, relevance
-from agentmem.search.inverted_index import Ranking
+from agentmem.search.inverted_index import Hit, Ranking
 from agentmem.search.tokenize import tokenize
 from agentmem.stores.table import Item, Table
 from agentmem.tenancy import metering
@@ -162,9 +162,11 @@ class MemorySearch:
         keyword = Ranking([])
         if hybrid:
             keyword = self.vector_index.keyword(scope.visible_scopes(), tokenize(query), now, contextual=True)
-        keyword_hits = [(h.partition, h.doc_id, h.score) for h in keyword.hits]
+        keyword_hits = keyword.hits
         if where is not None and hybrid:  # combine the evidence of matching entries only
-            keyword_hits = [hit for hit, _ in self._select(keyword_hits, depth, where, now, known)]
+            ranked_keys = [(h.partition, h.doc_id, h.score) for h in keyword_hits]
+            matching = {hit[1] for hit, _ in self._select(ranked_keys, depth, where, now, known)}
+            keyword_hits = [h for h in keyword_hits if h.doc_id in matching]
         vector = vector_soon.result()
         standing = calibration.QueryStanding(self.embedder, vector)
         cues = fusion.QueryCues.of(query)
@@ -197,24 +199,31 @@ class MemorySearch:
             depth = min(depth * 4, MAX_CANDIDATES)  # hits of gone entries (an index lagging the table): deeper
 
     def _candidates(
-        self, semantic: Sequence[VectorHit], keyword: Sequence[tuple[str, str, float]], known: dict[str, Item]
+        self, semantic: Sequence[VectorHit], keyword: Sequence[Hit], known: dict[str, Item]
     ) -> list[fusion.Candidate]:
-        """Every entry either ranking found, with its evidence; the entries only keyword search found are
-        read (into ``known``) for their author and timestamp."""
-        bm25 = {doc_id: score for _, doc_id, score in keyword}
+        """Every entry either ranking found, with its evidence; the entries only keyword search found whose
+        author and timestamp the index did not give are read (into ``known``) for them."""
+        bm25 = {h.doc_id: h.score for h in keyword}
         candidates = {
             h.entry_id: fusion.Candidate(
                 h.scope.partition, h.entry_id, h.score, bm25.get(h.entry_id, 0.0), h.author, h.timestamp
             )
             for h in semantic
         }
-        unread = [(p, records.entry_sk(d)) for p, d, _ in keyword if d not in candidates and d not in known]
+        unread = [
+            (h.partition, records.entry_sk(h.doc_id))
+            for h in keyword
+            if not h.described and h.doc_id not in candidates and h.doc_id not in known
+        ]
         known.update((item["id"], item) for item in self._table.batch_get(unread))
-        for partition, doc_id, score in keyword:
-            item = known.get(doc_id)
-            if doc_id not in candidates and item is not None:
-                candidates[doc_id] = fusion.Candidate(
-                    partition, doc_id, None, score, item.get("author"), item.get("timestamp")
+        for h in keyword:
+            if h.doc_id in candidates:
+                continue
+            if h.described:
+                candidates[h.doc_id] = fusion.Candidate(h.partition, h.doc_id, None, h.score, h.author, h.timestamp)
+            elif (item := known.get(h.doc_id)) is not None:
+                candidates[h.doc_id] = fusion.Candidate(
+                    h.partition, h.doc_id, None, h.score, item.get("author"), item.get("timestamp")
                 )
         return list(candidates.values())
 

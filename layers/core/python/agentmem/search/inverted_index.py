@@ -66,6 +66,10 @@ class Hit:
     doc_id: str
     score: float
     """The BM25 score, uncapped."""
+    author: str | None = None
+    timestamp: str | None = None
+    described: bool = False
+    """True when the index knew the entry's author and timestamp (a search need not read the entry for them)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentmem.embeddings.codec import MODEL_ATTR, VECTOR_ATTR
+from agentmem.embeddings.codec import MODEL_ATTR, VECTOR_ATTR, vector_array
 from agentmem.memory import records
 from agentmem.search.context import OWN_WEIGHT
 from agentmem.search.inverted_index import K1, B, Hit, Ranking, query_terms
@@ -31,15 +31,19 @@ Row = tuple[dict[str, Any], dict[str, Any]]
 """What a filter reads of one entry: its built-in fields and its metadata."""
 
 
-def _tie_keys(entry_id: str) -> tuple[float, float]:
-    """An id's order as two exact floats (a ULID: 10 characters of time, then randomness; others by
-    their first characters), so that ties are broken by id in numpy."""
-    digits = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-    value = 0
-    for char in entry_id[:20].upper().ljust(20, "0"):
-        position = digits.find(char)
-        value = value * 32 + (position if position >= 0 else 0)
-    return float(value >> 50), float(value & ((1 << 50) - 1))
+_ULID_DIGITS = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def _tie_keys(entry_id: str) -> tuple[float, float, float]:
+    """An id's order as three exact floats (the 26 characters of a ULID, 10 + 8 + 8 of 5 bits each), so
+    that ties are broken by id in numpy (ids are ULIDs; another id orders by its first 26 characters)."""
+    parts = []
+    for start, end in ((0, 10), (10, 18), (18, 26)):
+        value = 0
+        for char in entry_id[start:end].upper().ljust(end - start, "0"):
+            value = value * 32 + max(0, _ULID_DIGITS.find(char))
+        parts.append(float(value))
+    return parts[0], parts[1], parts[2]
 
 
 @dataclass(slots=True)
@@ -66,19 +70,61 @@ class _Vectors:
     """One model's vectors: rows in the order they were added, each with its entry's position."""
 
     matrix: Any
-    positions: list[int]
+    """float32 rows (capacity grows by doubling: the first ``size`` are held)."""
+    positions: Any
+    """int64 array: the entry position of each row."""
     size: int = 0
 
     def add(self, position: int, vector: Any) -> None:
         import numpy as np
 
         if self.size == self.matrix.shape[0]:
-            grown = np.empty((max(16, self.size * 2), self.matrix.shape[1]), dtype=np.float32)
+            capacity = max(16, self.size * 2)
+            grown = np.empty((capacity, self.matrix.shape[1]), dtype=np.float32)
             grown[: self.size] = self.matrix[: self.size]
             self.matrix = grown
+            self.positions = np.resize(self.positions, capacity)
         self.matrix[self.size] = vector
-        self.positions.append(position)
+        self.positions[self.size] = position
         self.size += 1
+
+
+class _Columns:
+    """Per position: held or removed, own length, contextual length, id order (numpy arrays whose capacity
+    grows by doubling, so adding an entry never rebuilds them)."""
+
+    def __init__(self, capacity: int = 16) -> None:
+        import numpy as np
+
+        self.size = 0
+        self.alive = np.zeros(capacity, dtype=bool)
+        self.length = np.zeros(capacity)
+        self.contextual = np.zeros(capacity)
+        self.ties = np.zeros((capacity, 3))
+
+    def add(self, position: int, length: float, contextual: float, ties: tuple[float, float, float]) -> None:
+        import numpy as np
+
+        if position >= self.alive.shape[0]:
+            capacity = max(16, 2 * self.alive.shape[0], position + 1)
+            self.alive = np.resize(self.alive, capacity)
+            self.length = np.resize(self.length, capacity)
+            self.contextual = np.resize(self.contextual, capacity)
+            self.ties = np.resize(self.ties, (capacity, 3))
+        self.alive[position] = True
+        self.length[position] = length
+        self.contextual[position] = contextual
+        self.ties[position] = ties
+        self.size = max(self.size, position + 1)
+
+    def kept(self, positions: Sequence[int]) -> _Columns:
+        fresh = _Columns(max(16, len(positions)))
+        fresh.size = len(positions)
+        fresh.alive[: fresh.size] = self.alive[positions]
+        fresh.length[: fresh.size] = self.length[positions]
+        fresh.contextual[: fresh.size] = self.contextual[positions]
+        fresh.ties[: fresh.size] = self.ties[positions]
+        return fresh
 
 
 class PartitionIndex:
@@ -94,12 +140,9 @@ class PartitionIndex:
         self._expires: dict[int, str] = {}
         self._own: dict[str, _Postings] = {}
         self._context: dict[str, _Postings] = {}
-        self._length: list[float] = []
-        self._contextual: list[float] = []
-        self._ties: list[tuple[float, float]] = []
+        self._columns = _Columns()
         self._vectors: dict[str, _Vectors] = {}
         self._removed = 0
-        self._arrays: dict[str, Any] = {}
         self.missing: dict[int, float] = {}
         """Versions of the change log whose rows were not there yet, and when that was first seen."""
         self.caught_up_at = time.time()
@@ -117,7 +160,7 @@ class PartitionIndex:
 
     @property
     def models(self) -> set[str]:
-        return {model for model, held in self._vectors.items() if any(self.ids[p] for p in held.positions)}
+        return {model for model, held in self._vectors.items() if any(self.ids[p] for p in held.positions[: held.size])}
 
     # -- changes ---------------------------------------------------------------------------------------
 
@@ -152,18 +195,17 @@ class PartitionIndex:
         for word, count in context.items():
             self._context.setdefault(word, _Postings([], [])).add(position, count)
         length = int(item.get("length") or 0)
-        self._length.append(float(length))
-        self._contextual.append(float(OWN_WEIGHT * length + int(item.get(records.CONTEXT_LENGTH) or 0)))
-        self._ties.append(_tie_keys(entry_id))
+        contextual = OWN_WEIGHT * length + int(item.get(records.CONTEXT_LENGTH) or 0)
+        self._columns.add(position, float(length), float(contextual), _tie_keys(entry_id))
         data, model = item.get(VECTOR_ATTR), item.get(MODEL_ATTR)
         if isinstance(data, bytes) and isinstance(model, str):
-            vector = np.frombuffer(data, dtype="<f4")
+            vector = vector_array(data)
             held = self._vectors.get(model)
             if held is None:
-                held = self._vectors[model] = _Vectors(np.empty((16, vector.shape[0]), dtype=np.float32), [])
+                empty = np.empty((16, vector.shape[0]), dtype=np.float32)
+                held = self._vectors[model] = _Vectors(empty, np.zeros(16, dtype=np.int64))
             if held.matrix.shape[1] == vector.shape[0]:  # one model, one dimension; anything else is corrupt
                 held.add(position, vector)
-        self._arrays.clear()
 
     def _remove(self, entry_id: str) -> None:
         position = self._position.pop(entry_id, None)
@@ -172,8 +214,8 @@ class PartitionIndex:
         self.ids[position] = None
         self.rows[position] = None
         self._expires.pop(position, None)
+        self._columns.alive[position] = False
         self._removed += 1
-        self._arrays.clear()
 
     def _compact(self) -> None:
         """Rebuild without the removed positions (from what is held: nothing is read)."""
@@ -184,9 +226,7 @@ class PartitionIndex:
         fresh.rows = [self.rows[p] for p in live]
         fresh._position = {entry_id: n for n, entry_id in enumerate(fresh.ids) if entry_id is not None}
         fresh._expires = {renumber[p]: when for p, when in self._expires.items()}
-        fresh._length = [self._length[p] for p in live]
-        fresh._contextual = [self._contextual[p] for p in live]
-        fresh._ties = [self._ties[p] for p in live]
+        fresh._columns = self._columns.kept(live)
         for source, target in ((self._own, fresh._own), (self._context, fresh._context)):
             for word, postings in source.items():
                 kept = [
@@ -194,29 +234,20 @@ class PartitionIndex:
                 ]
                 if kept:
                     target[word] = _Postings([p for p, _ in kept], [c for _, c in kept])
+        import numpy as np
+
         for model, held in self._vectors.items():
-            rows = [i for i, p in enumerate(held.positions[: held.size]) if p in renumber]
+            rows = [i for i, p in enumerate(held.positions[: held.size].tolist()) if p in renumber]
             if rows:
-                fresh._vectors[model] = _Vectors(
-                    held.matrix[rows].copy(), [renumber[held.positions[i]] for i in rows], len(rows)
-                )
+                positions = np.asarray([renumber[int(held.positions[i])] for i in rows], dtype=np.int64)
+                fresh._vectors[model] = _Vectors(held.matrix[rows].copy(), positions, len(rows))
         self.__dict__.update(fresh.__dict__)
 
     # -- reads -----------------------------------------------------------------------------------------
 
     def _array(self, name: str) -> Any:
-        import numpy as np
-
-        cached = self._arrays.get(name)
-        if cached is None:
-            if name == "alive":
-                cached = np.asarray([entry_id is not None for entry_id in self.ids], dtype=bool)
-            elif name == "ties":
-                cached = np.asarray(self._ties, dtype=np.float64).reshape(-1, 2)
-            else:
-                cached = np.asarray(getattr(self, f"_{name}"), dtype=np.float64)
-            self._arrays[name] = cached
-        return cached
+        """A column over the positions held: ``alive``, ``length``, ``contextual`` or ``ties``."""
+        return getattr(self._columns, name)[: self._columns.size]
 
     def live_mask(self, now: str) -> Any:
         """Positions holding an entry that has not expired at ``now`` (stored form)."""
@@ -275,7 +306,7 @@ class PartitionIndex:
         held = self._vectors.get(model)
         if held is None or held.size == 0 or held.matrix.shape[1] != query.shape[0]:
             return []
-        positions = np.asarray(held.positions[: held.size], dtype=np.int64)
+        positions = held.positions[: held.size]
         keep = mask[positions]
         if predicate is not None:
             rows = self.rows
@@ -284,13 +315,15 @@ class PartitionIndex:
                 dtype=bool,
                 count=len(positions),
             )
-        selected = np.flatnonzero(keep)
-        if selected.size == 0:
+        scores = held.matrix[: held.size] @ query  # every row: cheaper than gathering the kept ones first
+        kept = int(keep.sum())
+        if kept == 0:
             return []
-        scores = held.matrix[selected] @ query
-        count = min(top_k, selected.size)
-        best = np.argpartition(-scores, count - 1)[:count] if count < selected.size else np.arange(selected.size)
-        return [(int(positions[selected[i]]), float(scores[i])) for i in best]
+        if kept < held.size:
+            scores = np.where(keep, scores, -np.inf)
+        count = min(top_k, kept)
+        best = np.argpartition(-scores, count - 1)[:count]
+        return [(int(positions[i]), float(scores[i])) for i in best if keep[i]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +334,21 @@ class Collection:
     docs: int
     length: float
     frequencies: Mapping[str, int]
+
+
+def _best(scores: Any, ties: Any, count: int) -> Any:
+    """Indices of the ``count`` best rows by score, ties broken by id order (newer ids first), best first."""
+    import numpy as np
+
+    if scores.size > count:
+        cut = np.partition(scores, scores.size - count)[scores.size - count]
+        above = np.flatnonzero(scores > cut)
+        tied = np.flatnonzero(scores == cut)
+        tied = tied[np.lexsort((-ties[tied, 2], -ties[tied, 1], -ties[tied, 0]))][: count - above.size]
+        chosen = np.concatenate((above, tied))
+    else:
+        chosen = np.arange(scores.size)
+    return chosen[np.lexsort((-ties[chosen, 2], -ties[chosen, 1], -ties[chosen, 0], -scores[chosen]))]
 
 
 def bm25(
@@ -360,16 +408,28 @@ def bm25(
     squares = sum(float((s * s).sum()) for s in scores)
     mean = total / docs
     spread = math.sqrt(max(0.0, squares / docs - mean * mean))
-    candidates: list[tuple[float, float, float, int, int]] = []
+    keys, owners = [], []  # (score, id order) of each partition's best, and (partition, position)
     for n, ((_, index), partition_scores) in enumerate(zip(indexes, scores, strict=True)):
         matched = np.flatnonzero(partition_scores > 0)
-        if matched.size > MAX_HITS:  # only the best can be kept: the rest cannot reach the top
-            cut = np.partition(partition_scores[matched], matched.size - MAX_HITS)[matched.size - MAX_HITS]
-            matched = matched[partition_scores[matched] >= cut]
         ties = index._array("ties")
-        candidates.extend(
-            (float(partition_scores[p]), float(ties[p, 0]), float(ties[p, 1]), n, int(p)) for p in matched.tolist()
+        if matched.size > MAX_HITS:  # only the best can be kept: the rest cannot reach the top
+            matched = matched[_best(partition_scores[matched], ties[matched], MAX_HITS)]
+        keys.append(np.column_stack((partition_scores[matched], ties[matched])))
+        owners.append(np.column_stack((np.full(matched.size, n), matched)))
+    merged, where = np.concatenate(keys), np.concatenate(owners)
+    order = _best(merged[:, 0], merged[:, 1:], MAX_HITS)
+    hits = []
+    for score, (n, p) in zip(merged[order, 0].tolist(), where[order].tolist(), strict=True):
+        partition, index = indexes[int(n)]
+        builtins = index.rows[int(p)][0]  # type: ignore[index]
+        hits.append(
+            Hit(
+                partition,
+                index.ids[int(p)] or "",
+                score,
+                builtins.get("author"),
+                builtins.get("timestamp"),
+                described=True,
+            )
         )
-    candidates.sort(reverse=True)  # ties: newer (larger) ids first
-    hits = [Hit(indexes[n][0], indexes[n][1].ids[p] or "", score) for score, _, _, n, p in candidates[:MAX_HITS]]
     return Ranking(hits, idf_total, spread)

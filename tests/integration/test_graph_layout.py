@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentmem import users
+from agentmem import capacity, users
 from agentmem.clock import new_id
 from agentmem.errors import ConditionFailed, Conflict
 from agentmem.graph import records
@@ -18,6 +18,7 @@ from agentmem.keys import Scope
 from agentmem.memory import records as memory_records
 from agentmem.memory.service import MemoryService
 from agentmem.models.memory import MemoryEntry
+from agentmem.search import changes
 from agentmem.stores import retry
 from agentmem.stores.table import Condition, Item, Table, query_all
 
@@ -25,18 +26,14 @@ SCOPE = Scope("demo", "alice")
 
 
 def _graph_items(table: Table, prefix: str = records.GRAPH_PREFIX) -> list[Item]:
-    return query_all(table, SCOPE.partition, prefix)
-
-
-def _segment_names(table: Table) -> set[str]:
-    """Every entity name any search segment still mentions."""
-    names: set[str] = set()
-    for item in _graph_items(table, records.SEGMENT):
-        for counts in item["o"].values():
-            names.update(counts)
-        for holders in item["n"].values():
-            names.update(holders)
-    return names
+    """The graph's items under ``prefix``, without its change log (the version item and log rows: ids of
+    what changed, kept a week; agentmem/search/changes.py)."""
+    log = changes.GRAPH
+    return [
+        i
+        for i in query_all(table, SCOPE.partition, prefix)
+        if i["sk"] != log.stats_sk and not i["sk"].startswith(log.prefix)
+    ]
 
 
 def test_a_batch_of_100_entities_with_5_facts_each_stores_at_most_3_items_per_fact(table: Table) -> None:
@@ -51,8 +48,9 @@ def test_a_batch_of_100_entities_with_5_facts_each_stores_at_most_3_items_per_fa
         for i in range(100)
     ]
     graph.create_entities(SCOPE, batch)
-    # Then the graph holds at most 3 items per fact (entities, recency, type lists and segments included)
+    # Then the graph holds at most 3 items per fact (entities and recency included), and no search structure
     assert len(_graph_items(table)) <= 3 * 500
+    assert {i["sk"][:3] for i in _graph_items(table)} <= {"GE#", "GO#", "GX#", "GU#"}
     # And every fact is found by its own words and scored from the facts
     [hit] = graph.search_nodes(SCOPE, "w42x3")["results"]
     assert (hit["entity"]["name"], hit["score"]) == ("Entity042", 1)
@@ -60,57 +58,51 @@ def test_a_batch_of_100_entities_with_5_facts_each_stores_at_most_3_items_per_fa
     assert [(r["entity"]["name"], r["score"]) for r in ranked] == [("Entity003", 6), ("Entity010", 5), ("Entity017", 5)]
 
 
-def test_a_stale_segment_pair_costs_a_read_but_never_a_result(table: Table) -> None:
-    # Given three entities, and a segment claiming Carol's facts hold "tea" five times (they do not)
-    graph = GraphMemoryService(table)
-    graph.create_entities(
-        SCOPE,
-        [
-            {"name": "Alice", "observations": ["likes tea"]},
-            {"name": "Bob", "observations": ["tea at noon", "green tea"]},
-            {"name": "Carol", "observations": ["likes coffee"]},
-        ],
-    )
-    stale = {"pk": SCOPE.partition, "sk": records.segment_bucket_prefix(2, "tea") + new_id()}
-    table.put({**stale, "rev": 1, "o": {"tea": {"Carol": 5}}, "n": {}})
-    # When searching for the top result only
-    results = graph.search_nodes(SCOPE, "tea", limit=1)["results"]
-    # Then the candidate with the highest bound was checked against its facts and passed over
-    assert [(r["entity"]["name"], r["score"]) for r in results] == [("Bob", 2)]
-    assert [r["entity"]["name"] for r in graph.search_nodes(SCOPE, "tea")["results"]] == ["Bob", "Alice"]
-
-
-def test_facts_leaving_and_entities_deleted_leave_no_pair_in_the_segments(table: Table) -> None:
-    # Given two entities written by one request (so they share segments), and a later fact of Bob's
-    graph = GraphMemoryService(table)
-    [alice, bob] = graph.create_entities(
+def test_another_process_searches_what_the_writer_changed_and_never_what_left(table: Table) -> None:
+    # Given a writer and a searcher (two processes' indexes) and entities the searcher has already searched
+    writer, searcher = GraphMemoryService(table), GraphMemoryService(table)
+    [alice, bob] = writer.create_entities(
         SCOPE,
         [
             {"name": "Alice", "observations": ["likes tea", "reads books"]},
             {"name": "Bob", "observations": ["likes tea"]},
         ],
     )
-    [later] = graph.add_observations(SCOPE, "Bob", ["plays chess"])
-    # When Alice is deleted, Bob's first fact superseded and his later one invalidated
-    graph.delete_entity(SCOPE, "Alice")
-    assert _segment_names(table) == {"Bob"}
-    _, replacement = graph.supersede_observation(SCOPE, bob["observations"][0]["id"], "likes coffee")
-    graph.invalidate_observation(SCOPE, later["id"])
-    # Then the segments hold Bob's name and his one current fact, nothing else
-    held = {
-        (token, name)
-        for item in _graph_items(table, records.SEGMENT)
-        for token, counts in item["o"].items()
-        for name in counts
-    }
-    assert held == {("likes", "Bob"), ("coffee", "Bob")}
-    assert graph.search_nodes(SCOPE, "tea")["results"] == []
-    assert [r["entity"]["name"] for r in graph.search_nodes(SCOPE, "chess")["results"]] == []
-    # And once Bob's fact is deleted and Bob too, no segment is left at all
-    graph.delete_observation(SCOPE, replacement["id"])
-    graph.delete_entity(SCOPE, "Bob")
+    [later] = writer.add_observations(SCOPE, "Bob", ["plays chess"])
+    assert [r["entity"]["name"] for r in searcher.search_nodes(SCOPE, "tea")["results"]] == ["Alice", "Bob"]
+    # When the writer deletes Alice, supersedes Bob's first fact and invalidates his later one
+    writer.delete_entity(SCOPE, "Alice")
+    _, replacement = writer.supersede_observation(SCOPE, bob["observations"][0]["id"], "likes coffee")
+    writer.invalidate_observation(SCOPE, later["id"])
+    # Then the searcher finds Bob by his current fact only, and Alice no more
+    assert searcher.search_nodes(SCOPE, "tea")["results"] == []
+    assert searcher.search_nodes(SCOPE, "chess")["results"] == []
+    assert searcher.search_nodes(SCOPE, "books")["results"] == []
+    assert [(r["entity"]["name"], r["score"]) for r in searcher.search_nodes(SCOPE, "coffee bob")["results"]] == [
+        ("Bob", 4)
+    ]
+    # And once Bob's fact is deleted and Bob too, nothing is found, and no search structure was ever stored
+    writer.delete_observation(SCOPE, replacement["id"])
+    writer.delete_entity(SCOPE, "Bob")
+    assert searcher.search_nodes(SCOPE, "bob coffee likes")["results"] == []
     assert _graph_items(table, records.SEGMENT) == []
     assert alice["name"] == "Alice"
+
+
+def test_a_search_reads_the_entities_it_returns_not_the_graph(table: Table) -> None:
+    # Given a graph of 300 entities sharing a word, and a searcher that has loaded it once
+    graph = GraphMemoryService(table)
+    graph.create_entities(SCOPE, [{"name": f"E{n:03d}", "observations": [f"shared word{n} fact"]} for n in range(300)])
+    searcher = GraphMemoryService(table)
+    searcher.search_nodes(SCOPE, "shared")
+    # When another write lands and the searcher searches the common word
+    graph.add_observations(SCOPE, "E007", ["shared shared again"])
+    with capacity.measuring() as used:
+        results = searcher.search_nodes(SCOPE, "shared", limit=5)["results"]
+    # Then it learnt the write, and read the log, the changed entity and the five it returns (with their
+    # facts and relations): not the 300
+    assert results[0]["entity"]["name"] == "E007"
+    assert used.items_read < 40, used
 
 
 # -- data written by the previous layout (1): lock items, per-observation postings, no ``facts`` ----------

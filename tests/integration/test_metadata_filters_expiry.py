@@ -13,11 +13,12 @@ import pytest
 from agentmem.container import Container, set_container
 from agentmem.embeddings.hashing import HashingEmbedder
 from agentmem.keys import Scope
-from agentmem.memory import changes, records
+from agentmem.memory import records
 from agentmem.memory.expiry import sweep
 from agentmem.memory.filters import parse
 from agentmem.memory.service import MemoryService
 from agentmem.models.memory import MemoryEntry
+from agentmem.search import changes
 from agentmem.search.inverted_index import InvertedIndex
 from agentmem.settings import Settings
 from agentmem.stores.sqlite_table import SqliteTable
@@ -313,7 +314,7 @@ def test_the_sweep_removes_expired_entries_and_what_points_at_them(sqlite_table:
     # Then the entries, pointers and session rows are gone from the file (what expires beside them is the
     # change log's rows: the first entry's write, the session's and the sweep's); the statistics follow
     rows = sqlite_table._connection().execute("SELECT sk FROM items WHERE ttl IS NOT NULL").fetchall()
-    assert [sk for (sk,) in rows if not sk.startswith(changes.LOG)] == []
+    assert [sk for (sk,) in rows if not sk.startswith(changes.MEMORY.prefix)] == []
     assert len(rows) == 3
     assert count_items(sqlite_table) == baseline + 1 + 2  # the session head of s1 stays (the session exists)
     after = sqlite_table.get(scope.partition, stats.stats_sk)

@@ -15,9 +15,10 @@ import pytest
 from agentmem import capacity
 from agentmem.embeddings.hashing import HashingEmbedder
 from agentmem.keys import Scope
-from agentmem.memory import changes, records
+from agentmem.memory import records
 from agentmem.memory.service import MemoryService
 from agentmem.models.memory import MemoryEntry
+from agentmem.search import changes
 from agentmem.search.inverted_index import InvertedIndex
 from agentmem.search.partition import PartitionIndex, bm25
 from agentmem.stores.table import Table, query_all
@@ -99,19 +100,19 @@ def test_a_missing_log_row_is_looked_for_again_and_forgotten_when_its_writer_die
     writer.add_entry(SCOPE, _entry("an anchor memory"))
     searcher.search(SCOPE, "anchor", mode="keyword")
     # Given a writer that took a version and died before its log row, and a later write
-    table.increment(SCOPE.partition, changes.STATS, {"version": 1})
+    table.increment(SCOPE.partition, changes.MEMORY.stats_sk, {"version": 1})
     later = writer.add_entry(SCOPE, _entry("a later memory about sails"))
     # When the searcher searches: it applies the later write and notes the missing version
     assert [e.id for e in searcher.search(SCOPE, "sails", mode="keyword").entries] == [later.id]
     held = searcher.vector_index.held(SCOPE.partition)  # type: ignore[attr-defined]
-    assert set(held.missing) == {2}
+    assert set(held.place.missing) == {2}
     # Then it looks for that row again while it may still come, and forgets it after MISSING_SECONDS
     with capacity.measuring() as looking:
         searcher.search(SCOPE, "sails", mode="keyword")
     assert looking.calls["BatchGetItem"] >= 1  # the missing row, read by its key
     monkeypatch.setattr(changes, "MISSING_SECONDS", 0)
     searcher.search(SCOPE, "sails", mode="keyword")
-    assert held.missing == {}
+    assert held.place.missing == {}
 
 
 def test_an_erased_and_refilled_partition_is_read_again(containers: tuple[MemoryService, MemoryService]) -> None:
@@ -163,8 +164,8 @@ def test_the_index_in_memory_ranks_as_the_postings_in_the_table_did(table: Table
 def test_the_log_row_names_the_write_and_expires(containers: tuple[MemoryService, MemoryService], table: Table) -> None:
     writer, _ = containers
     first = writer.add_entry(SCOPE, _entry("one"))
-    stats = changes.stats(table, SCOPE.partition)
-    row = table.get(SCOPE.partition, changes.log_sk(stats.version))
+    stats = changes.MEMORY.stats(table, SCOPE.partition)
+    row = table.get(SCOPE.partition, changes.MEMORY.log_sk(stats.version))
     assert row is not None
     assert row["ids"] == [first.id]
     assert row["ttl"] - time.time() > changes.LOG_SECONDS - 60

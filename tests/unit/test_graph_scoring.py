@@ -5,6 +5,7 @@ from __future__ import annotations
 from agentmem.graph.paging import format_profile_card
 from agentmem.graph.scoring import index_tokens, score_entity
 from agentmem.graph.timeslice import TimeSlice
+from agentmem.search import changes
 
 
 def test_tokens_are_lowercase_three_plus_characters_without_stopwords() -> None:
@@ -115,8 +116,9 @@ def test_item_kind_tells_facts_from_bookkeeping() -> None:
         records.type_posting_sk("person", "person"),
         records.type_member_sk("person", "Alice"),
         records.observation_posting_sk("tea", "Alice", "01ID"),
-        records.segment_bucket_prefix(1, "tea") + "01ID",
-        records.segment_bucket_prefix(2, "tea") + "01ID",
+        f"{records.SEGMENT}1a2b#01ID",  # search segments of older data
+        changes.GRAPH.stats_sk,
+        changes.GRAPH.log_sk(7),
         records.episode_session_prefix("s1") + "01ID",
         "GPT#cat#01ID",
         "GPSTATS",

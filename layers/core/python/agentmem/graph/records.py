@@ -9,13 +9,11 @@ partition. ``<e>`` is an escaped entity name (``keys.escape``: it never holds ``
 | ``GE#<e>`` | entity: name, entity_type, created_at, updated_at, version, ``facts`` (see below), ``seg`` |
 | ``GO#<e>#<id>`` | observation: id, entity, content, the four timestamps, tokens, rev, ``seg`` |
 | ``GX#<id>`` | observation id pointer: the entity it belongs to (id lookups read two items) |
-| ``GWS#<b>#<seg>`` | search segment: the (token, entity) pairs one write posted into bucket ``<b>`` |
+| ``GVERSION``, ``GLOG#<v>`` | the change log: the entities each write changed (search/changes.py) |
 | ``GR#<id>`` | relation: id, source, relation_type, target, the four timestamps, rev |
 | ``GL#<e>#<id>`` | relation link: one per endpoint, so an entity's relations are one prefix query |
 | ``GK#<sha256>`` | the current relation with that (source, type, target) (dedupe, conditional put) |
 | ``GU#<updated_at>#<e>`` | the "recently updated" index the profile card reads newest first |
-| ``GY#<token>#<th>`` | type posting: an entity type holding the token (one per type, not per entity) |
-| ``GB#<th>#<e>`` | type membership: the entities of one type, in name order |
 | ``GP#<id>`` | episode: session_id, author, text, timestamp, tokens |
 | ``GS#<session>#<id>`` | episode session index |
 | ``GPT#<token>#<id>``, ``GPSTATS`` | episode postings and statistics (``InvertedIndex`` namespace ``GP``) |
@@ -25,14 +23,11 @@ dedupe set (one current fact per content) and the list of current observations, 
 entity's version check, so two writers of one entity never lose a fact nor store one twice. An entity
 can hold about 6,000 current observations before its item reaches DynamoDB's 400 KB.
 
-Search segments: a write posts the tokens of its new observations (``o``: token -> entity -> how many of
-its observations hold it) and of its new entities' names (``n``: token -> entities) into one item per
-hash bucket of the tokens, ``<b>`` = ``<level><3 hex digits>``: level 1 has 128 buckets (writes of many
-pairs: a few full items), level 2 has 4,096 (small writes: a search reads few pairs it does not need).
-A search reads both buckets of each query token; what it counts is an upper bound of each entity's
-score (never below it), and the entities it returns are scored again from their facts. Invalidating,
-superseding or deleting an observation, or deleting an entity, takes its pairs out of the segment
-(``seg`` on the observation and on the entity names it) under the segment's ``rev``.
+Search reads the graph's index held in process (agentmem/graph/search_index.py), built from the entity
+items and their current observations and caught up from the change log. Older data may hold search
+segments (``GWS#<b>#<seg>``), type postings (``GY#``) and type lists (``GB#``) that searches read before:
+they are bookkeeping now, deleted with their partition (a type list item also with its entity).
+``seg`` on an entity or observation only says it is not of layout 1.
 
 Layout 1 (before segments), still read: ``GC#<e>#<sha256>`` current-content locks, ``GT#<token>#<e>``
 name postings and ``GWT#<token>#<e>#<id>`` observation postings, for entities and observations written
@@ -66,9 +61,6 @@ TYPE_POSTING = "GY#"
 TYPE_MEMBER = "GB#"
 OBSERVATION_POSTING = "GWT#"
 SEGMENT = "GWS#"
-SEGMENT_LEVELS = {1: 128, 2: 4096}
-"""Buckets per level of search segments (level 1 for writes of at least ``LEVEL_1_PAIRS`` pairs)."""
-LEVEL_1_PAIRS = 512
 EPISODE = "GP#"
 EPISODE_SESSION = "GS#"
 EPISODE_INDEX_NAMESPACE = "GP"
@@ -185,17 +177,6 @@ def fact_digest(content: str) -> str:
     return _digest(content)[:32]
 
 
-def segment_level(pairs: int) -> int:
-    """The bucket level of a write posting ``pairs`` (token, entity) pairs."""
-    return 1 if pairs >= LEVEL_1_PAIRS else 2
-
-
-def segment_bucket_prefix(level: int, token: str) -> str:
-    """Every segment of ``level`` that may hold ``token``."""
-    bucket = int(hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:8], 16) % SEGMENT_LEVELS[level]
-    return f"{SEGMENT}{level}{bucket:03x}#"
-
-
 def episode_sk(episode_id: str) -> str:
     return EPISODE + episode_id
 
@@ -217,7 +198,6 @@ def entity_item(
     updated_at: str,
     version: int,
     facts: dict[str, str],
-    seg: str | None,
 ) -> Item:
     return {
         "pk": partition,
@@ -229,7 +209,7 @@ def entity_item(
         "updated_at": updated_at,
         "version": version,
         "facts": facts,
-        "seg": seg,
+        "seg": None,
     }
 
 
@@ -257,7 +237,6 @@ def observation_item(
     valid_from: str,
     recorded_at: str,
     tokens: list[str],
-    seg: str,
 ) -> Item:
     return {
         "pk": partition,
@@ -272,7 +251,7 @@ def observation_item(
         "expired_at": None,
         "tokens": tokens,
         "rev": 1,
-        "seg": seg,
+        "seg": None,  # not of layout 1 (the name of the search segment it was posted in, while there were)
     }
 
 

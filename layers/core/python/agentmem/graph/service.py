@@ -14,9 +14,10 @@ Consistency: one entity is one item keyed by its name, created with a conditiona
 with a version check. It lists its current facts (``facts``: content digest -> observation id), and
 every observation is written, closed or deleted in one transaction with the entity's versioned put,
 so concurrent writers never lose a fact and never store the same current fact twice. A write of many
-entities groups them into few transactions (:mod:`agentmem.graph.writes`). Search segments
-(:mod:`agentmem.graph.segments`) are written before the facts they index and taken out after, so a
-search never misses a fact; the scores of returned entities are recomputed from the facts.
+entities groups them into few transactions (:mod:`agentmem.graph.writes`). Every write that changes an
+entity's name, type or current facts logs the entity (agentmem/search/changes.py): search ranks from an
+index held in process (:mod:`agentmem.graph.search_index`), and the scores of returned entities are
+recomputed from their facts.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from agentmem import users
 from agentmem.budget import CARD_BUDGET_BYTES, Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.errors import Conflict, InvalidInput, NotFound
-from agentmem.graph import records, segments
+from agentmem.graph import records
 from agentmem.graph.episodes import Episodes
 from agentmem.graph.paging import (
     Pager,
@@ -40,9 +41,9 @@ from agentmem.graph.paging import (
 )
 from agentmem.graph.reading import read_page
 from agentmem.graph.scoring import index_tokens, score_tokens
-from agentmem.graph.segments import Pair
+from agentmem.graph.search_index import GraphSearchIndex, log_changed
 from agentmem.graph.timeslice import TimeSlice, is_current
-from agentmem.graph.writes import TRANSACTION_OPS, EntityWriter, facts_of, observations_of, unpost_quietly, version_is
+from agentmem.graph.writes import TRANSACTION_OPS, EntityWriter, facts_of, observations_of, version_is
 from agentmem.keys import Scope, validate_id
 from agentmem.models.memory import MemoryEntry
 from agentmem.stores.retry import retry_on_conflict
@@ -68,6 +69,7 @@ class GraphMemoryService:
         self._clock = clock
         self._episodes = Episodes(self._table, clock)
         self._writer = EntityWriter(self._table, self._now)
+        self._index = GraphSearchIndex(table)
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
@@ -116,16 +118,9 @@ class GraphMemoryService:
         return entity_out(stored[name], current.get(name, [])), len(written.get(name, []))
 
     def _unindex(self, observations: Iterable[Item]) -> None:
-        """Take observations that stopped being current out of the search index (either layout)."""
-        legacy: list[Key] = []
-        by_partition: dict[str, list[tuple[str, Pair]]] = {}
-        for obs in observations:
-            if "seg" in obs:
-                by_partition.setdefault(obs["pk"], []).extend((obs["seg"], p) for p in segments.observation_pairs(obs))
-            else:
-                legacy += records.legacy_posting_keys(obs)
-        for partition, removals in by_partition.items():
-            unpost_quietly(self._table, partition, removals)
+        """Delete the postings of observations of layout 1 (before search segments) that stopped being
+        current (later observations have none: they are searched from the index held in process)."""
+        legacy = [key for obs in observations if "seg" not in obs for key in records.legacy_posting_keys(obs)]
         if legacy:
             self._table.batch_write(deletes=legacy)
 
@@ -149,8 +144,6 @@ class GraphMemoryService:
             raise NotFound(f"no entity {name!r} in this scope", code="entity_not_found")
         self._table.delete(partition, records.entity_sk(name))
         observations = self._observations(partition, name)
-        if entity.get("seg"):
-            unpost_quietly(self._table, partition, [(entity["seg"], p) for p in segments.name_pairs(name)])
         self._unindex(o for o in observations if is_current(o))
         keys: list[Key] = [(partition, records.updated_sk(entity["updated_at"], name))]
         keys += [(partition, records.name_posting_sk(token, name)) for token in index_tokens(name)]  # layout 1
@@ -164,6 +157,7 @@ class GraphMemoryService:
             keys += records.relation_keys(relation)
         keys += [(partition, link["sk"]) for link in links]
         self._table.batch_write(deletes=list(dict.fromkeys(keys)))
+        log_changed(self._table, partition, [name], create=False)
         users.forgot(self._table, scope)
 
     # -- observations ------------------------------------------------------------------------------
@@ -226,6 +220,7 @@ class GraphMemoryService:
         closed, was = retry_on_conflict(attempt, what="the observation")
         if was is not None:
             self._unindex([was])
+            log_changed(self._table, was["pk"], [was["entity"]], create=False)
         return records.observation_out(closed)
 
     @staticmethod
@@ -249,8 +244,6 @@ class GraphMemoryService:
         self._check_supersede(obs, content)
         partition, name = obs["pk"], obs["entity"]
         now = self._now()
-        tokens = index_tokens(content)
-        seg = segments.new_segment(new_id(), len(tokens))
         created = records.observation_item(
             partition,
             obs.get("project_id"),
@@ -259,12 +252,9 @@ class GraphMemoryService:
             content,
             valid_from=now,
             recorded_at=now,
-            tokens=tokens,
-            seg=seg,
+            tokens=index_tokens(content),
         )
-        posted = segments.segment_items(partition, seg, segments.observation_pairs(created))
-        check_items([*posted, created, records.pointer_item(created)])
-        self._table.batch_write(puts=posted)
+        check_items([created, records.pointer_item(created)])
 
         def attempt() -> tuple[Item, Item]:
             current = self._find_observation(scope, obs_id)
@@ -287,12 +277,9 @@ class GraphMemoryService:
             self._table.transact_write(ops)
             return closed, current
 
-        try:
-            closed, was = retry_on_conflict(attempt, what="the observation")
-        except (Conflict, NotFound):
-            unpost_quietly(self._table, partition, [(seg, p) for p in segments.observation_pairs(created)])
-            raise
+        closed, was = retry_on_conflict(attempt, what="the observation")
         self._unindex([was])
+        log_changed(self._table, partition, [name], create=False)
         metering.count(items_stored=1)
         return records.observation_out(closed), records.observation_out(created)
 
@@ -311,6 +298,7 @@ class GraphMemoryService:
         users.forgot(self._table, scope)
         if is_current(obs):
             self._unindex([obs])
+            log_changed(self._table, obs["pk"], [obs["entity"]], create=False)
 
     def _observations(self, partition: str, name: str) -> list[Item]:
         return observations_of(self._table, partition, name)
@@ -509,57 +497,31 @@ class GraphMemoryService:
         """``results``: entities with a score > 0, best first (ties by name), each with its current
         relations, within the response byte budget (``truncated`` when cut).
 
-        Reads the segment buckets of each query token and scope (their counts bound each entity's score
-        from above), then scores the best candidates from their facts until no other can beat them.
-        """
+        Scores come from the graph's search index held in process (agentmem/graph/search_index.py); the
+        entities returned are read, and scored again from their facts as read (an index behind by a write
+        can name an entity that changed: it is placed by what it holds now)."""
         tokens = index_tokens(query)
         if not tokens:
             return {"results": [], "truncated": False}
         partitions = [s.partition for s in scope.visible_scopes()]
-        bounds: dict[str, int] = {}
-        type_bonus: dict[str, int] = {}
-        legacy = [p for p in partitions if self._holds_layout_1(p)]
-        for token in tokens:
-            counts, named = segments.bounds(self._table, partitions, token)
-            typed: set[str] = set()
-            for partition in partitions:
-                typed.update(p["type"] for p in query_all(self._table, partition, records.type_posting_prefix(token)))
-            for partition in legacy:  # name and per-observation postings written before segments
-                named.update(p["name"] for p in query_all(self._table, partition, records.name_posting_prefix(token)))
-                prefix = records.observation_posting_prefix(token)
-                for posting in query_all(self._table, partition, prefix):
-                    holder = records.name_of_key(posting["sk"][len(prefix) :].rsplit("#", 1)[0])
-                    counts[holder] = counts.get(holder, 0) + 1
-            for name, count in counts.items():
-                bounds[name] = bounds.get(name, 0) + count
-            for name in named:
-                bounds[name] = bounds.get(name, 0) + 3
-            for kind in typed:
-                type_bonus[kind] = type_bonus.get(kind, 0) + 2
-        if type_bonus:
-            bounds = self._add_type_bonus(scope, partitions, bounds, type_bonus, limit)
-        ranked = sorted((name for name, b in bounds.items() if b > 0), key=lambda n: (-bounds[n], n))
+        indexed = self._index.scores(partitions, tokens, limit)
+        ranked = sorted(indexed, key=lambda n: (-indexed[n], n))
         scored: list[tuple[int, str, dict[str, Any], list[Item]]] = []
         done = 0
-        while done < len(ranked):
+        while done < len(ranked) and len(scored) < limit:
             batch = ranked[done : done + max(limit, 1)]
             done += len(batch)
             items = self._entity_items(scope, batch)
             current = self._current_observations(i for group in items.values() for i in group)
             for name in batch:
                 if name not in items:
-                    continue  # pairs of an entity deleted meanwhile
+                    continue  # deleted since the index learnt of it
                 entity = merge_entities(items[name])
                 facts = current.get(name, [])
                 score = score_tokens(tokens, name, entity["entity_type"], (o["tokens"] for o in facts))
                 if score > 0:
                     scored.append((score, name, entity, facts))
-            scored.sort(key=lambda r: (-r[0], r[1]))
-            if len(scored) >= limit and (
-                done >= len(ranked)
-                or (-scored[limit - 1][0], scored[limit - 1][1]) < (-bounds[ranked[done]], ranked[done])
-            ):
-                break  # no candidate left can enter the top ``limit``: its bound is below the last one's score
+        scored.sort(key=lambda r: (-r[0], r[1]))
         pager = Pager(Budget())
         fitted: list[dict[str, Any]] = []
         for score, name, entity, facts in scored[:limit]:
@@ -571,45 +533,6 @@ class GraphMemoryService:
             if pager.budget.truncated:
                 break
         return {"results": fitted, "truncated": pager.budget.truncated}
-
-    def _holds_layout_1(self, partition: str) -> bool:
-        """Whether the partition still holds postings of layout 1 (two one-item reads per search)."""
-        return any(
-            self._table.query(partition, prefix, limit=1).items
-            for prefix in (records.NAME_POSTING, records.OBSERVATION_POSTING)
-        )
-
-    def _add_type_bonus(
-        self, scope: Scope, partitions: Sequence[str], scores: dict[str, int], bonus: dict[str, int], limit: int
-    ) -> dict[str, int]:
-        """Add +2 per query token in each entity's type without reading every entity of a common type.
-
-        Candidates found by name or observation get the bonus of their own type. Entities matched by
-        their type alone all score that type's bonus, so per type only the first ``limit`` members
-        (in name order) that are not candidates already can reach the top ``limit``.
-        """
-        entities = self._entities(scope, list(scores))
-        boosted = {
-            name: score + bonus.get(entities[name]["entity_type"], 0)
-            for name, score in scores.items()
-            if name in entities
-        }
-        for kind, extra in bonus.items():
-            for partition in partitions:
-                start: str | None = None
-                taken = 0
-                while taken < limit:
-                    page = self._table.query(
-                        partition, records.type_member_prefix(kind), limit=limit + 8, start_after=start
-                    )
-                    for member in page.items:
-                        if member["name"] not in boosted:
-                            boosted[member["name"]] = extra
-                            taken += 1
-                    if page.next_start is None:
-                        break
-                    start = page.next_start
-        return boosted
 
     def open_nodes(self, scope: Scope, names: Sequence[str]) -> dict[str, Any]:
         """The named entities (unknown names are skipped) and the current relations touching them,

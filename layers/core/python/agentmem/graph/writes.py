@@ -1,11 +1,13 @@
 """The graph's entity writes: upsert many entities with their new facts in few calls.
 
-One read of every entity of the call, then the search segments, new type postings and the scope
-registry in one batch, then the entities in versioned transactions, several entities per transaction
+One read of every entity of the call, then the scope registry, then the entities in versioned
+transactions, several entities per transaction
 (one step of each entity per round; the rounds' transactions go together, concurrently on DynamoDB).
 A transaction that loses a race is applied again entity by entity, each re-reading its entity, under
 the bounded retry. An entity's ``facts`` (content digest -> observation id of its current facts) make
-the dedupe and the no-lost-fact guarantee of concurrent writers (see ``agentmem.graph.records``).
+the dedupe and the no-lost-fact guarantee of concurrent writers (see ``agentmem.graph.records``). The
+write ends by logging the entities it wrote, for every process's search index
+(agentmem/graph/search_index.py).
 """
 
 from __future__ import annotations
@@ -15,13 +17,11 @@ from dataclasses import dataclass, field
 
 from agentmem import users
 from agentmem.clock import new_id
-from agentmem.errors import Conflict
-from agentmem.graph import records, segments
+from agentmem.graph import records
 from agentmem.graph.scoring import index_tokens
-from agentmem.graph.segments import Pair
+from agentmem.graph.search_index import log_changed
 from agentmem.graph.timeslice import is_current
 from agentmem.keys import Scope
-from agentmem.observability import logger
 from agentmem.stores.retry import retry_on_conflict
 from agentmem.stores.table import (
     Condition,
@@ -61,7 +61,6 @@ class _Built:
     entity: Item
     ops: list[WriteOp]
     kept: list[Item]
-    dropped: list[Item]
 
 
 @dataclass(slots=True)
@@ -70,17 +69,11 @@ class _Write:
 
     scope: Scope
     now: str
-    seg: str
-    names: dict[str, str]
-    """The entities whose name this write posted, and in which segment."""
     entities: dict[str, Item | None]
     inherited: dict[str, str]
     digests: dict[str, str]
     """Each new fact's content -> its digest (the key of the entity's ``facts``), computed once."""
-    types: set[str] = field(default_factory=set)
     written: dict[str, list[Item]] = field(default_factory=dict)
-    dropped: list[Item] = field(default_factory=list)
-    unnamed: list[str] = field(default_factory=list)
 
 
 def observations_of(table: Table, partition: str, name: str) -> list[Item]:
@@ -96,17 +89,6 @@ def facts_of(table: Table, entity: Item) -> dict[str, str]:
         return dict(facts)
     current = (o for o in observations_of(table, entity["pk"], entity["name"]) if is_current(o))
     return {records.fact_digest(o["content"]): o["id"] for o in current}
-
-
-def unpost_quietly(table: Table, partition: str, removals: Sequence[tuple[str, Pair]]) -> None:
-    """Take pairs out of the search segments; a segment that keeps changing keeps them (a search
-    scores from the facts, so they cost a read, never a result)."""
-    if not removals:
-        return
-    try:
-        segments.unpost(table, partition, removals)
-    except Conflict:
-        logger.warning("graph search segments kept stale pairs under contention", extra={"pairs": len(removals)})
 
 
 def version_is(version: int) -> Condition:
@@ -142,19 +124,8 @@ class EntityWriter:
         digests = {t: records.fact_digest(t) for n in names for t in wanted[n][1]}
         fresh = {n: [t for t in wanted[n][1] if digests[t] not in held.get(n, {})] for n in names}
         tokens = {t: index_tokens(t) for n in names for t in fresh[n]}
-        pairs = [Pair(token, n) for n in names for t in fresh[n] for token in tokens[t]]
-        pairs += [p for n in absent for p in segments.name_pairs(n)]
-        seg = segments.new_segment(new_id(), len(pairs))
         start = valid_from or now
-        write = _Write(
-            scope,
-            now,
-            seg,
-            names=dict.fromkeys(absent, seg),
-            entities=found,
-            inherited=self._inherited_types(scope, absent),
-            digests=digests,
-        )
+        write = _Write(scope, now, entities=found, inherited=self._inherited_types(scope, absent), digests=digests)
         steps: list[_Step] = []
         checked: list[Item] = []
         for n in names:
@@ -168,7 +139,6 @@ class EntityWriter:
                     valid_from=start,
                     recorded_at=now,
                     tokens=tokens[t],
-                    seg=seg,
                 )
                 for t in fresh[n]
             ]
@@ -188,21 +158,13 @@ class EntityWriter:
                     updated_at=now,
                     version=1,
                     facts=facts,
-                    seg=seg,
                 )
             )
-            known = found[n]
-            if known is None or known["entity_type"] != kind:
-                write.types.add(kind)
-        side = segments.segment_items(partition, seg, pairs)
-        side += [p for kind in write.types for p in records.type_postings(partition, kind, index_tokens(kind))]
-        side.append(users.registry_item(scope))
-        check_items([*side, *checked])  # a rejected write must leave nothing behind
-        self._table.batch_write(puts=side)
+        registry = users.registry_item(scope)
+        check_items([registry, *checked])  # a rejected write must leave nothing behind
+        self._table.put(registry)
         self._run(write, steps)
-        removals = [(o["seg"], p) for o in write.dropped for p in segments.observation_pairs(o)]
-        removals += [(seg, p) for n in write.unnamed for p in segments.name_pairs(n)]
-        unpost_quietly(self._table, partition, removals)
+        log_changed(self._table, partition, names)  # every process's search index re-reads these entities
         stored = {n: item for n, item in write.entities.items() if item is not None}
         metering.count(items_stored=sum(len(facts) for facts in write.written.values()))
         return stored, write.written
@@ -273,13 +235,8 @@ class EntityWriter:
         self._record(write, retry_on_conflict(attempt, what="the entity"))
 
     def _record(self, write: _Write, built: _Built) -> None:
-        name = built.step.name
-        if write.names.get(name) == write.seg and built.entity.get("seg") != write.seg:
-            write.unnamed.append(name)  # created meanwhile by another writer, whose segment holds the name
-            write.names.pop(name)
-        write.entities[name] = built.entity
-        write.written.setdefault(name, []).extend(built.kept)
-        write.dropped += built.dropped
+        write.entities[built.step.name] = built.entity
+        write.written.setdefault(built.step.name, []).extend(built.kept)
 
     def _build(self, write: _Write, step: _Step) -> _Built:
         """The transaction of one step against the entity as last read (``write.entities``)."""
@@ -288,19 +245,14 @@ class EntityWriter:
         current = write.entities.get(name)
         facts = facts_of(self._table, current) if current is not None else {}
         kept: list[Item] = []
-        dropped: list[Item] = []
         for obs in step.observations:
             digest = write.digests[obs["content"]]
-            if digest in facts:
-                dropped.append(obs)  # an identical current fact was stored meanwhile
-            else:
+            if digest not in facts:  # else an identical current fact was stored meanwhile
                 facts[digest] = obs["id"]
                 kept.append(obs)
         kind = self._kind(write, name, step.kind)
         ops: list[WriteOp] = []
         if current is None:
-            if name not in write.names:  # it was deleted meanwhile: its name is posted anew
-                write.names[name] = self._post_name(partition, name)
             entity = records.entity_item(
                 partition,
                 write.scope.project_id,
@@ -310,13 +262,8 @@ class EntityWriter:
                 updated_at=write.now,
                 version=1,
                 facts=facts,
-                seg=write.names[name],
             )
-            ops += [
-                Put(entity, Condition(exists=False)),
-                Put(records.updated_item(partition, name, write.now)),
-                Put(records.member_item(partition, kind, name)),
-            ]
+            ops += [Put(entity, Condition(exists=False)), Put(records.updated_item(partition, name, write.now))]
         else:
             updated_at = max(write.now, current["updated_at"])
             version = int(current["version"])
@@ -326,17 +273,6 @@ class EntityWriter:
             if updated_at != current["updated_at"]:
                 ops.append(Delete(partition, records.updated_sk(current["updated_at"], name)))
                 ops.append(Put(records.updated_item(partition, name, updated_at)))
-            if kind != current["entity_type"]:
-                ops.append(Delete(partition, records.type_member_sk(current["entity_type"], name)))
-                ops.append(Put(records.member_item(partition, kind, name)))
-        if kind not in write.types:
-            self._table.batch_write(puts=records.type_postings(partition, kind, index_tokens(kind)))
-            write.types.add(kind)
         ops += [Put(obs) for obs in kept]
         ops += [Put(records.pointer_item(obs)) for obs in kept]
-        return _Built(step, entity, ops, kept, dropped)
-
-    def _post_name(self, partition: str, name: str) -> str:
-        seg = segments.new_segment(new_id(), 0)
-        self._table.batch_write(puts=segments.segment_items(partition, seg, segments.name_pairs(name)))
-        return seg
+        return _Built(step, entity, ops, kept)

@@ -6,7 +6,7 @@ Writes and deletes touch exactly the scope they name, never a wider one.
 
 Write order makes every acknowledged write durable and findable: the session index, the id pointer and
 the scope registry are written first, then the entry items (which carry their words and vector), then
-the partition's change log (agentmem/memory/changes.py), from which every process's search index
+the partition's change log (agentmem/search/changes.py), from which every process's search index
 learns what changed. A crash in between leaves rows that point at nothing, which reads skip, or entries
 that caught-up processes do not know until they read the partition again (the write was not
 acknowledged).
@@ -36,10 +36,11 @@ from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, enc
 from agentmem.embeddings.port import Embedder, embedder_health
 from agentmem.errors import InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable
 from agentmem.keys import Scope, UserRef, scope_of_partition, validate_id
-from agentmem.memory import changes, filters, records
+from agentmem.memory import filters, records
 from agentmem.memory.search import MemorySearch, SearchResult, within
 from agentmem.models.memory import MAX_ENTRY_BYTES, MAX_TEXT_BYTES, MemoryEntry, SearchMode, StoredEntry
 from agentmem.observability import logger
+from agentmem.search import changes
 from agentmem.search.context import CONTEXT_ENTRIES, CONTEXT_TERMS, context_of, context_terms
 from agentmem.search.inverted_index import (
     MAX_QUERY_TERMS,
@@ -336,7 +337,7 @@ class MemoryService:
             self._table.batch_write(puts=side_items)
             self._table.batch_write(puts=entries)
         # The log moves after the entries exist, so a reader that sees the new version also finds them.
-        changes.record(
+        changes.MEMORY.record(
             self._table,
             scope.partition,
             [p.item["id"] for p in prepared],
@@ -548,7 +549,7 @@ class MemoryService:
             if item.get("session_id") is not None:
                 side.append((scope.partition, records.session_prefix(item["session_id"]) + item["id"]))
         self._table.batch_write(deletes=side)
-        changes.record(
+        changes.MEMORY.record(
             self._table,
             scope.partition,
             [item["id"] for item in items],

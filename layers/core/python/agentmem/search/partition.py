@@ -2,7 +2,7 @@
 a filter reads, and the words keyword search ranks by (BM25 over an inverted index in memory).
 
 Built from the partition's entry items once, then kept up to date one changed entry at a time
-(:meth:`PartitionIndex.apply`, fed by the partition's change log: agentmem/memory/changes.py), so a
+(:meth:`PartitionIndex.apply`, fed by the partition's change log: agentmem/search/changes.py), so a
 search reads no postings from the table at all. numpy is imported on first use.
 
 An entry's words are stored on its item as ``terms`` (``word:tf`` for its own words) and
@@ -14,13 +14,13 @@ its text and context, by the same functions that count them on a write.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agentmem.embeddings.codec import MODEL_ATTR, VECTOR_ATTR, vector_array
 from agentmem.memory import records
+from agentmem.search.changes import Caught
 from agentmem.search.context import OWN_WEIGHT
 from agentmem.search.inverted_index import K1, B, Hit, Ranking, query_terms
 
@@ -131,8 +131,8 @@ class PartitionIndex:
     """The entries of one partition at one version of its change log (``epoch``, ``version``)."""
 
     def __init__(self, epoch: str | None, version: int) -> None:
-        self.epoch = epoch
-        self.version = version
+        self.place = Caught(epoch, version)
+        """Where this index stands in the partition's change log."""
         self.ids: list[str | None] = []
         """Entry id at each position; None where an entry was removed."""
         self.rows: list[Row | None] = []
@@ -143,10 +143,6 @@ class PartitionIndex:
         self._columns = _Columns()
         self._vectors: dict[str, _Vectors] = {}
         self._removed = 0
-        self.missing: dict[int, float] = {}
-        """Versions of the change log whose rows were not there yet, and when that was first seen."""
-        self.caught_up_at = time.time()
-        """When this index last learnt every change logged (a full read, or the log)."""
 
     @classmethod
     def of(cls, epoch: str | None, version: int, items: Iterable[Mapping[str, Any]]) -> PartitionIndex:
@@ -164,16 +160,13 @@ class PartitionIndex:
 
     # -- changes ---------------------------------------------------------------------------------------
 
-    def apply(
-        self, changed: Iterable[str], present: Iterable[Mapping[str, Any]], epoch: str | None, version: int
-    ) -> None:
-        """Bring the index to ``version``: ``changed`` ids were added, deleted or rewritten; ``present``
-        holds the items of those that exist now."""
+    def apply(self, changed: Iterable[str], present: Iterable[Mapping[str, Any]]) -> None:
+        """``changed`` ids were added, deleted or rewritten; ``present`` holds the items of those that exist
+        now."""
         for entry_id in changed:
             self._remove(entry_id)
         for item in present:
             self._add(item)
-        self.epoch, self.version = epoch, version
         if self._removed > max(1000, len(self._position)):
             self._compact()
 
@@ -220,7 +213,8 @@ class PartitionIndex:
     def _compact(self) -> None:
         """Rebuild without the removed positions (from what is held: nothing is read)."""
         live = [p for p, entry_id in enumerate(self.ids) if entry_id is not None]
-        fresh = PartitionIndex(self.epoch, self.version)
+        fresh = PartitionIndex(self.place.epoch, self.place.version)
+        fresh.place = self.place
         renumber = {old: new for new, old in enumerate(live)}
         fresh.ids = [self.ids[p] for p in live]
         fresh.rows = [self.rows[p] for p in live]

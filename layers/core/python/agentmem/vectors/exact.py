@@ -3,33 +3,29 @@ process (agentmem/search/partition.py) and caught up from the partition's change
 
 The vectors and words live on the entry items (written by MemoryService), so this index writes nothing.
 A search reads the partition's statistics item (one small read); when another process wrote since, the
-log rows of those writes and the entries they changed (agentmem/memory/changes.py); and only when the
+log rows of those writes and the entries they changed (agentmem/search/changes.py); and only when the
 partition is new to this process, or too far behind, or was emptied and refilled (a new epoch), the
 partition's entries. What a warm search reads does not grow with the partition.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Sequence
 
 from agentmem.embeddings.codec import MODEL_ATTR, VECTOR_ATTR
 from agentmem.errors import ConditionFailed
 from agentmem.keys import Scope, UserRef
-from agentmem.memory import changes, records
+from agentmem.memory import records
 from agentmem.memory.filters import Node, compile_filter, without_live
+from agentmem.search import changes
+from agentmem.search.changes import HeldPartitions, Stats
 from agentmem.search.inverted_index import Ranking
 from agentmem.search.partition import PartitionIndex, bm25
 from agentmem.stores.table import Condition, Table, query_all
 from agentmem.users import registered_scopes
 from agentmem.vectors.port import VectorHit, VectorRecord
 
-MAX_CACHED_PARTITIONS = 256
 ENTRY_PAGE = 1000
-CATCH_UP_MARGIN_SECONDS = 24 * 3600
-"""An index that has not caught up for nearly as long as log rows are kept reads the partition again."""
 
 
 class ExactVectorIndex:
@@ -40,8 +36,14 @@ class ExactVectorIndex:
 
     def __init__(self, table: Table) -> None:
         self._table = table
-        self._cache: OrderedDict[str, PartitionIndex] = OrderedDict()
-        self._lock = threading.Lock()
+        self._held: HeldPartitions[PartitionIndex] = HeldPartitions(
+            table,
+            changes.MEMORY,
+            load=self._load,
+            read=self._read,
+            apply=lambda index, changed, present, _: index.apply(changed, present),  # type: ignore[arg-type]
+            caught=lambda index: index.place,
+        )
 
     # -- writes: the entries carry what is searched; readers catch up from the change log ---------------
 
@@ -55,39 +57,14 @@ class ExactVectorIndex:
 
     def held(self, partition: str) -> PartitionIndex:
         """The partition as of its current version: caught up from the log, or read whole."""
-        current = changes.stats(self._table, partition)
-        with self._lock:
-            cached = self._cache.get(partition)
-            if cached is not None:
-                self._cache.move_to_end(partition)
-        now = time.time()
-        if (
-            cached is not None
-            and cached.epoch == current.epoch
-            and cached.version <= current.version
-            and now - cached.caught_up_at < changes.LOG_SECONDS - CATCH_UP_MARGIN_SECONDS
-        ):
-            if cached.version == current.version and not cached.missing:
-                return cached
-            learnt = changes.since(self._table, partition, cached.version, current.version, cached.missing)
-            if learnt.ids is not None:
-                keys = [(partition, records.entry_sk(entry_id)) for entry_id in sorted(learnt.ids)]
-                present = self._table.batch_get(keys)
-                with self._lock:
-                    if cached.version <= current.version:
-                        cached.apply(learnt.ids, present, current.epoch, current.version)
-                        seen = {v: cached.missing.get(v, now) for v in learnt.missing}
-                        cached.missing = {v: t for v, t in seen.items() if now - t < changes.MISSING_SECONDS}
-                        cached.caught_up_at = now
-                return cached
+        return self._held.get(partition)
+
+    def _load(self, partition: str, current: Stats) -> PartitionIndex:
         entries = query_all(self._table, partition, records.ENTRY, page_size=ENTRY_PAGE)
-        built = PartitionIndex.of(current.epoch, current.version, entries)
-        with self._lock:
-            self._cache[partition] = built
-            self._cache.move_to_end(partition)
-            while len(self._cache) > MAX_CACHED_PARTITIONS:
-                self._cache.popitem(last=False)
-        return built
+        return PartitionIndex.of(current.epoch, current.version, entries)
+
+    def _read(self, partition: str, entry_ids: Sequence[str]) -> list[dict[str, object]]:
+        return self._table.batch_get([(partition, records.entry_sk(entry_id)) for entry_id in entry_ids])
 
     # -- search --------------------------------------------------------------------------------------
 
@@ -153,7 +130,7 @@ class ExactVectorIndex:
                     continue
                 stripped.append(item["id"])
             if stripped:  # an emptied partition gets no new statistics
-                changes.record(self._table, scope.partition, stripped, create=False)
+                changes.MEMORY.record(self._table, scope.partition, stripped, create=False)
             removed += len(stripped)
         return removed
 

@@ -19,7 +19,8 @@ from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, dec
 from agentmem.embeddings.port import Embedder
 from agentmem.errors import ConditionFailed
 from agentmem.keys import Scope, UserRef, scope_of_partition, unescape, user_of_partition
-from agentmem.memory import changes, records
+from agentmem.memory import records
+from agentmem.search import changes
 from agentmem.stores.table import Condition, Item, Table, query_all
 from agentmem.tenancy import metering
 from agentmem.users import SCOPE_REGISTRY, registered_scopes
@@ -86,7 +87,7 @@ def embed_pending(table: Table, embedder: Embedder, items: Sequence[Item]) -> li
         updated.append(new)
     for partition in sorted({item["pk"] for item in updated}):
         # Every process's search index must see the new vectors (the entries exist: never create stats).
-        changes.record(table, partition, [i["id"] for i in updated if i["pk"] == partition], create=False)
+        changes.MEMORY.record(table, partition, [i["id"] for i in updated if i["pk"] == partition], create=False)
     return updated
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from agentmem.errors import Unavailable
 from agentmem.keys import Scope, UserRef
-from agentmem.memory import changes, records
+from agentmem.memory import records
 from agentmem.memory.filters import (
     EXPIRES_AT,
     And,
@@ -37,6 +37,7 @@ from agentmem.memory.filters import (
     live,
     without_live,
 )
+from agentmem.search import changes
 from agentmem.search.context import OWN_WEIGHT
 from agentmem.search.inverted_index import Ranking, query_terms
 from agentmem.search.partition import Collection, PartitionIndex, bm25
@@ -366,7 +367,7 @@ class OpenSearchVectorIndex:
         timeout: float = 5.0,
         table: Table | None = None,
     ) -> None:
-        """``table``: where writes are logged (agentmem/memory/changes.py): on a collection that shows
+        """``table``: where writes are logged (agentmem/search/changes.py): on a collection that shows
         writes only after its refresh (Serverless), searches add the entries written or deleted since."""
         if service not in ("es", "aoss"):
             raise ValueError("service must be es (OpenSearch Service) or aoss (Serverless)")
@@ -519,7 +520,7 @@ class OpenSearchVectorIndex:
         fresh: dict[Scope, list[Item]] = {}
         gone: set[tuple[str, str]] = set()
         for scope in scopes:
-            ids = changes.recent(self._table, scope.partition, self.visibility_seconds)
+            ids = changes.MEMORY.recent(self._table, scope.partition, self.visibility_seconds)
             if not ids:
                 continue
             present = self._table.batch_get([(scope.partition, records.entry_sk(i)) for i in sorted(ids)])

@@ -1,0 +1,251 @@
+"""A partition's change log, and the search indexes held in process that catch up from it (ADR 0004).
+
+Every process that searches a partition keeps it in memory: memory entries (agentmem/search/partition.py)
+and graph entities (agentmem/graph/search_index.py). On Lambda each container is such a process, and an
+agent's loop writes in one and searches in another: a process must learn what the others changed
+without reading the whole partition again. So each write, once its items are written, takes the next
+number from the partition's version item (one atomic add, which also moves the counts BM25 reads; its
+``epoch`` names this life of the partition: an erasure deletes the item, and the next write starts a new
+epoch at version 1) and writes a log row ``<prefix><version>``: the ids (entry ids, entity names) it
+changed, kept for :data:`LOG_SECONDS`. Memory entries and graph entities have a log each (:data:`MEMORY`,
+:data:`GRAPH`).
+
+A reader that holds version ``c`` reads the version item (one small read), and if it is at ``v > c``,
+the log rows ``c + 1 .. v`` (one query) and the items they name: what it reads follows what changed, not
+the size of the partition. A row can be missing for a moment (its writer has taken the number and not
+yet written the row): the reader notes the number and looks for that row again next time; a writer that
+died between the two leaves its number without a row, which readers forget after :data:`MISSING_SECONDS`
+(its write was never acknowledged). Applying a row means reading its items as they are now, so rows may
+be applied in any order, and more than once. Results are read from the items themselves, so an index that
+is behind can rank an item that is gone (it is skipped), never show it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from agentmem.clock import new_id
+from agentmem.errors import ConditionFailed
+from agentmem.stores.table import Condition, Table
+
+LOG_SECONDS = 7 * 24 * 3600
+"""How long a log row is kept (DynamoDB TTL): a process that has not caught up for longer reads again."""
+CATCH_UP_MARGIN_SECONDS = 24 * 3600
+"""An index that has not caught up for nearly as long as rows are kept reads the partition again."""
+MAX_LOG_ROWS = 500
+"""The most log rows a reader catches up by; further behind, it reads the partition again."""
+MAX_LOGGED_IDS = 1000
+"""Ids one log row holds; a write that changed more is logged as a reset (readers read again)."""
+MISSING_SECONDS = 60
+"""How long a reader looks for a log row whose version was taken (longer than any request runs)."""
+RECENT_ROWS = 100
+"""Log rows a reader of the recent writes looks at, newest first."""
+MAX_HELD_PARTITIONS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """A partition's version item: its epoch and version, and the counts BM25 reads (memory's log)."""
+
+    epoch: str | None = None
+    version: int = 0
+    docs: int = 0
+    length: int = 0
+    context_length: int = 0
+
+    @classmethod
+    def of(cls, item: dict[str, object] | None) -> Stats:
+        if item is None:
+            return cls()
+        number = {k: int(item.get(k) or 0) for k in ("version", "docs", "length", "context_length")}  # type: ignore[call-overload]
+        epoch = item.get("epoch")
+        return cls(str(epoch) if epoch is not None else None, **number)
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What a reader learnt from the log: the ids changed (None: read the partition again, a row named too
+    many), and the versions whose rows are not there (yet)."""
+
+    ids: set[str] | None
+    missing: set[int]
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeLog:
+    """The version item and the log rows of one kind of item, by sort key."""
+
+    stats_sk: str
+    prefix: str
+
+    def log_sk(self, version: int) -> str:
+        return f"{self.prefix}{version:012d}"
+
+    def stats(self, table: Table, partition: str) -> Stats:
+        return Stats.of(table.get(partition, self.stats_sk))
+
+    def record(
+        self,
+        table: Table,
+        partition: str,
+        changed: Iterable[str],
+        *,
+        docs: int = 0,
+        length: int = 0,
+        context_length: int = 0,
+        create: bool = True,
+    ) -> int | None:
+        """Log that the items ``changed`` were written, deleted or rewritten (after the fact), with what it
+        did to the BM25 counts; return its version. ``create``: a partition without a version item gets one
+        (a write); otherwise (a delete, a rewrite) nothing is logged there: an erasure swept it, or it never
+        held such items, and no reader holds it."""
+        deltas = {"version": 1, "docs": docs, "length": length, "context_length": context_length}
+        deltas = {k: v for k, v in deltas.items() if v or k == "version"}
+        try:  # a plain atomic add (it cannot create the item): the version it returns is this write's own
+            version = int(table.increment(partition, self.stats_sk, deltas, Condition(exists=True))["version"])
+        except ConditionFailed:
+            if not create:
+                return None
+            first = {
+                "pk": partition,
+                "sk": self.stats_sk,
+                "epoch": new_id(),
+                **{k: max(0, v) for k, v in deltas.items()},
+            }
+            try:  # the partition's first write (checked against an erasure, as every creating write is)
+                table.put(first, Condition(exists=False))
+                version = 1
+            except ConditionFailed:  # another write created it meanwhile
+                version = int(table.increment(partition, self.stats_sk, deltas, Condition(exists=True))["version"])
+        ids = sorted(set(changed))
+        now = int(time.time())
+        table.put(
+            {
+                "pk": partition,
+                "sk": self.log_sk(version),
+                "ids": ids if len(ids) <= MAX_LOGGED_IDS else None,
+                "at": now,
+                "ttl": now + LOG_SECONDS,
+            }
+        )
+        return version
+
+    def since(self, table: Table, partition: str, held: int, current: int, pending: Iterable[int] = ()) -> Changes:
+        """The ids changed by the writes ``held + 1 .. current`` and by the earlier writes ``pending`` (rows a
+        reader found missing before)."""
+        wanted = set(range(held + 1, current + 1)) | set(pending)
+        if len(wanted) > MAX_LOG_ROWS:
+            return Changes(None, set())
+        rows = (
+            table.query(partition, self.prefix, start_after=self.log_sk(held), limit=current - held).items
+            if current > held
+            else []
+        )
+        earlier = sorted(v for v in pending if v <= held)
+        rows += table.batch_get([(partition, self.log_sk(v)) for v in earlier]) if earlier else []
+        ids: set[str] = set()
+        found: set[int] = set()
+        for row in rows:
+            version = int(str(row["sk"])[len(self.prefix) :])
+            if version not in wanted:
+                continue
+            logged = row.get("ids")
+            if not isinstance(logged, list):
+                return Changes(None, set())
+            ids.update(str(i) for i in logged)
+            found.add(version)
+        return Changes(ids, wanted - found)
+
+    def recent(self, table: Table, partition: str, seconds: float) -> set[str]:
+        """The ids changed by the writes of the last ``seconds`` (at most :data:`RECENT_ROWS` writes): what an
+        index that shows writes only after a while (OpenSearch Serverless) may not show yet."""
+        since_epoch = time.time() - seconds
+        ids: set[str] = set()
+        for row in table.query(partition, self.prefix, limit=RECENT_ROWS, descending=True).items:
+            if int(row.get("at") or 0) < since_epoch - 1:
+                break
+            ids.update(str(i) for i in row.get("ids") or [])
+        return ids
+
+
+MEMORY = ChangeLog("MSTATS", "MLOG#")
+"""Memory entries' log: entry ids; its version item also holds the BM25 counts."""
+GRAPH = ChangeLog("GVERSION", "GLOG#")
+"""Graph entities' log: the names of the entities whose search terms a write changed."""
+
+
+@dataclass
+class Caught:
+    """What a held index knows of its place in the log."""
+
+    epoch: str | None
+    version: int
+    missing: dict[int, float] = field(default_factory=dict)
+    """Versions whose rows were not there yet, and when that was first seen."""
+    caught_up_at: float = field(default_factory=time.time)
+    """When the index last learnt every change logged (a full read, or the log)."""
+
+
+Held = TypeVar("Held")
+
+
+class HeldPartitions(Generic[Held]):
+    """Partitions held in process (the most recently used :data:`MAX_HELD_PARTITIONS`), each read whole once
+    (``load``) and then caught up from ``log`` (``apply`` the items of the changed ids)."""
+
+    def __init__(
+        self,
+        table: Table,
+        log: ChangeLog,
+        *,
+        load: Callable[[str, Stats], Held],
+        read: Callable[[str, Sequence[str]], Sequence[object]],
+        apply: Callable[[Held, set[str], Sequence[object], Stats], None],
+        caught: Callable[[Held], Caught],
+    ) -> None:
+        self._table = table
+        self._log = log
+        self._load, self._read, self._apply, self._caught = load, read, apply, caught
+        self._held: OrderedDict[str, Held] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, partition: str) -> Held:
+        """The partition as of its current version."""
+        current = self._log.stats(self._table, partition)
+        with self._lock:
+            held = self._held.get(partition)
+            if held is not None:
+                self._held.move_to_end(partition)
+        now = time.time()
+        if held is not None:
+            place = self._caught(held)
+            if (
+                place.epoch == current.epoch
+                and place.version <= current.version
+                and now - place.caught_up_at < LOG_SECONDS - CATCH_UP_MARGIN_SECONDS
+            ):
+                if place.version == current.version and not place.missing:
+                    return held
+                learnt = self._log.since(self._table, partition, place.version, current.version, place.missing)
+                if learnt.ids is not None:
+                    present = self._read(partition, sorted(learnt.ids))
+                    with self._lock:
+                        if place.version <= current.version:
+                            self._apply(held, learnt.ids, present, current)
+                            place.epoch, place.version = current.epoch, current.version
+                            seen = {v: place.missing.get(v, now) for v in learnt.missing}
+                            place.missing = {v: t for v, t in seen.items() if now - t < MISSING_SECONDS}
+                            place.caught_up_at = now
+                    return held
+        built = self._load(partition, current)
+        with self._lock:
+            self._held[partition] = built
+            self._held.move_to_end(partition)
+            while len(self._held) > MAX_HELD_PARTITIONS:
+                self._held.popitem(last=False)
+        return built

@@ -8,6 +8,7 @@ view writes its screenshot to tests/browser/output/.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -264,6 +265,14 @@ def test_graph_is_drawn_listed_and_the_as_of_slider_shows_it_as_it_was(site: Sit
         expect(madrid.locator("td").nth(3)).to_have_text("2021-01-01 00:00:00Z")
         expect(page.locator("tr.fact.current")).to_have_count(2)
         expect(page.locator("#relation-table tr.relation")).to_have_count(2)
+        # And a relation's label lies beside its arrow, not on it
+        for edge in page.locator("#graph-canvas").evaluate(
+            "canvas => canvas.cytoscape.edges().map((e) => ({middle: e.renderedMidpoint(),"
+            " label: e.renderedBoundingBox({includeNodes: false, includeEdges: false, includeLabels: true})}))"
+        ):
+            middle, label = edge["middle"], edge["label"]
+            centre = ((label["x1"] + label["x2"]) / 2, (label["y1"] + label["y2"]) / 2)
+            assert math.dist(centre, (middle["x"], middle["y"])) >= 6, edge  # the label's centre is off the line
         console.shot("console-graph.png")
         # When the as_of slider goes back to the first moment of change (2019)
         _slide(page, "0")
@@ -282,6 +291,32 @@ def test_graph_is_drawn_listed_and_the_as_of_slider_shows_it_as_it_was(site: Sit
         page.click("#as-of-now")
         expect(page.locator("#graph-canvas")).to_have_attribute("data-nodes", "3")
         assert sorted(listed_entities(page)) == sorted(api_entities(current))
+
+
+def test_at_1280_px_every_facts_and_relations_actions_stay_in_view(site: Site, console: Console) -> None:
+    # Given an entity with long facts, long relation types and long names (wider tables than the window)
+    with site.http() as http:
+        graph = f"{scope(APP, 'wide')}/graph"
+        long_fact = "her key fingerprint is " + "a1b2c3d4" * 25  # one word of 200 characters
+        entities = [{"name": "Ana Maria de los Santos", "entity_type": "person", "observations": [long_fact]}]
+        assert http.post(f"{graph}/entities", json={"entities": entities}).status_code == 200
+        relation = {"source": "Ana Maria de los Santos", "relation_type": "collaborates_closely_with_and_mentors"}
+        relation["target"] = "The International Organisation of Collaborative Long Names"
+        assert http.post(f"{graph}/relations", json={"relations": [relation]}).status_code == 200
+        page = console.sign_in(site.key, APP, "wide", view="graph")
+        page.locator("#entity-list li[data-name='Ana Maria de los Santos'] button").click()
+        expect(page.locator("#entity-title")).to_contain_text("Ana Maria")
+        # Then in a 1,280 px window the actions of every row are in view, inside their table's scroll area
+        for table in ("#fact-table", "#relation-table"):
+            area = page.locator(table).locator("..").bounding_box()
+            assert area is not None
+            assert area["x"] + area["width"] <= 1280
+            for row in page.locator(f"{table} tbody tr").all():
+                actions = row.locator("td.actions").bounding_box()
+                assert actions is not None
+                assert actions["x"] >= area["x"], table
+                assert actions["x"] + actions["width"] <= area["x"] + area["width"] + 1, table
+        console.shot("console-graph-wide.png")
 
 
 def _slide(page: Any, position: str) -> None:

@@ -128,6 +128,8 @@ export async function render(ctx, root) {
           style: {
             'curve-style': 'bezier', 'target-arrow-shape': 'triangle', width: 1.5, 'line-color': '#8a94a0',
             'target-arrow-color': '#8a94a0', label: 'data(label)', 'font-size': 9, 'text-rotation': 'autorotate',
+            // beside the arrow, not on it (the margin turns with the label)
+            'text-margin-y': -8,
             'text-background-color': '#ffffff', 'text-background-opacity': 0.85, 'text-background-padding': 1,
           },
         },
@@ -138,6 +140,7 @@ export async function render(ctx, root) {
     });
     cy.on('tap', 'node', (event) => select(event.target.id()));
     if (selected && cy.getElementById(selected).nonempty()) cy.getElementById(selected).select();
+    canvas.cytoscape = cy; // for whoever inspects the drawing (the browser tests)
     canvas.dataset.nodes = String(cy.nodes().length);
     canvas.dataset.edges = String(cy.edges().length);
     clear(legend).append(

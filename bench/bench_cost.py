@@ -31,6 +31,7 @@ import random
 import sys
 import threading
 import time
+import types
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -154,6 +155,8 @@ def _before_call(model: Any, context: dict[str, Any], **_: Any) -> None:
 def _after_call(model: Any, context: dict[str, Any], **_: Any) -> None:
     waits = _waits.get()
     started = context.get("bench_cost_started")
+    if model.name == "InvokeModel":
+        return  # counted per round of concurrent calls by _counted_titan
     if waits is not None and started is not None:
         waits.seconds += time.perf_counter() - started
         waits.calls[(model.service_model.service_id.hyphenize(), model.name)] += 1
@@ -298,17 +301,26 @@ def _counted_opensearch() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _counted_titan() -> Iterator[None]:
-    from moto.bedrockruntime.models import BedrockRuntimeBackend
+    """Titan's tokens and round trips: the embedder sends a batch as concurrent calls from its own
+    threads (which do not see the run's context), so a batch is counted where it is sent, one round trip
+    per round of concurrent calls, its wall time as waiting."""
+    from agentmem.embeddings.bedrock import BedrockEmbedder
 
-    patched = BedrockRuntimeBackend.invoke_model
+    patched = BedrockEmbedder.embed
 
-    def invoke_model(backend: Any, payload: dict[str, Any], model_id: str) -> Any:
+    def embed(embedder: Any, texts: Any) -> Any:
         waits = _waits.get()
-        if waits is not None:
-            waits.tokens += estimated_tokens(str(payload.get("inputText", "")))
-        return patched(backend, payload, model_id)
+        started = time.perf_counter()
+        try:
+            return patched(embedder, texts)
+        finally:
+            if waits is not None:
+                waits.seconds += time.perf_counter() - started
+                rounds = len(texts) if len(texts) <= 1 else math.ceil(len(texts) / embedder._concurrency)
+                waits.calls[("bedrock-runtime", "InvokeModel")] += rounds
+                waits.tokens += sum(estimated_tokens(text) for text in texts)
 
-    with mock.patch.object(BedrockRuntimeBackend, "invoke_model", invoke_model):
+    with mock.patch.object(BedrockEmbedder, "embed", embed):
         yield
 
 
@@ -419,7 +431,7 @@ def measure_stack(backend: str, opensearch_url: str | None) -> dict[str, Any]:
     from tests.cloud.rehearsal import Gateway
 
     stack = STACKS[backend]
-    with deployment_of(stack, opensearch_url) as deployment:
+    with deployment_of(stack, opensearch_url) as deployment, contextlib.ExitStack() as aged:
         if backend == "opensearch":
             from agentmem.vectors.opensearch import OpenSearchVectorIndex
 
@@ -430,6 +442,7 @@ def measure_stack(backend: str, opensearch_url: str | None) -> dict[str, Any]:
         print(f"[{backend}] filling {USER}: {MEMORIES} memories, {FACTS} facts...", file=sys.stderr, flush=True)
         fill_user(bench, USER, MEMORIES, FACTS)
         held = _bytes_held(deployment.table_name)
+        aged.enter_context(_fill_aged())
         uses: list[CallUse] = []
 
         def search(mode: str) -> Callable[[], Any]:
@@ -509,6 +522,19 @@ def measure_stack(backend: str, opensearch_url: str | None) -> dict[str, Any]:
         facts["custom_metrics"] = len(_emf_metrics)
         ttl = _authorizer_ttl(deployment)
     return {"uses": uses, "held_bytes_per_memory": held, "facts": facts, "authorizer_ttl": ttl}
+
+
+@contextlib.contextmanager
+def _fill_aged() -> Iterator[None]:
+    """The fill written more than a refresh interval ago, as a user's memories are: a search on OpenSearch
+    Serverless reads from the table only what was written within its refresh (the change log's clock moved
+    on by that much; what is written from now on is as recent as it is)."""
+    from agentmem.search import changes
+    from agentmem.vectors.opensearch import SERVERLESS_REFRESH_SECONDS
+
+    later = types.SimpleNamespace(time=lambda: time.time() + SERVERLESS_REFRESH_SECONDS + 5)
+    with mock.patch.object(changes, "time", later):
+        yield
 
 
 def _measure_erasure(bench: Bench) -> CallUse:
@@ -743,6 +769,19 @@ def report(results: dict[str, Any]) -> None:
         print(f"  AgentCore Memory: ${agentcore:,.2f} a month (${agentcore / users:.4f} a user)")
         for line in agentcore_lines:
             print(f"    {line}")
+    print("\nwhen OpenSearch pays off: the 10,000-user workload with more memories held per user (a month)")
+    print("| memories a user | table | opensearch | cheaper |")
+    print("|---|---|---|---|")
+    out["memories_per_user"] = {}
+    for memories in (1_000, 10_000, 30_000, 100_000):
+        workload = Workload(10_000, memories=memories)
+        bills = {
+            backend: workload_bill(backend, measured, workload, cost_model.floor(measured["facts"]))[0]
+            for backend, measured in results.items()
+        }
+        out["memories_per_user"][str(memories)] = bills
+        cheaper = min(bills, key=lambda backend: bills[backend])
+        print(f"| {memories:,} | ${bills['table']:,.0f} | ${bills['opensearch']:,.0f} | {cheaper} |")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=2, default=str))
     print(f"\nwritten: {OUT.relative_to(ROOT)}")

@@ -17,10 +17,12 @@ from agentmem.errors import Unavailable
 from agentmem.keys import scope_of_partition
 from agentmem.memory.expiry import apply_ttl_removal, is_ttl_removal
 from agentmem.observability import logger
-from agentmem.tenancy.metering import counting, record_meter
+from agentmem.tenancy.metering import Meter, counting, record_meter
 from agentmem.vectors.stream import apply_stream_record, image_to_item
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+_batch_meters: dict[str, Meter] = {}
+"""What the current batch's records stored and embedded, per app: recorded once per app per batch."""
 
 
 def record_handler(record: DynamoDBRecord) -> str:
@@ -44,12 +46,21 @@ def record_handler(record: DynamoDBRecord) -> str:
             embedder=container.embedder,
         )
     scope = scope_of_partition(str((change.keys or {}).get("pk", "")))
-    if scope is not None:
-        record_meter(container.table, scope.app, meter)
+    if scope is not None and outcome != "ignored":
+        _batch_meters.setdefault(scope.app, Meter()).add(meter)
     logger.debug("stream record applied", extra={"outcome": outcome})
     return outcome
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    _batch_meters.clear()
+    try:
+        return process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
+    finally:
+        table = get_container().table
+        for app, meter in _batch_meters.items():
+            record_meter(table, app, meter)
+        _batch_meters.clear()

@@ -520,7 +520,13 @@ class Deployment:
                     else {"ShardIteratorType": "TRIM_HORIZON"}
                 ),
             )["ShardIterator"]
-            records = streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]
+            records: list[dict[str, Any]] = []
+            while True:  # the mapping reads the shard until it is caught up, 1,000 records a read at most
+                page = streams.get_records(ShardIterator=iterator, Limit=1000)
+                records += page["Records"]
+                if not page["Records"] or not page.get("NextShardIterator"):
+                    break
+                iterator = page["NextShardIterator"]
             for start in range(0, len(records), 100):  # the mapping's batch size
                 batch = records[start : start + 100]
                 event = {"Records": [{**_wire(r), "eventSourceARN": self.stream_arn} for r in batch]}

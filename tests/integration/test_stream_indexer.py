@@ -7,6 +7,7 @@ import copy
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ from agentmem.local.events import LocalContext
 from agentmem.models.memory import MemoryEntry
 from agentmem.settings import Settings
 from agentmem.stores.sqlite_table import SqliteTable
-from agentmem.tenancy.metering import read_usage
+from agentmem.tenancy.metering import USAGE_SK_PREFIX, read_usage
 from agentmem.vectors.opensearch import OpenSearchVectorIndex
 from tests.opensearch_node import OpenSearchNode, on_node
 from tests.support import load_event, stream_image
@@ -90,51 +91,64 @@ def test_a_failing_record_is_reported_alone(cloud: Container) -> None:
     assert _entry_ids(cloud) == {"01JXAAAAAAAAAAAAAAAAAAAAA1"}
 
 
-def test_a_pending_entry_is_embedded_by_the_indexer(cloud: Container) -> None:
-    # Given an entry stored while the embedder was down (no vector, marked pending)
+def test_pending_entries_are_embedded_by_the_indexer_and_metered_once_a_batch(
+    cloud: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given three entries stored while the embedder was down (no vector, marked pending)
     scope = Scope("demo-app", "alice")
     embedder = cloud.embedder
     cloud.memory.embedder = None  # write without embedding, as if it were down
-    stored = cloud.memory.add_entry(
-        scope,
-        MemoryEntry.model_validate(
-            {"content": {"parts": [{"text": "pick up the dry cleaning"}]}, "timestamp": datetime.now(UTC)}
-        ),
-    )
+    stored = [
+        cloud.memory.add_entry(
+            scope,
+            MemoryEntry.model_validate({"content": {"parts": [{"text": text}]}, "timestamp": datetime.now(UTC)}),
+        )
+        for text in ("pick up the dry cleaning", "call the dentist", "book the flight to Lisbon")
+    ]
     cloud.memory.embedder = embedder
-    item = cloud.table.get(scope.partition, "E#" + stored.id)
-    assert item is not None
-    assert VECTOR_ATTR not in item
-    item[PENDING_ATTR] = True
-    cloud.table.put(item)
-    image = stream_image(item)
-    event = {
-        "Records": [
+    records = []
+    for number, entry in enumerate(stored, start=1):
+        item = cloud.table.get(scope.partition, "E#" + entry.id)
+        assert item is not None
+        assert VECTOR_ATTR not in item
+        item[PENDING_ATTR] = True
+        cloud.table.put(item)
+        records.append(
             {
-                "eventID": "1",
+                "eventID": str(number),
                 "eventName": "INSERT",
                 "eventSource": "aws:dynamodb",
                 "dynamodb": {
                     "Keys": {"pk": {"S": item["pk"]}, "sk": {"S": item["sk"]}},
-                    "NewImage": image,
-                    "SequenceNumber": "1",
+                    "NewImage": stream_image(item),
+                    "SequenceNumber": str(number),
                     "StreamViewType": "NEW_AND_OLD_IMAGES",
                 },
             }
-        ]
-    }
-    # When the indexer sees its stream record
-    assert _handler()(event, LocalContext()) == {"batchItemFailures": []}
-    # Then the entry now carries its vector in the table and is in the index
-    item = cloud.table.get(scope.partition, "E#" + stored.id)
-    assert item is not None
-    assert isinstance(item[VECTOR_ATTR], bytes)
-    assert item[MODEL_ATTR] == "hashing-v1-384"
-    assert PENDING_ATTR not in item
-    assert stored.id in _entry_ids(cloud)
-    # And the embedding it computed is metered to the entry's app
+        )
+    usage_writes: list[str] = []
+    increment = cloud.table.increment
+
+    def counted_increment(pk: str, sk: str, deltas: Any, condition: Any = None) -> Any:
+        if sk.startswith(USAGE_SK_PREFIX):
+            usage_writes.append(pk)
+        return increment(pk, sk, deltas, condition)
+
+    monkeypatch.setattr(cloud.table, "increment", counted_increment)
+    # When the indexer sees their stream records in one batch
+    assert _handler()({"Records": records}, LocalContext()) == {"batchItemFailures": []}
+    # Then each entry now carries its vector in the table and is in the index
+    for entry in stored:
+        item = cloud.table.get(scope.partition, "E#" + entry.id)
+        assert item is not None
+        assert isinstance(item[VECTOR_ATTR], bytes)
+        assert item[MODEL_ATTR] == "hashing-v1-384"
+        assert PENDING_ATTR not in item
+    assert {entry.id for entry in stored} <= _entry_ids(cloud)
+    # And the three embeddings are metered to the entries' app, in one write of its usage for the batch
     [today] = read_usage(cloud.table, "demo-app")
-    assert today.embeddings == 1
+    assert today.embeddings == 3
+    assert len(usage_writes) == 1
 
 
 def test_reindex_command_rebuilds_one_user_and_everything(cloud: Container, monkeypatch: pytest.MonkeyPatch) -> None:

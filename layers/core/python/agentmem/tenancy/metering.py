@@ -71,6 +71,10 @@ class Meter:
     write_units: int = 0
     compute_gb_ms: int = 0
 
+    def add(self, other: Meter) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
 
 _meter: ContextVar[Meter | None] = ContextVar("usage_meter", default=None)
 

@@ -105,6 +105,40 @@ def test_a_search_reads_the_entities_it_returns_not_the_graph(table: Table) -> N
     assert used.items_read < 40, used
 
 
+def test_the_graph_index_size_estimate_is_what_it_takes_in_memory_within_a_half(table: Table) -> None:
+    import gc
+    import tracemalloc
+
+    from agentmem.graph.search_index import GraphPartition
+
+    # Given a graph of 500 entities of three types with four facts each
+    graph = GraphMemoryService(table)
+    graph.create_entities(
+        SCOPE,
+        [
+            {
+                "name": f"entity {n}",
+                "entityType": ("person", "place", "thing")[n % 3],
+                "observations": [f"fact {n} word{n % 97} topic{n % 13} note{k}" for k in range(4)],
+            }
+            for n in range(500)
+        ],
+    )
+    entities = query_all(table, SCOPE.partition, records.ENTITY)
+    observations = query_all(table, SCOPE.partition, records.OBSERVATION)
+    # When a process holds it
+    gc.collect()
+    tracemalloc.start()
+    try:
+        held = GraphPartition.of(changes.Caught(None, 0), entities, observations)
+        measured, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Then the size it counts against the process's budget is what it takes, within a half
+    assert len(held.terms) == 500
+    assert measured <= held.nbytes <= 1.6 * measured, (measured, held.nbytes)
+
+
 # -- data written by the previous layout (1): lock items, per-observation postings, no ``facts`` ----------
 
 

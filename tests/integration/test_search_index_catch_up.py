@@ -170,3 +170,71 @@ def test_the_log_row_names_the_write_and_expires(containers: tuple[MemoryService
     assert row["ids"] == [first.id]
     assert row["ttl"] - time.time() > changes.LOG_SECONDS - 60
     assert stats.epoch is not None
+
+
+def test_a_process_holds_partitions_within_its_byte_budget_the_least_recently_used_forgotten(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a process whose held partitions may take about three users' indexes
+    embedder = HashingEmbedder(64)
+    writer = MemoryService(table, embedder=embedder)
+    users = [Scope("app", f"user{n}") for n in range(5)]
+    for scope in users:
+        writer.add_session(scope, "s", [_entry(t) for t in _texts(60, hash(scope.user) % 1000)])
+    one_user = PartitionIndex.of(None, 0, query_all(table, users[0].partition, records.ENTRY)).nbytes
+    budget = changes.HeldBytes(limit=int(one_user * 3.5))
+    monkeypatch.setattr(changes, "HELD", budget)
+    searcher = MemoryService(table, embedder=embedder)  # its indexes share the budget set above
+    # When it searches each user in turn
+    for scope in users:
+        searcher.search(scope, "word1 word2", mode="keyword")
+    # Then what it holds stays within the budget, and the users searched last are still held
+    assert 0 < budget.used <= budget.limit
+    reads = {}
+    for scope in (users[-1], users[0]):
+        with capacity.measuring() as used:
+            searcher.search(scope, "word1 word2", mode="keyword")
+        reads[scope.user] = used.items_read
+    assert reads["user4"] <= 12  # held: the statistics and the hits
+    assert reads["user0"] >= 60  # forgotten: its 60 entries read again
+    assert budget.used <= budget.limit
+
+
+def test_a_partition_larger_than_the_budget_is_still_searched(table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(changes, "HELD", changes.HeldBytes(limit=1))
+    service = MemoryService(table, embedder=HashingEmbedder(64))
+    service.add_session(SCOPE, "s", [_entry("the zebra crossing"), _entry("a quiet street")])
+    found = service.search(SCOPE, "zebra", mode="hybrid")
+    assert found.entries[0].content["parts"][0]["text"] == "the zebra crossing"
+
+
+def test_the_budget_is_half_a_lambda_functions_memory_unless_configured() -> None:
+    assert changes.budget_bytes({"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024"}) == 512 * 2**20
+    assert changes.budget_bytes({"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024", changes.SEARCH_CACHE_ENV: "100"}) == (
+        100 * 2**20
+    )
+    assert changes.budget_bytes({}) == 1024 * 2**20
+
+
+@pytest.mark.parametrize(("dimension", "words", "vocabulary"), [(1024, 25, 3000), (384, 12, 40), (64, 40, 5000)])
+def test_an_index_size_estimate_is_what_it_takes_in_memory_within_a_half(
+    table: Table, dimension: int, words: int, vocabulary: int
+) -> None:
+    import gc
+    import tracemalloc
+
+    rng = random.Random(dimension)
+    vocab = [f"w{n}" for n in range(vocabulary)]
+    writer = MemoryService(table, embedder=HashingEmbedder(dimension))
+    for start in range(0, 1000, 250):
+        texts = [" ".join(rng.choice(vocab) for _ in range(words)) for _ in range(250)]
+        writer.add_session(SCOPE, f"s{start}", [_entry(t) for t in texts])
+    items = query_all(table, SCOPE.partition, records.ENTRY)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        index = PartitionIndex.of(None, 0, items)
+        measured, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert measured <= index.nbytes <= 1.6 * measured, (measured, index.nbytes)

@@ -22,6 +22,12 @@ from agentmem.search import changes
 from agentmem.search.changes import Caught, HeldPartitions, Stats
 from agentmem.stores.table import Item, Table, query_all
 
+ENTITY_BYTES = 1000
+TOKEN_BYTES = 70
+WORD_BYTES = 100
+"""What Python objects take per entity, per token of its terms and per token of the maps:
+:attr:`GraphPartition.nbytes`."""
+
 
 @dataclass(frozen=True, slots=True)
 class Terms:
@@ -45,11 +51,32 @@ class GraphPartition:
     by_type_token: dict[str, set[str]] = field(default_factory=dict)
     members: dict[str, set[str]] = field(default_factory=dict)
     """Entity type -> the entities of that type."""
+    tokens: int = 0
+    """How many tokens the entities' terms hold."""
+
+    @property
+    def nbytes(self) -> int:
+        """About what the index takes in memory (measured with tracemalloc: tests/integration/test_graph_layout.py)."""
+        words = len(self.by_name) + len(self.by_fact) + len(self.by_type_token)
+        return len(self.terms) * ENTITY_BYTES + self.tokens * TOKEN_BYTES + words * WORD_BYTES
+
+    @classmethod
+    def of(cls, place: Caught, entities: Iterable[Item], observations: Iterable[Item]) -> GraphPartition:
+        """The terms of ``entities`` with their current facts among ``observations``."""
+        held = cls(place)
+        by_entity: dict[str, list[Item]] = {}
+        for obs in observations:
+            by_entity.setdefault(obs["entity"], []).append(obs)
+        for entity in entities:
+            name = entity["name"]
+            held.set(name, terms_of(entity, _current(entity, by_entity.get(name, []))))
+        return held
 
     def set(self, name: str, terms: Terms | None) -> None:
         """Hold ``terms`` as the entity's (None: the entity is gone)."""
         old = self.terms.pop(name, None)
         if old is not None:
+            self.tokens -= len(old.name) + len(old.kind) + len(old.facts)
             for token in old.name:
                 self.by_name.get(token, set()).discard(name)
             for token in old.facts:
@@ -64,6 +91,7 @@ class GraphPartition:
         if terms is None:
             return
         self.terms[name] = terms
+        self.tokens += len(terms.name) + len(terms.kind) + len(terms.facts)
         for token in terms.name:
             self.by_name.setdefault(token, set()).add(name)
         for token, count in terms.facts.items():
@@ -102,20 +130,18 @@ class GraphSearchIndex:
             read=self._read,
             apply=self._apply,  # type: ignore[arg-type]
             caught=lambda held: held.place,
+            size=lambda held: held.nbytes,
         )
 
     def held(self, partition: str) -> GraphPartition:
         return self._held.get(partition)
 
     def _load(self, partition: str, current: Stats) -> GraphPartition:
-        held = GraphPartition(Caught(current.epoch, current.version))
-        observations: dict[str, list[Item]] = {}
-        for obs in query_all(self._table, partition, records.OBSERVATION, page_size=1000):
-            observations.setdefault(obs["entity"], []).append(obs)
-        for entity in query_all(self._table, partition, records.ENTITY, page_size=1000):
-            name = entity["name"]
-            held.set(name, terms_of(entity, _current(entity, observations.get(name, []))))
-        return held
+        return GraphPartition.of(
+            Caught(current.epoch, current.version),
+            query_all(self._table, partition, records.ENTITY, page_size=1000),
+            query_all(self._table, partition, records.OBSERVATION, page_size=1000),
+        )
 
     def _read(self, partition: str, names: Sequence[str]) -> list[tuple[str, Terms | None]]:
         """The current terms of the named entities (None for those gone)."""

@@ -22,10 +22,12 @@ is behind can rank an item that is gone (it is skipped), never show it.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -45,7 +47,9 @@ MISSING_SECONDS = 60
 """How long a reader looks for a log row whose version was taken (longer than any request runs)."""
 RECENT_ROWS = 100
 """Log rows a reader of the recent writes looks at, newest first."""
-MAX_HELD_PARTITIONS = 256
+SEARCH_CACHE_ENV = "MEMORY_SEARCH_CACHE_MB"
+"""The megabytes a process may hold of partitions; by default half of a Lambda function's memory
+(``AWS_LAMBDA_FUNCTION_MEMORY_SIZE``), or 1,024 elsewhere."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,9 +198,70 @@ class Caught:
 Held = TypeVar("Held")
 
 
+def budget_bytes(env: Mapping[str, str] | None = None) -> int:
+    """What this process may hold of partitions (:data:`SEARCH_CACHE_ENV`)."""
+    env = os.environ if env is None else env
+    configured = env.get(SEARCH_CACHE_ENV)
+    if configured:
+        return int(float(configured) * 2**20)
+    function_mb = env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
+    return int(float(function_mb) * 2**20 // 2) if function_mb else 1024 * 2**20
+
+
+class HeldBytes:
+    """The partitions every index of the process holds, most recently used last, with their sizes: when
+    they pass the budget, the least recently used are forgotten (the one just used is kept, whatever its
+    size: the search it serves needs it)."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._sizes: OrderedDict[tuple[int, str], int] = OrderedDict()
+        self._owners: weakref.WeakValueDictionary[int, HeldPartitions[object]] = weakref.WeakValueDictionary()
+
+    @property
+    def limit(self) -> int:
+        if self._limit is None:
+            self._limit = budget_bytes()
+        return self._limit
+
+    @property
+    def used(self) -> int:
+        with self._lock:
+            return sum(self._sizes.values())
+
+    def hold(self, owner: HeldPartitions[Held], partition: str, size: int) -> None:
+        """``owner`` holds ``partition`` at ``size`` bytes, just used; forget what no longer fits."""
+        key = (id(owner), partition)
+        victims = []
+        with self._lock:
+            self._owners[id(owner)] = owner  # type: ignore[assignment]
+            self._sizes[key] = size
+            self._sizes.move_to_end(key)
+            total = sum(self._sizes.values())
+            while total > self.limit and len(self._sizes) > 1:
+                victim, freed = self._sizes.popitem(last=False)
+                total -= freed
+                victims.append(victim)
+        for owner_id, name in victims:
+            held_by = self._owners.get(owner_id)
+            if held_by is not None:
+                held_by.forget(name)
+
+    def used_now(self, owner: HeldPartitions[Held], partition: str) -> None:
+        with self._lock:
+            key = (id(owner), partition)
+            if key in self._sizes:
+                self._sizes.move_to_end(key)
+
+
+HELD = HeldBytes()
+"""The process's budget, shared by the memory and graph indexes of every service."""
+
+
 class HeldPartitions(Generic[Held]):
-    """Partitions held in process (the most recently used :data:`MAX_HELD_PARTITIONS`), each read whole once
-    (``load``) and then caught up from ``log`` (``apply`` the items of the changed ids)."""
+    """Partitions held in process (the most recently used, within the process's :data:`HELD` bytes), each
+    read whole once (``load``) and then caught up from ``log`` (``apply`` the items of the changed ids)."""
 
     def __init__(
         self,
@@ -207,20 +272,25 @@ class HeldPartitions(Generic[Held]):
         read: Callable[[str, Sequence[str]], Sequence[object]],
         apply: Callable[[Held, set[str], Sequence[object], Stats], None],
         caught: Callable[[Held], Caught],
+        size: Callable[[Held], int],
+        budget: HeldBytes | None = None,
     ) -> None:
         self._table = table
         self._log = log
-        self._load, self._read, self._apply, self._caught = load, read, apply, caught
-        self._held: OrderedDict[str, Held] = OrderedDict()
+        self._load, self._read, self._apply, self._caught, self._size = load, read, apply, caught, size
+        self._budget = HELD if budget is None else budget
+        self._held: dict[str, Held] = {}
         self._lock = threading.Lock()
+
+    def forget(self, partition: str) -> None:
+        with self._lock:
+            self._held.pop(partition, None)
 
     def get(self, partition: str) -> Held:
         """The partition as of its current version."""
         current = self._log.stats(self._table, partition)
         with self._lock:
             held = self._held.get(partition)
-            if held is not None:
-                self._held.move_to_end(partition)
         now = time.time()
         if held is not None:
             place = self._caught(held)
@@ -230,6 +300,7 @@ class HeldPartitions(Generic[Held]):
                 and now - place.caught_up_at < LOG_SECONDS - CATCH_UP_MARGIN_SECONDS
             ):
                 if place.version == current.version and not place.missing:
+                    self._budget.used_now(self, partition)
                     return held
                 learnt = self._log.since(self._table, partition, place.version, current.version, place.missing)
                 if learnt.ids is not None:
@@ -241,11 +312,10 @@ class HeldPartitions(Generic[Held]):
                             seen = {v: place.missing.get(v, now) for v in learnt.missing}
                             place.missing = {v: t for v, t in seen.items() if now - t < MISSING_SECONDS}
                             place.caught_up_at = now
+                    self._budget.hold(self, partition, self._size(held))
                     return held
         built = self._load(partition, current)
         with self._lock:
             self._held[partition] = built
-            self._held.move_to_end(partition)
-            while len(self._held) > MAX_HELD_PARTITIONS:
-                self._held.popitem(last=False)
+        self._budget.hold(self, partition, self._size(built))
         return built

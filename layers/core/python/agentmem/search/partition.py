@@ -27,6 +27,12 @@ from agentmem.search.inverted_index import K1, B, Hit, Ranking, query_terms
 MAX_HITS = 1000
 """Keyword hits a ranking keeps, best first (a search reads at most this far down: memory/search.py)."""
 
+ENTRY_BYTES = 600
+POSTING_BYTES = 32
+WORD_BYTES = 350
+"""What Python objects take per entry (its id, its row of filter fields), per posting (a position and a
+count in two lists) and per word of the inverted index: :attr:`PartitionIndex.nbytes`."""
+
 Row = tuple[dict[str, Any], dict[str, Any]]
 """What a filter reads of one entry: its built-in fields and its metadata."""
 
@@ -70,23 +76,30 @@ class _Vectors:
     """One model's vectors: rows in the order they were added, each with its entry's position."""
 
     matrix: Any
-    """float32 rows (capacity grows by doubling: the first ``size`` are held)."""
+    """float32 rows (capacity grows by a quarter: the first ``size`` are held)."""
     positions: Any
     """int64 array: the entry position of each row."""
     size: int = 0
 
     def add(self, position: int, vector: Any) -> None:
-        import numpy as np
-
         if self.size == self.matrix.shape[0]:
-            capacity = max(16, self.size * 2)
-            grown = np.empty((capacity, self.matrix.shape[1]), dtype=np.float32)
-            grown[: self.size] = self.matrix[: self.size]
-            self.matrix = grown
-            self.positions = np.resize(self.positions, capacity)
+            self._resize(max(16, self.size + self.size // 4))
         self.matrix[self.size] = vector
         self.positions[self.size] = position
         self.size += 1
+
+    def fit(self) -> None:
+        """Hold no more rows than there are (after a load; adding grows them again)."""
+        if self.matrix.shape[0] > self.size:
+            self._resize(self.size)
+
+    def _resize(self, capacity: int) -> None:
+        import numpy as np
+
+        resized = np.empty((capacity, self.matrix.shape[1]), dtype=np.float32)
+        resized[: self.size] = self.matrix[: self.size]
+        self.matrix = resized
+        self.positions = np.resize(self.positions, capacity)
 
 
 class _Columns:
@@ -143,12 +156,15 @@ class PartitionIndex:
         self._columns = _Columns()
         self._vectors: dict[str, _Vectors] = {}
         self._removed = 0
+        self._postings = 0
 
     @classmethod
     def of(cls, epoch: str | None, version: int, items: Iterable[Mapping[str, Any]]) -> PartitionIndex:
         index = cls(epoch, version)
         for item in items:
             index._add(item)
+        for held in index._vectors.values():
+            held.fit()
         return index
 
     def __len__(self) -> int:
@@ -187,6 +203,7 @@ class PartitionIndex:
             self._own.setdefault(word, _Postings([], [])).add(position, count)
         for word, count in context.items():
             self._context.setdefault(word, _Postings([], [])).add(position, count)
+        self._postings += len(own) + len(context)
         length = int(item.get("length") or 0)
         contextual = OWN_WEIGHT * length + int(item.get(records.CONTEXT_LENGTH) or 0)
         self._columns.add(position, float(length), float(contextual), _tie_keys(entry_id))
@@ -228,6 +245,7 @@ class PartitionIndex:
                 ]
                 if kept:
                     target[word] = _Postings([p for p, _ in kept], [c for _, c in kept])
+                    fresh._postings += len(kept)
         import numpy as np
 
         for model, held in self._vectors.items():
@@ -236,6 +254,20 @@ class PartitionIndex:
                 positions = np.asarray([renumber[int(held.positions[i])] for i in rows], dtype=np.int64)
                 fresh._vectors[model] = _Vectors(held.matrix[rows].copy(), positions, len(rows))
         self.__dict__.update(fresh.__dict__)
+
+    @property
+    def nbytes(self) -> int:
+        """About what the index takes in memory: its arrays as allocated, and per entry and posting what
+        Python objects take (measured with tracemalloc: tests/integration/test_search_index_catch_up.py)."""
+        arrays: int = sum(held.matrix.nbytes + held.positions.nbytes for held in self._vectors.values())
+        columns = self._columns
+        arrays += columns.alive.nbytes + columns.length.nbytes + columns.contextual.nbytes + columns.ties.nbytes
+        return (
+            arrays
+            + len(self.ids) * ENTRY_BYTES
+            + self._postings * POSTING_BYTES
+            + (len(self._own) + len(self._context)) * WORD_BYTES
+        )
 
     # -- reads -----------------------------------------------------------------------------------------
 

@@ -43,6 +43,7 @@ class ExactVectorIndex:
             read=self._read,
             apply=lambda index, changed, present, _: index.apply(changed, present),  # type: ignore[arg-type]
             caught=lambda index: index.place,
+            size=lambda index: index.nbytes,
         )
 
     # -- writes: the entries carry what is searched; readers catch up from the change log ---------------

@@ -10,7 +10,8 @@ A filter is a JSON document over metadata keys and the built-in fields ``author`
 
 Several keys (or operators) in one object are ANDed. Comparison is typed: numbers numerically (as
 IEEE doubles), strings by code point, booleans only for equality; a value of another type does not
-match, so ``$ne`` and ``$nin`` (the negations of ``$eq`` and ``$in``) match it, and match a missing key.
+match, so ``$ne`` and ``$nin`` (the negations of ``$eq`` and ``$in``) match it, and match a missing key; so
+does a held number no double holds (an integer of 400 digits): it never raises.
 A ``timestamp`` value in RFC 3339 is compared in the stored form (UTC, milliseconds). Every comparison
 (each value of ``$in``/``$nin``) and every ``$and``/``$or``/``$not`` counts as one condition; more than
 :data:`MAX_CONDITIONS`, an unknown operator or a malformed document raises :class:`InvalidInput` (422).
@@ -215,13 +216,26 @@ def _kind(value: Any) -> str:
     return "other"
 
 
+def _double(number: float) -> float | None:
+    """A held number as a finite double; None for one no double holds (10**400 stored by an earlier
+    version or by hand, an infinity): it equals no operand and matches no range condition."""
+    try:
+        double = float(number)
+    except OverflowError:
+        return None
+    return double if math.isfinite(double) else None
+
+
 def _equal(held: Any, wanted: Scalar) -> bool:
     if isinstance(held, list):
         return isinstance(wanted, str) and wanted in held
     kind = _kind(held)
     if kind != _kind(wanted):
         return False
-    return float(held) == float(wanted) if kind == "number" else bool(held == wanted)
+    if kind == "number":
+        double = _double(held)
+        return double is not None and double == float(wanted)
+    return bool(held == wanted)
 
 
 _ORDER: dict[str, Callable[[Any, Any], bool]] = {
@@ -237,7 +251,8 @@ def _ordered(held: Any, op: str, wanted: Scalar) -> bool:
     if kind != _kind(wanted) or kind not in ("number", "string"):
         return False
     if kind == "number":
-        return _ORDER[op](float(held), float(wanted))
+        double = _double(held)
+        return double is not None and _ORDER[op](double, float(wanted))
     return _ORDER[op](held, wanted)
 
 

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from agentmem.errors import InvalidInput
+from agentmem.memory.filters import is_finite
 from agentmem.store import records
 
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
@@ -18,7 +19,8 @@ _RANGE = {"$gt", "$gte", "$lt", "$lte"}
 
 
 def check(filter_: dict[str, Any]) -> None:
-    """Refuse what LangGraph's filter language does not hold, or what we cannot evaluate: nested fields."""
+    """Refuse what LangGraph's filter language does not hold, or what we cannot evaluate: nested fields, and
+    a range operand that is no finite number (a 400-digit integer, ``"1e400"``, a word, null)."""
     for name, condition in filter_.items():
         if "." in name:
             raise InvalidInput(
@@ -33,10 +35,16 @@ def check(filter_: dict[str, Any]) -> None:
                     f"use a value or an operator of {', '.join(OPERATORS)}",
                     code="invalid_filter",
                 )
-            for op in condition:
+            for op, operand in condition.items():
                 if op not in OPERATORS:
                     raise InvalidInput(
                         f"filter field {name!r}: unknown operator {op!r}; use one of {', '.join(OPERATORS)}",
+                        code="invalid_filter",
+                    )
+                if op in _RANGE and _number(operand) is None:
+                    raise InvalidInput(
+                        f"filter field {name!r}: {op} compares numbers; its operand must be a finite number "
+                        "within the range of a double (or a string holding one)",
                         code="invalid_filter",
                     )
 
@@ -72,11 +80,12 @@ def _apply(field: Any, op: str, operand: Any) -> bool:
 
 
 def _number(value: Any) -> float | None:
+    """``value`` as a finite double, or None (a stored value that is none matches no range condition)."""
     if isinstance(value, bool) or value is None:
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond a double's range
         return None
     return number if math.isfinite(number) else None
 
@@ -101,4 +110,4 @@ def pushdown(filter_: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def _plain_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, int | float) and not isinstance(value, bool) and is_finite(value)

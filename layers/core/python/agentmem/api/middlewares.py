@@ -18,6 +18,7 @@ from agentmem.api.http import user_of_path
 from agentmem.budget import dumps
 from agentmem.container import get_container
 from agentmem.errors import InvalidInput, PayloadTooLarge
+from agentmem.held_items import collecting
 from agentmem.idempotency import StoredResponse
 
 IDEMPOTENCY_HEADER = "idempotency-key"
@@ -127,7 +128,8 @@ def idempotency(app: APIGatewayRestResolver, next_middleware: NextMiddleware) ->
         )
     started_ms = int(time.time() * 1000)
     try:
-        response = next_middleware(app)
+        with collecting() as held:  # the items the answer holds, as the services write them
+            response = next_middleware(app)
     except BaseException:
         store.release(user, key)
         raise
@@ -138,8 +140,9 @@ def idempotency(app: APIGatewayRestResolver, next_middleware: NextMiddleware) ->
         return response
     try:
         answer = StoredResponse(response.status_code, body, "application/json")
-        store.complete(user, key, fingerprint, answer, started_ms=started_ms, expires=_earliest_expiry(body))
-    except PayloadTooLarge:  # an answer too big for one table item: the write stands, a retry runs again
+        expires = _earliest_expiry(body)
+        store.complete(user, key, fingerprint, answer, started_ms=started_ms, expires=expires, holds=held)
+    except PayloadTooLarge:  # an answer over one item, or holding too many: the write stands, a retry runs again
         store.release(user, key)
     return response
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from agentmem import users
+from agentmem import held_items, users
 from agentmem.budget import CARD_BUDGET_BYTES, Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.errors import Conflict, InvalidInput, NotFound
@@ -103,6 +103,7 @@ class GraphMemoryService:
             ],
         )
         current = self._current_observations(stored.values(), written)
+        _hold([stored[name] for name in names], *(current.get(name, []) for name in names))
         return [entity_out(stored[name], current.get(name, [])) for name in names]
 
     def remember(
@@ -115,6 +116,7 @@ class GraphMemoryService:
         self._begin_write(scope)
         stored, written = self._writer.write(scope, [(name, entity_type, facts)])
         current = self._current_observations(stored.values(), written)
+        _hold([stored[name]], current.get(name, []))
         return entity_out(stored[name], current.get(name, [])), len(written.get(name, []))
 
     def _unindex(self, observations: Iterable[Item]) -> None:
@@ -158,7 +160,6 @@ class GraphMemoryService:
         keys += [(partition, link["sk"]) for link in links]
         self._table.batch_write(deletes=list(dict.fromkeys(keys)))
         log_changed(self._table, partition, [name], create=False)
-        users.forgot(self._table, scope)
 
     # -- observations ------------------------------------------------------------------------------
 
@@ -173,6 +174,7 @@ class GraphMemoryService:
             raise NotFound(f"no entity {name!r} in this scope", code="entity_not_found")
         start = format_timestamp(valid_from) if valid_from is not None else None
         _, written = self._writer.write(scope, [(name, None, texts)], valid_from=start)
+        _hold(written.get(name, []))
         return [records.observation_out(o) for o in written.get(name, [])]
 
     def _find_observation(self, scope: Scope, obs_id: str) -> Item:
@@ -221,6 +223,7 @@ class GraphMemoryService:
         if was is not None:
             self._unindex([was])
             log_changed(self._table, was["pk"], [was["entity"]], create=False)
+        _hold([closed])
         return records.observation_out(closed)
 
     @staticmethod
@@ -281,6 +284,7 @@ class GraphMemoryService:
         self._unindex([was])
         log_changed(self._table, partition, [name], create=False)
         metering.count(items_stored=1)
+        _hold([closed, created])
         return records.observation_out(closed), records.observation_out(created)
 
     def delete_observation(self, scope: Scope, obs_id: str) -> None:
@@ -295,7 +299,6 @@ class GraphMemoryService:
             return obs
 
         obs = retry_on_conflict(attempt, what="the observation")
-        users.forgot(self._table, scope)
         if is_current(obs):
             self._unindex([obs])
             log_changed(self._table, obs["pk"], [obs["entity"]], create=False)
@@ -316,6 +319,7 @@ class GraphMemoryService:
         self._register(scope)
         wanted = list(dict.fromkeys((r["source"], r["relation_type"], r["target"]) for r in relations))
         made = self._create_relations(scope, wanted)
+        held_items.note((scope.partition, records.relation_sk(r["id"])) for r in made.values())
         return [made[(r["source"], r["relation_type"], r["target"])] for r in relations]
 
     def _create_relations(
@@ -411,13 +415,14 @@ class GraphMemoryService:
             self._table.transact_write([Put(closed, _rev_is(relation)), Delete(relation["pk"], lock)])
             return records.relation_out(closed)
 
-        return retry_on_conflict(attempt, what="the relation")
+        closed = retry_on_conflict(attempt, what="the relation")
+        held_items.note([(scope.partition, records.relation_sk(closed["id"]))])
+        return closed
 
     def delete_relation(self, scope: Scope, rel_id: str) -> None:
         self._begin_write(scope)
         relation = self._find_relation(scope, rel_id)
         self._table.batch_write(deletes=records.relation_keys(relation))
-        users.forgot(self._table, scope)
 
     # -- finding facts to change, by what they say (the MCP tools name facts by content, not by id) ----
 
@@ -659,6 +664,11 @@ def _relation_ops(item: Item) -> list[WriteOp]:
         ops.append(Check(partition, records.entity_sk(name), Condition(exists=True)))
         ops.append(Put({"pk": partition, "sk": records.link_sk(name, rel_id)}))
     return ops
+
+
+def _hold(*groups: Iterable[Item]) -> None:
+    """The answer being built shows these items: an Idempotency-Key replay of it needs them all."""
+    held_items.note((item["pk"], item["sk"]) for items in groups for item in items)
 
 
 def _count_found(delete: Callable[[str], None], keys: Sequence[str]) -> int:

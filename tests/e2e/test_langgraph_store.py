@@ -523,3 +523,26 @@ def test_the_store_route_is_in_the_openapi_document(server: LiveServer) -> None:
     operation = document["paths"]["/v1/apps/{app}/store/batch"]["post"]
     assert "StoreBatchRequest" in str(operation["requestBody"])
     assert "StoreBatchResults" in str(operation["responses"])
+
+
+def test_a_search_over_large_values_completes_within_the_response_budget(store: AgentMemoryStore) -> None:
+    """Twelve values of 240 KB (480 KB each on the wire) are more than one 6 MB Lambda answer: the service cuts
+    the search at its budget and the store asks for the rest (issue 24, point 3)."""
+    namespace = ("memories", "u-" + uuid.uuid4().hex[:8], "blobs")
+    for i in range(12):
+        store.put(namespace, f"b{i:02}", {"content": "large words", "blob": "\\" * 120_000}, index=False)
+    found = store.search(namespace, limit=12)
+    assert sorted(item.key for item in found) == [f"b{i:02}" for i in range(12)]
+    got = store.batch([GetOp(namespace, f"b{i:02}") for i in range(12)])
+    assert [item.key for item in got if item is not None] == [f"b{i:02}" for i in range(12)]
+
+
+def test_a_batch_that_reads_too_much_for_one_request_is_split(store: AgentMemoryStore) -> None:
+    """100 searches of 100 items read 10,000 rows, over one request's budget: the store splits the batch
+    and every search gets its items, and the batch's writes land after its reads (issue 24, point 4)."""
+    namespace = ("memories", "u-" + uuid.uuid4().hex[:8])
+    store.batch([PutOp(namespace, f"k{i:03}", {"n": i}) for i in range(100)])
+    searches: list[Op] = [SearchOp(namespace, limit=100) for _ in range(99)]
+    results = store.batch([*searches, PutOp(namespace, "late", {"n": -1})])
+    assert all(len(found) == 100 for found in results[:99])  # type: ignore[arg-type]
+    assert store.get(namespace, "late") is not None

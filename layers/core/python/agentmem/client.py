@@ -402,6 +402,12 @@ class _ServiceRoutes:
         (``agentmem.langgraph`` builds on it)."""
         return call("POST", f"/v1/apps/{_segment(app)}/store/batch", {"ops": list(ops)}).then(_results)
 
+    @Route
+    def store_batch_reply(self, app: str, ops: Sequence[Mapping[str, Any]]) -> Call[dict[str, Any]]:
+        """:meth:`store_batch`'s whole answer: ``results``, and ``truncated`` (the indexes of searches cut to
+        the response budget) when some were."""
+        return call("POST", f"/v1/apps/{_segment(app)}/store/batch", {"ops": list(ops)})
+
 
 # -- the two clients -------------------------------------------------------------------------------
 

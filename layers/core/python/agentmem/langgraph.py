@@ -10,13 +10,17 @@ Namespaces map onto this service's users by a template chosen at construction, d
 ``u1`` of the app named here (the app is never read from a namespace; an API key only reaches its
 own). ``"{project}"`` in the template maps a label onto a project. A namespace that stops above the
 user is refused (``InvalidNamespaceError``), never widened to several users. Each item is a memory
-entry of that user (searched by the service's ranking, exported, erased with the user). Each
-``batch`` is one round trip (up to 100 operations per request). See docs/langgraph.md.
+entry of that user (searched by the service's ranking, exported, erased with the user).
+
+A ``batch`` sends its reads (up to 100 operations a request), then its writes, as LangGraph's stores
+apply a batch (reads first). A read batch the service refuses as too large to read or to answer is
+split in two and sent again; a search the service cut to its response budget is completed with the
+next offsets. See docs/langgraph.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -40,11 +44,16 @@ from langgraph.store.base import (
 )
 
 from agentmem.client import AsyncMemoryClient, MemoryClient
+from agentmem.errors import MemoryServiceError
 
 USER = "{user}"
 PROJECT = "{project}"
 DEFAULT_TEMPLATE = ("memories", USER)
 OPS_PER_REQUEST = 100
+SPLIT_CODES = frozenset({"batch_reads_too_much", "response_too_large"})
+"""The service's refusals of a batch that fits once split."""
+
+Exchange = Generator[list[dict[str, Any]], "dict[str, Any] | MemoryServiceError", list[Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,17 +135,33 @@ class AgentMemoryStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         plan = _Plan(self, ops)
-        answers: list[Any] = []
-        for chunk in plan.requests():
-            answers += self.client.store_batch(self.app, chunk)
-        return plan.results(answers)
+        exchange = plan.exchange()
+        request = next(exchange)
+        while True:
+            reply: dict[str, Any] | MemoryServiceError
+            try:
+                reply = self.client.store_batch_reply(self.app, request)
+            except MemoryServiceError as error:
+                reply = error
+            try:
+                request = exchange.send(reply)
+            except StopIteration as done:
+                return plan.results(done.value)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         plan = _Plan(self, ops)
-        answers: list[Any] = []
-        for chunk in plan.requests():
-            answers += await self.async_client.store_batch(self.app, chunk)
-        return plan.results(answers)
+        exchange = plan.exchange()
+        request = next(exchange)
+        while True:
+            reply: dict[str, Any] | MemoryServiceError
+            try:
+                reply = await self.async_client.store_batch_reply(self.app, request)
+            except MemoryServiceError as error:
+                reply = error
+            try:
+                request = exchange.send(reply)
+            except StopIteration as done:
+                return plan.results(done.value)
 
     def text_of(self, value: Mapping[str, Any], index: bool | list[str] | None) -> str | None:
         """What the service searches of a value: None lets it take every string of the value."""
@@ -191,11 +216,49 @@ class _Plan:
             return place, place.op(op="list_namespaces", prefix=list(place.path))
         raise ValueError(f"unknown operation: {type(op).__name__}")
 
-    def requests(self) -> list[list[dict[str, Any]]]:
-        return [self.wire[i : i + OPS_PER_REQUEST] for i in range(0, len(self.wire), OPS_PER_REQUEST)]
+    def exchange(self) -> Exchange:
+        """The requests of the batch, each sent and its reply (or refusal) sent back: the reads, in batches
+        of at most 100 split while refused as too large, each cut search completed; then the writes."""
+        answers: list[Any] = [None] * len(self.wire)
+        reads = [i for i, wire in enumerate(self.wire) if wire["op"] != "put"]
+        writes = [i for i, wire in enumerate(self.wire) if wire["op"] == "put"]
+        pending = [reads[i : i + OPS_PER_REQUEST] for i in range(0, len(reads), OPS_PER_REQUEST)]
+        while pending:
+            group = pending.pop(0)
+            reply = yield [self.wire[i] for i in group]
+            if isinstance(reply, MemoryServiceError):
+                if reply.code in SPLIT_CODES and len(group) > 1:
+                    pending[:0] = [group[: len(group) // 2], group[len(group) // 2 :]]
+                    continue
+                raise reply
+            for i, result in zip(group, reply["results"], strict=True):
+                answers[i] = result
+            for position in reply.get("truncated") or []:
+                answers[group[position]] = yield from _rest_of_search(
+                    self.wire[group[position]], answers[group[position]]
+                )
+        for start in range(0, len(writes), OPS_PER_REQUEST):
+            group = writes[start : start + OPS_PER_REQUEST]
+            reply = yield [self.wire[i] for i in group]
+            if isinstance(reply, MemoryServiceError):
+                raise reply
+        return answers
 
     def results(self, answers: list[Any]) -> list[Result]:
         return [_result(op, place, answer) for op, place, answer in zip(self.ops, self.places, answers, strict=True)]
+
+
+def _rest_of_search(wire: dict[str, Any], found: list[Any]) -> Exchange:
+    """A search the service cut to its response budget, completed by asking for the items after ``found``."""
+    found = list(found)
+    while len(found) < wire["limit"]:
+        reply = yield [{**wire, "offset": wire["offset"] + len(found), "limit": wire["limit"] - len(found)}]
+        if isinstance(reply, MemoryServiceError):
+            raise reply
+        found += reply["results"][0]
+        if not reply.get("truncated"):
+            break
+    return found
 
 
 def _listing_place(template: NamespaceTemplate, conditions: Sequence[MatchCondition]) -> _Place:

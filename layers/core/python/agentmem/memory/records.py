@@ -34,6 +34,10 @@ LEGACY_TOKENS = "tokens"
 """The words of an entry written while entries had postings in the table (``MT#<word>#<id>``): a delete
 removes those postings too."""
 EXPIRES_AT = filters.EXPIRES_AT
+BOUND_ROW = "bound_row"
+"""The sort key of a row in the entry's partition that exists for this entry only (a store item's key
+row): deleting the entry deletes it, if its :data:`BOUND_ENTRY` still names the entry."""
+BOUND_ENTRY = "entry_id"
 
 
 def encoded_terms(counts: Mapping[str, int]) -> str:

@@ -24,17 +24,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import heapq
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from agentmem import users
+from agentmem import held_items, users
 from agentmem.budget import Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, encode_vector
 from agentmem.embeddings.port import Embedder, embedder_health
-from agentmem.errors import InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable
+from agentmem.errors import ConditionFailed, InvalidInput, MalformedRequest, NotFound, PayloadTooLarge, Unavailable
 from agentmem.keys import Scope, UserRef, scope_of_partition, validate_id
 from agentmem.memory import filters, records
 from agentmem.memory.search import MemorySearch, SearchResult, within
@@ -81,7 +82,7 @@ class EntryPage:
 
 
 @dataclass(frozen=True, slots=True)
-class _PreparedEntry:
+class PreparedEntry:
     item: Item
     terms: dict[str, int]
     length: int
@@ -142,7 +143,7 @@ class MemoryService:
         validate_id(session_id, "session_id")
         self.ensure_writable(scope.user_ref)
         max_terms = terms_per_document(len(entries))
-        prepared: list[_PreparedEntry] = []
+        prepared: list[PreparedEntry] = []
         said: list[tuple[str | None, str]] = []
         for entry in entries:
             p = self._prepare(scope, entry, session_id, max_terms, ttl_seconds, context_of(said, entry.author))
@@ -212,7 +213,7 @@ class MemoryService:
         max_terms: int,
         ttl_seconds: int | None = None,
         context: Sequence[str] = (),
-    ) -> _PreparedEntry:
+    ) -> PreparedEntry:
         """Build the entry item and check it against every limit (nothing is written before all pass)."""
         text = entry.content.text()
         size = len(text.encode("utf-8"))
@@ -251,7 +252,7 @@ class MemoryService:
             raise PayloadTooLarge(
                 f"an entry's content is {size} bytes as JSON; the limit is {MAX_ENTRY_BYTES}", code="entry_too_large"
             )
-        return _PreparedEntry(
+        return PreparedEntry(
             item,
             terms,
             len(tokens),
@@ -262,7 +263,7 @@ class MemoryService:
             context_length=len(context_tokens),
         )
 
-    def _embed(self, prepared: Sequence[_PreparedEntry]) -> bool:
+    def _embed(self, prepared: Sequence[PreparedEntry]) -> bool:
         """Put the vector and model id on each entry item (one batch); False when some entry has none.
 
         When the embedder refuses a text (InvalidInput), the others are embedded one by one and only the
@@ -300,7 +301,7 @@ class MemoryService:
             )
             return None
 
-    def _upsert_vectors(self, prepared: Sequence[_PreparedEntry], vectors_ok: bool) -> str | None:
+    def _upsert_vectors(self, prepared: Sequence[PreparedEntry], vectors_ok: bool) -> str | None:
         """Update a derived search index in the request (read-your-writes: the entries' vectors and words);
         ``pending`` when that was not possible, or when some entry has no vector yet."""
         if not self.vector_index.derived:  # the table's own index: the change log is the update
@@ -314,21 +315,14 @@ class MemoryService:
             return PENDING
         return None if vectors_ok else PENDING
 
-    def _write(self, prepared: Sequence[_PreparedEntry], session_id: str | None, generation: str) -> str | None:
+    def _write(self, prepared: Sequence[PreparedEntry], session_id: str | None, generation: str) -> str | None:
         if not prepared:
             return None
         vectors_ok = self._embed(prepared)
-        metering.count(items_stored=len(prepared))
         scope = prepared[0].scope
         side_items: list[Item] = [users.registry_item(scope)]
         for p in prepared:
-            entry_id = p.item["id"]
-            own = [records.pointer_item(scope, entry_id)]
-            if session_id is not None:
-                own.append(records.session_index_item(scope, session_id, entry_id, generation))
-            if TTL_ATTRIBUTE in p.item:  # what points at an expiring entry expires with it (DynamoDB TTL too)
-                own = [{**item, TTL_ATTRIBUTE: p.item[TTL_ATTRIBUTE]} for item in own]
-            side_items.extend(own)
+            side_items.extend(self._side_items(p, session_id, generation))
         entries = [p.item for p in prepared]
         check_items([*side_items, *entries])  # a rejected write must leave nothing behind
         if self._table.batches_in_order:  # one commit, still in this order
@@ -336,16 +330,62 @@ class MemoryService:
         else:
             self._table.batch_write(puts=side_items)
             self._table.batch_write(puts=entries)
-        # The log moves after the entries exist, so a reader that sees the new version also finds them.
-        changes.MEMORY.record(
-            self._table,
-            scope.partition,
-            [p.item["id"] for p in prepared],
-            docs=len(prepared),
-            length=sum(p.length for p in prepared),
-            context_length=sum(p.context_length for p in prepared),
-        )
+        held_items.note((entry["pk"], entry["sk"]) for entry in entries)  # an Idempotency-Key answer holds them
+        return self.entries_written(prepared, vectors_ok)
+
+    @staticmethod
+    def _side_items(p: PreparedEntry, session_id: str | None = None, generation: str = "") -> list[Item]:
+        """What points at an entry: its id pointer, and its session row; they expire with it (DynamoDB TTL too)."""
+        own = [records.pointer_item(p.scope, p.item["id"])]
+        if session_id is not None:
+            own.append(records.session_index_item(p.scope, session_id, p.item["id"], generation))
+        if TTL_ATTRIBUTE in p.item:
+            own = [{**item, TTL_ATTRIBUTE: p.item[TTL_ATTRIBUTE]} for item in own]
+        return own
+
+    # -- entries written by another service in its own transactions (the store's items) -------------
+
+    def prepare_entry(self, scope: Scope, entry: MemoryEntry) -> PreparedEntry:
+        """An entry checked against every limit, not yet embedded nor written."""
+        return self._prepare(scope, entry, None, MAX_TERMS_PER_DOCUMENT)
+
+    def embed_entries(self, prepared: Sequence[PreparedEntry]) -> bool:
+        """Embed prepared entries in one call (see :meth:`_embed`); False when some has no vector."""
+        return self._embed(prepared) if prepared else True
+
+    def entry_items(self, prepared: PreparedEntry) -> list[Item]:
+        """The items that make a prepared entry: for the caller to write in one transaction, then to
+        report with :meth:`entries_written`."""
+        return [*self._side_items(prepared), prepared.item]
+
+    def entries_written(self, prepared: Sequence[PreparedEntry], vectors_ok: bool) -> str | None:
+        """After the entries' items are written: meter them, log them for every process's search index
+        (a reader that sees the new version also finds them), and update a derived index."""
+        metering.count(items_stored=len(prepared))
+        if prepared:
+            changes.MEMORY.record(
+                self._table,
+                prepared[0].scope.partition,
+                [p.item["id"] for p in prepared],
+                docs=len(prepared),
+                length=sum(p.length for p in prepared),
+                context_length=sum(p.context_length for p in prepared),
+            )
         return self._upsert_vectors(prepared, vectors_ok)
+
+    def entries_rewritten(self, scope: Scope, items: Sequence[Item]) -> None:
+        """After entries were written again with the same words (a new expiry): every process reads them again."""
+        changes.MEMORY.record(self._table, scope.partition, [item["id"] for item in items], create=False)
+        upserts = [r for r in (record_for_item(item) for item in items) if r is not None]
+        if self.vector_index.derived and upserts:
+            try:
+                self.vector_index.upsert(upserts)
+            except Exception as error:  # the stream indexer catches up
+                logger.warning("search index upsert failed", extra={"error": type(error).__name__})
+
+    def entry_item_of(self, scope: Scope, entry_id: str) -> Item | None:
+        """The entry item of ``entry_id`` in exactly ``scope``, as stored (expired or not: None if absent)."""
+        return self._table.get(scope.partition, records.entry_sk(entry_id))
 
     def ensure_writable(self, user: UserRef) -> None:
         users.ensure_writable(self._table, user)
@@ -481,7 +521,6 @@ class MemoryService:
             keys += [(user.partition, records.ENTRY_POINTER + i) for i in entry_ids]
             self._table.batch_write(deletes=keys)
             self._forget_vectors(scope, entry_ids)
-            users.forgot(self._table, scope)
         return deleted
 
     def _session_rows(self, scope: Scope, session_id: str) -> list[tuple[str, str]]:
@@ -519,7 +558,6 @@ class MemoryService:
             return 0
         self._table.batch_write(deletes=[(item["pk"], item["sk"]) for item in items])
         self._forget_items(scope, items)
-        users.forgot(self._table, scope)
         return len(items)
 
     def purge_expired(self, items: Sequence[Item], *, already_deleted: bool = False) -> int:
@@ -539,8 +577,8 @@ class MemoryService:
         return sum(len(v) for v in by_scope.values())
 
     def _forget_items(self, scope: Scope, items: Sequence[Item]) -> None:
-        """Remove what points at deleted entries (id pointers, session rows, and the postings of entries
-        written when entries had postings), and log the deletes for every process's search index."""
+        """Remove what points at deleted entries (id pointers, session rows, the row bound to an entry, and
+        the postings of entries written when entries had postings), and log the deletes."""
         side: list[Key] = []
         for item in items:
             legacy = item.get(records.LEGACY_TOKENS) or []
@@ -549,6 +587,21 @@ class MemoryService:
             if item.get("session_id") is not None:
                 side.append((scope.partition, records.session_prefix(item["session_id"]) + item["id"]))
         self._table.batch_write(deletes=side)
+        for item in items:
+            self._delete_bound_row(item)
+        self.entries_removed(scope, items)
+
+    def _delete_bound_row(self, item: Item) -> None:
+        """The row an entry is bound to (a store item's key row) goes with it, unless it has moved on to
+        another entry meanwhile."""
+        row = item.get(records.BOUND_ROW)
+        if isinstance(row, str):
+            with contextlib.suppress(ConditionFailed):
+                self._table.delete(item["pk"], row, Condition(equals={records.BOUND_ENTRY: item["id"]}))
+
+    def entries_removed(self, scope: Scope, items: Sequence[Item]) -> None:
+        """After entries were deleted (with what points at them): log the deletes for every process's
+        search index, and remove them from a derived one."""
         changes.MEMORY.record(
             self._table,
             scope.partition,

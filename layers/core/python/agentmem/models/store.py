@@ -119,3 +119,8 @@ class StoreBatchResults(BaseModel):
     results: list[StoreItem | list[StoreItem] | list[list[str]] | None] = Field(
         description="one per op, in order: get, an item or null; put, null; search, items; list_namespaces, paths"
     )
+    truncated: list[int] | None = Field(
+        default=None,
+        description="the indexes of searches whose items were cut to the response budget (a batch without "
+        "writes only; ask for the rest with a larger offset); absent when nothing was cut",
+    )

@@ -1,13 +1,18 @@
 """How store items are laid out: one key row per item in the scope partition, beside its entry.
 
-The key row (``KV#<namespace>/|<key>``) holds the JSON value and the times; the entry it points at
-holds the text that search ranks, with metadata naming the item (``store.key``), the namespace
-prefixes it lies under (``store.prefixes``, so a search is narrowed by the engine's own filter) and
-the value's scalar fields (``value.<field>``, so LangGraph filters are evaluated before ranking).
+The key row (``KV#<namespace>/|<key>``) holds the JSON value, the times and a ``revision`` (new at
+every write: concurrent writes of a key are conditioned on the revision they read); the entry it
+points at (``entry_id``) holds the text that search ranks, with metadata naming the item
+(``store.namespace``, ``store.key``), the namespace prefixes it lies under (``store.prefixes``, so a
+search is narrowed by the engine's own filter) and the value's scalar fields (``value.<field>``, so
+LangGraph filters are evaluated before ranking). The entry is bound to its row (``bound_row``): the
+two are written and deleted together, in one transaction, and deleting the entry by any route deletes
+the row.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Iterator, Sequence
@@ -22,7 +27,9 @@ from agentmem.stores.table import TTL_ATTRIBUTE, Item
 
 KEY_ROW = "KV#"
 PREFIXES = "store.prefixes"
+NAMESPACE = "store.namespace"
 KEY = "store.key"
+REVISION = "revision"
 FIELD = "value."
 
 
@@ -41,8 +48,12 @@ def key_row_sk(path: Sequence[str], key: str) -> str:
 
 def prefix_token(scope: Scope, path: Sequence[str]) -> str:
     """What ``store.prefixes`` holds for ``path`` in ``scope`` (the project is part of it, so a search of
-    a project's namespace never ranks a global item, nor another project's)."""
-    return json.dumps([scope.project_id, *path], ensure_ascii=False, separators=(",", ":"))
+    a project's namespace never ranks a global item, nor another project's). A token longer than a
+    metadata string may be (labels of quotes and backslashes, escaped) is its digest instead."""
+    token = json.dumps([scope.project_id, *path], ensure_ascii=False, separators=(",", ":"))
+    if len(token.encode("utf-8")) <= MAX_METADATA_STRING_BYTES:
+        return token
+    return "#" + hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def prefix_tokens(scope: Scope, path: Sequence[str]) -> list[str]:
@@ -60,6 +71,7 @@ def key_row(
     updated_at: str,
     expires_at: datetime | None,
     ttl_seconds: int | None,
+    revision: str,
 ) -> Item:
     row: Item = {
         "pk": scope.partition,
@@ -70,12 +82,28 @@ def key_row(
         "created_at": created_at,
         "updated_at": updated_at,
         "entry_id": entry_id,
+        REVISION: revision,
     }
     if expires_at is not None:
         row["expires_at"] = format_timestamp(expires_at)
         row[TTL_ATTRIBUTE] = math.ceil(expires_at.timestamp())
         row["ttl_seconds"] = ttl_seconds
     return row
+
+
+def row_sk_of_hit(metadata: dict[str, Any]) -> str | None:
+    """The key row an entry found by search belongs to, from its metadata; None when the metadata does not
+    name one (a memory written through the memory routes, whatever metadata it was given)."""
+    path = metadata.get(NAMESPACE)
+    key = metadata.get(KEY)
+    if path is None:  # written before store.namespace: the path is the last prefix token, JSON
+        try:
+            path = json.loads(metadata[PREFIXES][-1])[1:]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+    if not isinstance(key, str) or not isinstance(path, list) or not all(isinstance(p, str) for p in path):
+        return None
+    return key_row_sk(path, key)
 
 
 def is_key_row(item: Item) -> bool:
@@ -128,9 +156,7 @@ def field_key(name: str) -> str | None:
 
 def entry_metadata(scope: Scope, path: Sequence[str], key: str, value: dict[str, Any]) -> dict[str, Any]:
     """The entry's metadata: where the item lives, and the value's scalar fields (as many as fit)."""
-    metadata: dict[str, Any] = {PREFIXES: prefix_tokens(scope, path)}
-    if len(key.encode("utf-8")) <= MAX_METADATA_STRING_BYTES:
-        metadata[KEY] = key
+    metadata: dict[str, Any] = {PREFIXES: prefix_tokens(scope, path), NAMESPACE: list(path), KEY: key}
     for name, field in value.items():
         if len(metadata) >= MAX_METADATA_KEYS:
             break

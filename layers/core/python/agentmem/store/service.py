@@ -1,18 +1,32 @@
 """One batch of store operations: reads first, in order, then the writes (the last put of a key wins),
-as LangGraph's stores apply a batch."""
+as LangGraph's stores apply a batch.
+
+Every op is checked and every write built (its entry prepared, sizes as stored, DynamoDB's key limits,
+the users' writability) before the first read: a refused batch changes nothing. The reads share one
+budget of items read, and their answers one budget of bytes (:mod:`agentmem.budget`).
+
+An item is its key row and, when it has text, the memory entry bound to it (agentmem/store/records.py).
+A put writes the new entry, the row and the old entry's removal in one transaction, conditioned on the
+row's revision as read (a lost race reads again and retries); a TTL refresh rewrites the row and its
+entry on the same condition, and does nothing when it lost (the item was put again or deleted).
+"""
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import json
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from agentmem import users
-from agentmem.clock import format_timestamp, utc_now
-from agentmem.errors import InvalidInput, NotFound, PayloadTooLarge
+from agentmem.budget import Budget
+from agentmem.clock import format_timestamp, new_id, utc_now
+from agentmem.errors import ConditionFailed, InvalidInput, PayloadTooLarge
 from agentmem.keys import Scope
 from agentmem.memory import filters
 from agentmem.memory import records as memory_records
@@ -20,18 +34,55 @@ from agentmem.models.content import Content
 from agentmem.models.memory import MAX_ENTRY_BYTES, MAX_TEXT_BYTES, MemoryEntry
 from agentmem.models.store import GetOp, ListNamespacesOp, PutOp, SearchOp, StoreOp
 from agentmem.store import matching, records
-from agentmem.stores.table import Item, Table, query_all
+from agentmem.stores.retry import retry_on_conflict
+from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Delete, Item, Put, Table, WriteOp, check_items
 
 if TYPE_CHECKING:
-    from agentmem.memory.service import MemoryService
+    from agentmem.memory.service import MemoryService, PreparedEntry
 
-MAX_SCAN = 2_000
+MAX_SCAN = 1_000
 """Key rows one search without a query (or one listing of namespaces) reads at most."""
 MAX_RANKED = 100
 """``offset + limit`` of a search with a query: what one memory search ranks."""
+BATCH_READ_BUDGET = 5_000
+"""Items the reads of one batch read in all (each get, ranked hit, scanned row, namespace probe): over
+it the batch is refused before it writes anything (``batch_reads_too_much``); split it."""
 REFRESH_FRACTION = 0.1
 """A read refreshes an item's TTL once a tenth of it has passed (a write per read would cost more than
 the item): the item lives at least 90% of its TTL after its last read."""
+READS_TOO_MUCH = "batch_reads_too_much"
+RESPONSE_TOO_LARGE = "response_too_large"
+
+
+@dataclass
+class _Put:
+    """A put (or a delete: ``value`` None) built and checked before anything is written."""
+
+    scope: Scope
+    op: PutOp
+    sk: str
+    prepared: PreparedEntry | None = None
+    ttl_seconds: int | None = None
+    expires_at: datetime | None = None
+
+
+class _Reads:
+    """The items a batch's reads may still read."""
+
+    def __init__(self, limit: int = BATCH_READ_BUDGET) -> None:
+        self.left = limit
+
+    def charge(self, items: int) -> None:
+        self.left -= max(1, items)
+        if self.left < 0:
+            raise InvalidInput(
+                f"the reads of this batch read over {BATCH_READ_BUDGET} items; send its operations in smaller batches",
+                code=READS_TOO_MUCH,
+            )
+
+    def cap(self, wanted: int) -> int:
+        """At most ``wanted`` items, as many as are left (an op that needs more is refused when it reads them)."""
+        return max(1, min(wanted, self.left + 1))
 
 
 class StoreService:
@@ -40,99 +91,109 @@ class StoreService:
         self._memory = memory
         self._clock = clock
 
-    def batch(self, app: str, ops: Sequence[StoreOp]) -> list[Any]:
-        results: list[Any] = [None] * len(ops)
-        puts: dict[tuple[str, str], tuple[Scope, PutOp]] = {}
-        stale: dict[tuple[str, str], tuple[Scope, Item]] = {}
+    def batch(self, app: str, ops: Sequence[StoreOp]) -> dict[str, Any]:
+        """``results``, one per op; ``truncated``, the indexes of searches cut to the response budget (a batch
+        that writes is refused instead, before it writes)."""
+        puts: dict[tuple[str, str], _Put] = {}
         for op in ops:
-            if isinstance(op, PutOp):
-                _check_put(op)
-        for i, op in enumerate(ops):
             scope = Scope(app, op.user, op.project_id)
-            if isinstance(op, GetOp):
-                row = self._live(self._table.get(scope.partition, records.key_row_sk(op.namespace, op.key)))
-                results[i] = None if row is None else records.item_json(row)
-                if row is not None and op.refresh_ttl:
-                    stale.update(self._due(scope, [row]))
-            elif isinstance(op, SearchOp):
-                found = self._search(scope, op)
-                results[i] = [records.item_json(row, score) for row, score in found]
-                if op.refresh_ttl:
-                    stale.update(self._due(scope, [row for row, _ in found]))
-            elif isinstance(op, ListNamespacesOp):
-                results[i] = self._namespaces(scope, op.prefix)
-            else:
-                puts[(scope.partition, records.key_row_sk(op.namespace, op.key))] = (scope, op)
-        for scope, op in puts.values():
-            self._put(scope, op)
+            if isinstance(op, PutOp):
+                put = self._plan(scope, op)
+                puts[(scope.partition, put.sk)] = put
+            elif isinstance(op, GetOp):
+                _check_sort_key(scope, records.key_row_sk(op.namespace, op.key))
+            elif isinstance(op, SearchOp) and op.filter:
+                matching.check(op.filter)
+        for user in {put.scope.user_ref for put in puts.values()}:
+            self._memory.ensure_writable(user)
+        results, truncated, stale = self._read(app, ops)
+        if truncated and puts:
+            raise PayloadTooLarge(
+                "the answers of this batch's reads exceed the response budget; send the reads apart from the writes",
+                code=RESPONSE_TOO_LARGE,
+            )
+        vectors_ok = self._memory.embed_entries([p.prepared for p in puts.values() if p.prepared is not None])
+        for put in puts.values():
+            retry_on_conflict(functools.partial(self._commit, put, vectors_ok), what="the store item")
         for key, (scope, row) in stale.items():
             if key not in puts:
                 self._refresh(scope, row)
-        return results
+        answer: dict[str, Any] = {"results": results}
+        if truncated:
+            answer["truncated"] = truncated
+        return answer
+
+    # -- planning: everything checked before the first write -----------------------------------------
+
+    def _plan(self, scope: Scope, op: PutOp) -> _Put:
+        put = _Put(scope, op, records.key_row_sk(op.namespace, op.key))
+        _check_sort_key(scope, put.sk)
+        if op.value is None:
+            return put
+        _check_value(op)
+        put.ttl_seconds = None if op.ttl_minutes is None else math.ceil(op.ttl_minutes * 60)
+        put.expires_at = None if put.ttl_seconds is None else self._clock() + timedelta(seconds=put.ttl_seconds)
+        text = records.text_of(op.value) if op.text is None else op.text
+        if text.strip():
+            try:
+                entry = MemoryEntry(
+                    content=Content.model_validate({"role": "user", "parts": [{"text": text}]}),
+                    metadata=records.entry_metadata(scope, op.namespace, op.key, op.value),
+                    expires_at=put.expires_at,
+                )
+            except ValidationError as error:  # bounds the op's own model does not see: refused as input
+                raise InvalidInput(f"a store item cannot be indexed: {error.errors()[0]['msg']}") from None
+            put.prepared = self._memory.prepare_entry(scope, entry)
+            put.prepared.item[memory_records.BOUND_ROW] = put.sk
+        row = self._row(put, old=None)
+        check_items([row, *(self._memory.entry_items(put.prepared) if put.prepared is not None else [])])
+        return put
+
+    def _row(self, put: _Put, old: Item | None) -> Item:
+        assert put.op.value is not None
+        now = format_timestamp(self._clock())
+        return records.key_row(
+            put.scope,
+            put.op.namespace,
+            put.op.key,
+            put.op.value,
+            entry_id=put.prepared.item["id"] if put.prepared is not None else None,
+            created_at=old["created_at"] if old is not None else now,
+            updated_at=now,
+            expires_at=put.expires_at,
+            ttl_seconds=put.ttl_seconds,
+            revision=new_id(),
+        )
 
     # -- writes ------------------------------------------------------------------------------------
 
-    def _put(self, scope: Scope, op: PutOp) -> None:
-        sk = records.key_row_sk(op.namespace, op.key)
-        old = self._table.get(scope.partition, sk)
-        if op.value is None:
-            if old is not None:
-                self._memory.ensure_writable(scope.user_ref)
-                self._table.delete(scope.partition, sk)
-                self._forget_entry(scope, old)
-            return
-        now = format_timestamp(self._clock())
-        ttl_seconds = None if op.ttl_minutes is None else math.ceil(op.ttl_minutes * 60)
-        text = records.text_of(op.value) if op.text is None else op.text
-        created_at = old["created_at"] if old is not None else now
-        self._write(scope, op.namespace, op.key, op.value, text, ttl_seconds, created_at, now, old)
-
-    def _write(
-        self,
-        scope: Scope,
-        path: Sequence[str],
-        key: str,
-        value: dict[str, Any],
-        text: str,
-        ttl_seconds: int | None,
-        created_at: str,
-        updated_at: str,
-        old: Item | None,
-    ) -> None:
-        """The new entry, then the key row pointing at it, then the old entry goes: a failure in between
-        leaves at worst an entry no key row points at, which a store search never serves."""
-        self._memory.ensure_writable(scope.user_ref)
-        expires_at = None if ttl_seconds is None else self._clock() + timedelta(seconds=ttl_seconds)
-        entry_id = None
-        if text.strip():
-            entry = MemoryEntry(
-                content=Content.model_validate({"role": "user", "parts": [{"text": text}]}),
-                metadata=records.entry_metadata(scope, path, key, value),
-                expires_at=expires_at,
-            )
-            entry_id = self._memory.add_entry(scope, entry).id
+    def _commit(self, put: _Put, vectors_ok: bool) -> None:
+        """One attempt: the row as read now, and everything the put changes in one transaction on it."""
+        scope = put.scope
+        old = self._live(self._table.get(scope.partition, put.sk))
+        old_entry = self._entry_of(scope, old)
+        ops: list[WriteOp] = []
+        if put.op.value is None:
+            if old is None:
+                return
+            ops.append(Delete(scope.partition, put.sk, _as_read(old)))
         else:
             self._table.put(users.registry_item(scope))  # erasure and export visit registered scopes only
-        row = records.key_row(
-            scope,
-            path,
-            key,
-            value,
-            entry_id=entry_id,
-            created_at=created_at,
-            updated_at=updated_at,
-            expires_at=expires_at,
-            ttl_seconds=ttl_seconds,
-        )
-        self._table.put(row)
-        if old is not None:
-            self._forget_entry(scope, old)
+            if put.prepared is not None:
+                ops += [Put(item) for item in self._memory.entry_items(put.prepared)]
+            ops.append(Put(self._row(put, old), _as_read(old)))
+        if old_entry is not None:
+            ops.append(Delete(old_entry["pk"], old_entry["sk"]))
+            ops.append(Delete(scope.user_ref.partition, memory_records.ENTRY_POINTER + old_entry["id"]))
+        self._table.transact_write(ops)
+        if put.prepared is not None:
+            self._memory.entries_written([put.prepared], vectors_ok)
+        if old_entry is not None:
+            self._memory.entries_removed(scope, [old_entry])
 
-    def _forget_entry(self, scope: Scope, row: Item) -> None:
-        entry_id = row.get("entry_id")
-        if entry_id:
-            with contextlib.suppress(NotFound):  # expired, or deleted through the memory routes
-                self._memory.delete_entry(scope.user_ref, entry_id)
+    def _entry_of(self, scope: Scope, row: Item | None) -> Item | None:
+        entry_id = row.get("entry_id") if row is not None else None
+        return self._memory.entry_item_of(scope, entry_id) if isinstance(entry_id, str) else None
 
     def _due(self, scope: Scope, rows: Sequence[Item]) -> dict[tuple[str, str], tuple[Scope, Item]]:
         now = self._clock()
@@ -148,27 +209,63 @@ class StoreService:
         return due
 
     def _refresh(self, scope: Scope, row: Item) -> None:
-        """Write the item again with its TTL from now (same value, same text, same times)."""
-        text = ""
-        if row.get("entry_id"):
-            try:
-                content = self._memory.get_entry(scope.user_ref, row["entry_id"]).content
-                text = Content.model_validate(content).text()
-            except NotFound:
-                text = records.text_of(records.value_of(row))
-        self._write(
-            scope,
-            row["namespace"],
-            row["key"],
-            records.value_of(row),
-            text,
-            int(row["ttl_seconds"]),
-            row["created_at"],
-            row["updated_at"],
-            row,
-        )
+        """The item's TTL from now: its row and entry rewritten with the new expiry, if the row is still the
+        one read (a put or a delete that landed meanwhile wins: the refresh does nothing)."""
+        expires_at = self._clock() + timedelta(seconds=int(row["ttl_seconds"]))
+        expiry = {"expires_at": format_timestamp(expires_at), TTL_ATTRIBUTE: math.ceil(expires_at.timestamp())}
+        ops: list[WriteOp] = [Put({**row, **expiry}, _as_read(row))]
+        entry = self._entry_of(scope, row)
+        if entry is not None:
+            entry = {**entry, memory_records.EXPIRES_AT: expiry["expires_at"], TTL_ATTRIBUTE: expiry[TTL_ATTRIBUTE]}
+            pointer = memory_records.pointer_item(scope, entry["id"])
+            ops.append(Put(entry, Condition(equals={"id": entry["id"]})))
+            ops.append(Put({**pointer, TTL_ATTRIBUTE: expiry[TTL_ATTRIBUTE]}, Condition(exists=True)))
+        try:
+            self._table.transact_write(ops)
+        except ConditionFailed:
+            return
+        if entry is not None:
+            self._memory.entries_rewritten(scope, [entry])
 
     # -- reads -------------------------------------------------------------------------------------
+
+    def _read(
+        self, app: str, ops: Sequence[StoreOp]
+    ) -> tuple[list[Any], list[int], dict[tuple[str, str], tuple[Scope, Item]]]:
+        results: list[Any] = [None] * len(ops)
+        truncated: list[int] = []
+        stale: dict[tuple[str, str], tuple[Scope, Item]] = {}
+        reads = _Reads()
+        answer = Budget()
+        for i, op in enumerate(ops):
+            scope = Scope(app, op.user, op.project_id)
+            if isinstance(op, GetOp):
+                reads.charge(1)
+                got = self._served(scope, [self._table.get(scope.partition, records.key_row_sk(op.namespace, op.key))])
+                results[i] = records.item_json(got[0]) if got else None
+                if results[i] is not None and not answer.take(results[i]):
+                    raise PayloadTooLarge(
+                        "the items this batch gets exceed the response budget; get them in smaller batches",
+                        code=RESPONSE_TOO_LARGE,
+                    )
+                if got and op.refresh_ttl:
+                    stale.update(self._due(scope, got))
+            elif isinstance(op, SearchOp):
+                found = self._search(scope, op, reads)
+                items = []
+                for row, score in found:
+                    item = records.item_json(row, score)
+                    if not answer.take(item):
+                        truncated.append(i)
+                        answer.truncated = False  # the next op may still fit what is left
+                        break
+                    items.append(item)
+                results[i] = items
+                if op.refresh_ttl:
+                    stale.update(self._due(scope, [row for row, _ in found[: len(items)]]))
+            elif isinstance(op, ListNamespacesOp):
+                results[i] = self._namespaces(scope, op.prefix, reads)
+        return results, truncated, stale
 
     def _live(self, row: Item | None) -> Item | None:
         """The row unless it expired: to the millisecond (the table's ``ttl`` counts whole seconds)."""
@@ -176,26 +273,41 @@ class StoreService:
             return None
         return row
 
-    def _search(self, scope: Scope, op: SearchOp) -> list[tuple[Item, float | None]]:
-        if op.filter:
-            matching.check(op.filter)
-        if op.query:
-            return self._ranked(scope, op)[op.offset : op.offset + op.limit]
-        found: list[tuple[Item, float | None]] = []
-        for row in query_all(
-            self._table,
-            scope.partition,
-            records.namespace_prefix_sk(op.namespace_prefix),
-            page_size=200,
-            limit=MAX_SCAN,
-        ):
-            if len(found) >= op.offset + op.limit:
-                break
-            if self._live(row) is not None and matching.matches(records.value_of(row), op.filter):
-                found.append((row, None))
-        return found[op.offset :]
+    def _served(self, scope: Scope, rows: Sequence[Item | None]) -> list[Item]:
+        """The live rows among ``rows`` that may be served: a row written before entries were bound to their
+        rows (no revision) is served only while its entry is (it was deleted through the memory routes)."""
+        live = [row for row in (self._live(r) for r in rows) if row is not None]
+        legacy = {row["entry_id"]: row for row in live if records.REVISION not in row and row.get("entry_id")}
+        if not legacy:
+            return live
+        keys = [(scope.partition, memory_records.entry_sk(i)) for i in legacy]
+        now = format_timestamp(self._clock())
+        present = {item["id"] for item in self._table.batch_get(keys) if memory_records.is_live(item, now)}
+        return [row for row in live if row.get("entry_id") not in legacy or row["entry_id"] in present]
 
-    def _ranked(self, scope: Scope, op: SearchOp) -> list[tuple[Item, float | None]]:
+    def _search(self, scope: Scope, op: SearchOp, reads: _Reads) -> list[tuple[Item, float | None]]:
+        if op.query:
+            return self._ranked(scope, op, reads)[op.offset : op.offset + op.limit]
+        found: list[tuple[Item, float | None]] = []
+        start: str | None = None
+        prefix = records.namespace_prefix_sk(op.namespace_prefix)
+        scanned = 0
+        while len(found) < op.offset + op.limit and scanned < MAX_SCAN:
+            page = self._table.query(
+                scope.partition, prefix, limit=reads.cap(min(200, MAX_SCAN - scanned)), start_after=start
+            )
+            reads.charge(len(page.items))
+            scanned += len(page.items)
+            rows = [
+                row for row in self._served(scope, page.items) if matching.matches(records.value_of(row), op.filter)
+            ]
+            found += [(row, None) for row in rows]
+            if page.next_start is None:
+                break
+            start = page.next_start
+        return found[op.offset : op.offset + op.limit]
+
+    def _ranked(self, scope: Scope, op: SearchOp, reads: _Reads) -> list[tuple[Item, float | None]]:
         if op.offset + op.limit > MAX_RANKED:
             raise InvalidInput(
                 f"a search with a query ranks at most {MAX_RANKED} items: offset + limit is {op.offset + op.limit}",
@@ -211,12 +323,8 @@ class StoreService:
             }
         )
         hits = self._memory.search(scope, op.query, top_k=MAX_RANKED, where=where).entries
-        wanted = []
-        for hit in hits:
-            path = json.loads(hit.metadata[records.PREFIXES][-1])[1:]
-            key = hit.metadata.get(records.KEY)
-            if isinstance(key, str):
-                wanted.append((hit, records.key_row_sk(path, key)))
+        wanted = [(hit, sk) for hit in hits if (sk := records.row_sk_of_hit(hit.metadata)) is not None]
+        reads.charge(len(wanted))
         rows = {row["sk"]: row for row in self._table.batch_get([(scope.partition, sk) for _, sk in wanted])}
         found: list[tuple[Item, float | None]] = []
         for hit, sk in wanted:
@@ -226,30 +334,48 @@ class StoreService:
                 found.append((row, hit.score))
         return found
 
-    def _namespaces(self, scope: Scope, prefix: Sequence[str]) -> list[list[str]]:
+    def _namespaces(self, scope: Scope, prefix: Sequence[str], reads: _Reads) -> list[list[str]]:
         """The namespaces under ``prefix`` that hold an item: one read per namespace (it skips the others'
         keys), at most :data:`MAX_SCAN`."""
         base = records.namespace_prefix_sk(prefix)
         found: list[list[str]] = []
         start: str | None = None
-        while len(found) < MAX_SCAN:
+        for _ in range(MAX_SCAN):
             page = self._table.query(scope.partition, base, limit=1, start_after=start)
+            reads.charge(1)
             if not page.items:
                 break
             path = list(page.items[0]["namespace"])
-            if self._live(page.items[0]) is not None:
-                found.append(path)
-            else:  # the namespace may hold a live item after this expired one
+            if not self._served(scope, page.items):  # the namespace may hold a live item after this one
                 start = page.items[0]["sk"]
                 continue
+            found.append(path)
             start = records.namespace_prefix_sk(path) + "}"  # past this namespace's own keys ("|" < "}")
         return found
 
 
-def _check_put(op: PutOp) -> None:
+def _as_read(row: Item | None) -> Condition:
+    """The row is still as it was read: absent, or of the same revision (a row written before revisions:
+    the same update time and entry)."""
+    if row is None:
+        return Condition(exists=False)
+    if records.REVISION in row:
+        return Condition(equals={records.REVISION: row[records.REVISION]})
+    same = {"updated_at": row["updated_at"]}
+    if isinstance(row.get("entry_id"), str):
+        same["entry_id"] = row["entry_id"]
+    return Condition(equals=same)
+
+
+def _check_sort_key(scope: Scope, sk: str) -> None:
+    """The key row's keys within DynamoDB's limits (the namespace and key as stored: '/', '|' and '%' take
+    three bytes each)."""
+    check_items([{"pk": scope.partition, "sk": sk}])
+
+
+def _check_value(op: PutOp) -> None:
     """The bounds of an entry, checked for the whole batch before anything is written."""
-    if op.value is None:
-        return
+    assert op.value is not None
     size = len(json.dumps(op.value, ensure_ascii=False).encode("utf-8"))
     if size > MAX_ENTRY_BYTES:
         raise PayloadTooLarge(

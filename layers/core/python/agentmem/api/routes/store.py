@@ -20,4 +20,4 @@ router = Router()
 )
 def store_batch(app: PathId, body: StoreBatchRequest) -> Response[StoreBatchResults]:
     tenant = validate_id(path_id(app), "app")
-    return json_response(200, {"results": get_container().store.batch(tenant, body.ops)})
+    return json_response(200, get_container().store.batch(tenant, body.ops))

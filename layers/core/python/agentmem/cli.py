@@ -266,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=float,
         default=15.0,
         metavar="SECONDS",
-        help="close a connection that stops sending a request halfway for this long (default 15)",
+        help="answer 408 and close when a request has not fully arrived this long after its first byte (default 15)",
     )
     serve.add_argument(
         "--allow-origin",

@@ -78,3 +78,10 @@ class Unavailable(MemoryServiceError):
 
     code = "dependency_unavailable"
     http_status = 503
+
+
+class DeadlineExceeded(Unavailable):
+    """The request's time is (nearly) up: no write starts after it, so none lands after an erasure has
+    waited for the requests begun before it. Nothing of the refused write was written; a retry runs anew."""
+
+    code = "deadline_exceeded"

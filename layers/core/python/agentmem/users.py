@@ -14,15 +14,18 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from typing import Any
 
-from agentmem.errors import ConditionFailed, UserDeletionInProgress
+from agentmem.errors import ConditionFailed, DeadlineExceeded, UserDeletionInProgress
 from agentmem.keys import Scope, UserRef, escape, scope_of_partition, unescape, user_of_partition
 from agentmem.stores.table import (
     MAX_TRANSACTION_ITEMS,
     Add,
     Check,
     Condition,
+    Delete,
     Item,
     Key,
     Page,
@@ -141,6 +144,38 @@ _TRANSACTION_BYTES = 3_000_000
 """Items per transaction stay under DynamoDB's 4 MB aggregate limit (sizes are estimated generously)."""
 
 
+WRITE_MARGIN_SECONDS = 1.0
+"""A request's writes end this long before its time does, so that none starts too late to finish."""
+_writes_end: ContextVar[float | None] = ContextVar("agentmem_writes_end", default=None)
+
+
+@contextlib.contextmanager
+def writes_end_with(context: Any) -> Iterator[None]:
+    """Within, :class:`GuardedTable` starts no write (503 ``deadline_exceeded``) once the invocation of
+    ``context`` (Lambda's, or the local server's :class:`~agentmem.local.events.LocalContext`) has less than
+    :data:`WRITE_MARGIN_SECONDS` left. An erasure waits for the requests begun before its mark for longer
+    than that (MEMORY_DELETION_DRAIN_SECONDS): none of their writes can land after it. A thread started
+    within (the local erasure runner's) starts in an empty context: the deadline does not follow it."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    end = time.monotonic() + remaining() / 1000 - WRITE_MARGIN_SECONDS if remaining is not None else None
+    token = _writes_end.set(end)
+    try:
+        yield
+    finally:
+        _writes_end.reset(token)
+
+
+def _refuse_late_writes() -> None:
+    end = _writes_end.get()
+    if end is not None and time.monotonic() >= end:
+        raise DeadlineExceeded("the request's time ran out before it could write; retry it")
+
+
+def _only_deletes(ops: Sequence[WriteOp]) -> bool:
+    """A delete may run after the request's writes have ended: it cannot bring back what an erasure removed."""
+    return all(isinstance(op, Delete | Check) for op in ops)
+
+
 def guarded(table: Table) -> Table:
     """``table`` behind :class:`GuardedTable` (once)."""
     return table if isinstance(table, GuardedTable) else GuardedTable(table)
@@ -165,6 +200,9 @@ class GuardedTable:
     refused by a check raises UserDeletionInProgress (409) and wrote nothing. Deletes, and writes that
     require their item to exist, cannot bring back what an erasure removed: they pass unchanged.
     Unconditional batches become transactions of up to 100 items (the checks included).
+
+    Within a request (:func:`writes_end_with`), no write but a delete starts once the request's time is up:
+    it raises DeadlineExceeded (503) and writes nothing.
     """
 
     def __init__(self, table: Table) -> None:
@@ -222,6 +260,7 @@ class GuardedTable:
         return rest
 
     def put(self, item: Item, condition: Condition | None = None) -> None:
+        _refuse_late_writes()
         if not self._registered([item]):
             return
         op = Put(item, condition)
@@ -234,6 +273,8 @@ class GuardedTable:
         self._table.delete(pk, sk, condition)
 
     def batch_write(self, puts: Sequence[Item] = (), deletes: Sequence[Key] = ()) -> None:
+        if puts:
+            _refuse_late_writes()
         if deletes:
             self._table.batch_write(deletes=deletes)
         unique = self._registered(list({(item["pk"], item["sk"]): item for item in puts}.values()))
@@ -260,6 +301,8 @@ class GuardedTable:
             raise refused[0]
 
     def transact_write(self, ops: Sequence[WriteOp]) -> None:
+        if not _only_deletes(ops):
+            _refuse_late_writes()
         checks = _guards(ops, random.randrange(GUARD_SHARDS))
         if not checks:
             self._table.transact_write(ops)
@@ -272,6 +315,8 @@ class GuardedTable:
 
     def transact_write_each(self, batches: Sequence[Sequence[WriteOp]]) -> list[ConditionFailed | None]:
         """Each batch with its own checks; a batch refused by a check raises UserDeletionInProgress."""
+        if not all(_only_deletes(ops) for ops in batches):
+            _refuse_late_writes()
         checks = [_guards(ops, random.randrange(GUARD_SHARDS)) for ops in batches]
         outcomes = self._table.transact_write_each([[*c, *ops] for c, ops in zip(checks, batches, strict=True)])
         for guard, outcome in zip(checks, outcomes, strict=True):
@@ -286,6 +331,7 @@ class GuardedTable:
                 raise UserDeletionInProgress(_MARKED if present else _ERASED_MEANWHILE)
 
     def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
+        _refuse_late_writes()
         op = Add(pk, sk, deltas, condition)
         if not _guards([op], 0):
             return self._table.increment(pk, sk, deltas, condition)

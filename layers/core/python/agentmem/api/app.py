@@ -21,6 +21,7 @@ from agentmem.api.routes import tenancy as tenancy_routes
 from agentmem.budget import dumps
 from agentmem.errors import MemoryServiceError
 from agentmem.observability import logger, metrics, trace_handler
+from agentmem.users import writes_end_with
 
 # Each answer is checked against its route's response model (a mismatch is our bug: 500, logged).
 app = APIGatewayRestResolver(
@@ -145,9 +146,11 @@ def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """The API's Lambda entry point (and the local server's)."""
+    """The API's Lambda entry point (and the local server's). Its writes end a second before its time does
+    (:func:`~agentmem.users.writes_end_with`)."""
     try:
-        response: dict[str, Any] = _handle(event, context)
+        with writes_end_with(context):
+            response: dict[str, Any] = _handle(event, context)
         return response
     finally:
         # log_metrics has flushed them when metrics are on; when they are off (the local server) Powertools

@@ -2,7 +2,7 @@
 
 Like Lambda execution environments, every worker is a process with its own container (table
 connections, caches, embedding model) that runs the handler for one API Gateway REST proxy event at
-a time (``gthread`` threads read requests, with a read timeout; the handler takes one at a time).
+a time (``gthread`` threads read requests, each within a deadline; the handler takes one at a time).
 Gunicorn parses HTTP and sets ``TCP_NODELAY``; this module turns a request into the event of
 :mod:`agentmem.local.events` and answers what never reaches the handler (a method API Gateway does
 not route, a body without a length or over the limit, a request gunicorn cannot parse) with the
@@ -18,10 +18,11 @@ import json
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from gunicorn.app.base import BaseApplication
@@ -36,6 +37,7 @@ from agentmem.models.responses import error_body as envelope
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+_Read = TypeVar("_Read", bytes, int)
 
 # The methods of API Gateway's ANY: anything else (TRACE, CONNECT, PROPFIND...) never reaches Lambda.
 METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
@@ -202,22 +204,73 @@ def _raw_target(environ: Mapping[str, Any]) -> tuple[str, str]:
 
 
 READ_TIMEOUT_SECONDS = 15.0
-"""How long a connection may keep a request thread waiting for the rest of a request it started."""
+"""How long a request thread waits for a request's head and body, from its first byte, however they trickle."""
 REQUEST_THREADS = 8
 """Threads a worker reads requests with; the handler runs one request at a time (:class:`LambdaApp`)."""
 
 
+class RequestTimeout(http_errors.ParseException):  # type: ignore[misc]
+    """A request's head and body did not arrive within ``read_timeout``: answered 408, then closed.
+
+    Not an ``OSError`` (as a socket's own timeout is): gunicorn closes a connection whose read fails
+    without an answer, and hands other errors to :meth:`LambdaWorker.handle_error`."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the request did not arrive within {seconds:g} s")
+
+
 class _TimedSocket(socket.socket):
-    """A client socket whose blocking reads give up after ``read_timeout`` seconds (gunicorn sets its
-    sockets blocking, with no timeout: a client that sent half a request held a thread forever)."""
+    """A client socket that gives each request ``read_timeout`` seconds for its head and body, whatever it
+    trickles (gunicorn sets its sockets blocking, with no timeout: a client that sent half a request, or a
+    byte now and then, held a request thread for as long as it liked).
+
+    gunicorn makes the socket blocking when a request thread takes the connection to read a request (a new
+    connection with data, or a kept-alive one whose next request has begun): that starts the request's
+    deadline. Each read then waits at most until the deadline, and one past it raises
+    :class:`RequestTimeout`. The deadline ends when the request has been answered (:func:`_end_request`;
+    gunicorn then drains a body left unread within its own bound), when the connection goes back to the
+    poller (non-blocking), or when it is being closed (``shutdown``: gunicorn drains before it closes)."""
 
     read_timeout = READ_TIMEOUT_SECONDS
+    _request_deadline: float | None = None
 
     def setblocking(self, flag: bool) -> None:
         if flag:
             self.settimeout(self.read_timeout)
+            self._request_deadline = time.monotonic() + self.read_timeout
         else:
+            self._request_deadline = None
             super().setblocking(flag)
+
+    def end_request(self) -> None:
+        """What is read from now on (an unread body drained, the close) is not the request's."""
+        self._request_deadline = None
+
+    def shutdown(self, how: int) -> None:
+        self.end_request()
+        super().shutdown(how)
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        return self._before_deadline(super().recv, bufsize, flags)
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        return self._before_deadline(super().recv_into, buffer, nbytes, flags)
+
+    def _before_deadline(self, read: Callable[..., _Read], *args: Any) -> _Read:
+        deadline = self._request_deadline
+        if deadline is None:
+            return read(*args)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise RequestTimeout(self.read_timeout)
+        timeout = self.gettimeout()
+        self.settimeout(remaining if timeout is None else min(timeout, remaining))
+        try:
+            return read(*args)
+        except TimeoutError:
+            raise RequestTimeout(self.read_timeout) from None
+        finally:
+            self.settimeout(timeout)
 
 
 class LambdaWorker(ThreadWorker):  # type: ignore[misc]
@@ -251,6 +304,8 @@ class LambdaWorker(ThreadWorker):  # type: ignore[misc]
 
 
 def _parse_error(exc: BaseException) -> tuple[int, str, str]:
+    if isinstance(exc, RequestTimeout):
+        return 408, "request_timeout", str(exc)
     if isinstance(exc, http_errors.InvalidResponseHeader | http_errors.InvalidResponseHeaderName):
         return 500, "internal_error", "the server could not build its response"
     if isinstance(exc, http_errors.LimitRequestLine):
@@ -270,6 +325,13 @@ def _close_unread_bodies(worker: Any, req: Any) -> None:
     """A body the app will not read is not drained for keep-alive: the connection closes after the answer."""
     if _unreadable_body(dict(req.headers)) is not None or req.method.upper() not in METHODS:
         req.must_close = True
+
+
+def _end_request(_worker: Any, _req: Any, environ: Mapping[str, Any]) -> None:
+    """The request has been answered: its deadline no longer bounds the connection's reads."""
+    sock = environ.get("gunicorn.socket")
+    if isinstance(sock, _TimedSocket):
+        sock.end_request()
 
 
 def _wait_for_deletions(_server: Any, worker: Any) -> None:
@@ -311,6 +373,7 @@ class LocalServer(BaseApplication):  # type: ignore[misc]
             "control_socket_disable": True,
             "proc_name": "agentmem",
             "pre_request": _close_unread_bodies,
+            "post_request": _end_request,
             "worker_exit": _wait_for_deletions,
             "when_ready": self._ready,
         }

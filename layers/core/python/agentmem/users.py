@@ -5,8 +5,10 @@
 - the deletion mark (``DELETION``, with :data:`GUARD_SHARDS` shards ``DELETION#<k>`` set and cleared with
   it): while it exists, every write for the user is refused (409), in the same atomic operation as the
   write (:class:`GuardedTable`);
-- when something of the user's was last deleted (``FORGOTTEN``): an ``Idempotency-Key`` answer recorded
-  before it is not replayed (it may hold what was deleted).
+- ``FORGOTTEN``, when something of the user's was deleted, as deletes wrote it before an
+  ``Idempotency-Key`` record listed the items its answer holds (agentmem/idempotency.py): nothing writes
+  it any more; it is read only for the records kept before (at most a day: their TTL), which it still
+  stops from being replayed after a delete.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ REGISTRY_SHARD = "SCOPEK#"
 DELETION_MARK = "DELETION"
 MARK_SHARD = "DELETION#"
 FORGOTTEN = "FORGOTTEN"
+"""Written by the deletes of earlier versions; read only for the ``Idempotency-Key`` records they kept."""
 GUARD_SHARDS = 16
 """The deletion mark and each scope's registry have this many shards, items of their own that exist with
 them. A write's transaction checks one shard of each, drawn at random: DynamoDB cancels two concurrent
@@ -82,18 +85,12 @@ def list_projects(
     return projects, None
 
 
-def forgot(table: Table, scope: Scope) -> None:
-    """Note that something of the user's was just deleted from ``scope`` (call after the delete): an
-    ``Idempotency-Key`` answer of a request that began before now must not be replayed. Only while the
-    scope is registered: after an erasure (which removed the records too) nothing of the user comes back."""
-    user = scope.user_ref
-    note = Put({"pk": user.partition, "sk": FORGOTTEN, "at": int(time.time() * 1000)})
-    with contextlib.suppress(ConditionFailed):
-        table.transact_write([Check(user.partition, registry_sk(scope.project_id), Condition(exists=True)), note])
-
-
 def forgotten_at(table: Table, user: UserRef) -> int:
-    """When something of the user's was last deleted (epoch milliseconds; 0: never)."""
+    """When a delete of an earlier version last wrote the user's watermark (epoch milliseconds; 0: never).
+
+    Only for an ``Idempotency-Key`` record kept before records listed what their answer holds: such a
+    record is not replayed if recorded before this. Nothing writes the watermark any more (deletes of one
+    user would all contend on this one item on DynamoDB, and any delete stopped every replay)."""
     item = table.get(user.partition, FORGOTTEN)
     return int(item["at"]) if item else 0
 

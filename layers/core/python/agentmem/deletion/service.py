@@ -27,11 +27,12 @@ from agentmem import users
 from agentmem.budget import Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.deletion import records
-from agentmem.errors import ConditionFailed, MalformedRequest, NotFound
-from agentmem.keys import Scope, UserRef
+from agentmem.errors import ConditionFailed, InvalidInput, MalformedRequest, NotFound
+from agentmem.graph import records as graph_records
+from agentmem.keys import Scope, UserRef, unescape
 from agentmem.memory import records as memory_records
 from agentmem.store import records as store_records
-from agentmem.stores.table import Condition, Item, Key, Put, Table
+from agentmem.stores.table import Condition, Item, Key, Page, Put, Table, prefix_upper_bound
 from agentmem.vectors.port import VectorIndex
 
 DEFAULT_BATCH_SIZE = 500
@@ -40,7 +41,26 @@ DEFAULT_SCOPE_PAGE = 200
 """Scopes per Map run: 200 project ids of at most 256 bytes keep a state far below 256 KiB."""
 EXPORT_PAGE_ITEMS = 500
 """Items one export page holds at most; its bytes on the wire stay within the response budget."""
-"""A page of export stays around 1 MiB of JSON, far below the 6 MB response limit of Lambda."""
+EXPORT_PAGE_READS = 1000
+"""Items one export page reads at most, each table call counting as one at least (so a page that crosses
+many empty scopes is bounded too): twice what a full page returns, which leaves room for the scope
+registry and for the few items of an exported prefix that are not returned. A page that reaches it ends
+with a cursor at the last item read, whatever it holds."""
+EXPORTED_PREFIXES = tuple(
+    sorted(
+        (
+            memory_records.ENTRY,
+            graph_records.ENTITY,
+            graph_records.OBSERVATION,
+            graph_records.EPISODE,
+            graph_records.RELATION,
+            store_records.KEY_ROW,
+        )
+    )
+)
+"""The sort-key prefixes of what the export returns (:func:`_export_item`), in sort-key order: a scope is
+read prefix by prefix, never its derived rows (keyword postings, the graph's bookkeeping, the change
+log), which can outnumber its entries a hundred to one."""
 MAX_CAUSE_CHARS = 1000
 
 
@@ -62,6 +82,7 @@ class DeletionService:
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_sweeps: int = DEFAULT_MAX_SWEEPS,
         scope_page: int = DEFAULT_SCOPE_PAGE,
+        export_page_reads: int = EXPORT_PAGE_READS,
         drain_seconds: int = 0,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
@@ -71,6 +92,7 @@ class DeletionService:
         self._batch_size = batch_size
         self._max_sweeps = max_sweeps
         self._scope_page = scope_page
+        self._export_page_reads = export_page_reads
         self._drain_seconds = drain_seconds
         self._clock = clock
 
@@ -264,11 +286,13 @@ class DeletionService:
     # -- export ------------------------------------------------------------------------------------
 
     def export(self, user: UserRef, cursor: str | None = None) -> dict[str, Any]:
-        """One page of everything held for the user, in every scope; follow ``next_cursor`` until null."""
-        resume_scope, resume_after = _decode_cursor(cursor) if cursor else (None, None)
-        scopes = users.registered_scopes(self._table, user)
-        if resume_scope is not None:
-            scopes = [s for s in scopes if _scope_order(s) >= resume_scope]
+        """One page of everything held for the user, in every scope; follow ``next_cursor`` until null.
+
+        Scopes are read in registry order (the global scope first), each by :data:`EXPORTED_PREFIXES`; a page
+        ends when it holds :data:`EXPORT_PAGE_ITEMS` items, fills the response budget or has read its budget
+        (:data:`EXPORT_PAGE_READS` items by default), with a cursor naming the scope and the sort key read up
+        to: a page may hold fewer items than that, or none, and still be followed by another."""
+        scope, after = _decode_cursor(user, cursor) if cursor else (user.scope(None), None)
         page: dict[str, Any] = {
             "entries": [],
             "graph": {"entities": [], "relations": [], "observations": []},
@@ -278,26 +302,44 @@ class DeletionService:
         }
         count = 0
         budget = Budget()  # the bytes as the page travels (non-ASCII escaped by the Lambda runtime)
-        for scope in scopes:
-            after = (resume_after or None) if resume_scope == _scope_order(scope) else None
-            while True:
-                # Expired entries still held are exported too, with their expires_at (API.md).
-                result = self._table.query(scope.partition, limit=200, start_after=after, include_expired=True)
-                for item in result.items:
-                    exported = _export_item(item)
-                    if exported is not None:
-                        section, value = exported
-                        if count >= EXPORT_PAGE_ITEMS or not budget.take(value):  # resume at this item
-                            page["next_cursor"] = _encode_cursor(_scope_order(scope), after or "")
-                            return page
-                        target = page["graph"][section] if section in page["graph"] else page[section]
-                        target.append(value)
-                        count += 1
-                    after = item["sk"]
-                if result.next_start is None:
-                    break
-                after = result.next_start
-        return page
+        reads = _ReadBudget(self._table, self._export_page_reads)
+        while True:
+            for prefix in EXPORTED_PREFIXES:
+                end = prefix_upper_bound(prefix)
+                if after is not None and after >= end:
+                    continue  # read on an earlier page
+                start = after if after is not None and after >= prefix else None  # resume inside it
+                while True:
+                    if reads.spent:
+                        page["next_cursor"] = _encode_cursor(_scope_order(scope), after or "")
+                        return page
+                    # Expired entries still held are exported too, with their expires_at (API.md).
+                    result = reads.query(scope.partition, prefix, start_after=start, limit=200)
+                    for item in result.items:
+                        exported = _export_item(item)
+                        if exported is not None:
+                            section, value = exported
+                            if count >= EXPORT_PAGE_ITEMS or not budget.take(value):  # resume at this item
+                                page["next_cursor"] = _encode_cursor(_scope_order(scope), after or "")
+                                return page
+                            target = page["graph"][section] if section in page["graph"] else page[section]
+                            target.append(value)
+                            count += 1
+                        after = item["sk"]
+                    if result.next_start is None:
+                        break
+                    start = after = result.next_start
+                after = end  # the prefix is done, even when it held nothing
+            if reads.spent:
+                page["next_cursor"] = _encode_cursor(_scope_order(scope), after or "")
+                return page
+            following = reads.query(
+                user.partition, users.SCOPE_REGISTRY, start_after=users.registry_sk(scope.project_id), limit=1
+            )
+            if not following.items:
+                return page
+            project = unescape(str(following.items[0]["sk"])[len(users.SCOPE_REGISTRY) :])
+            scope, after = Scope(user.app, user.user, project or None), None
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -346,20 +388,47 @@ def _scope_order(scope: Scope) -> str:
     return "" if scope.project_id is None else "~" + scope.project_id
 
 
+class _ReadBudget:
+    """The items one request may still read, each query counting as one at least; queries include what
+    has expired but is still held (erasure and export reach everything held)."""
+
+    def __init__(self, table: Table, items: int) -> None:
+        self._table = table
+        self.left = items
+
+    @property
+    def spent(self) -> bool:
+        return self.left <= 0
+
+    def query(self, pk: str, prefix: str, *, start_after: str | None, limit: int) -> Page:
+        page = self._table.query(pk, prefix, limit=min(limit, self.left), start_after=start_after, include_expired=True)
+        self.left -= max(1, len(page.items))
+        return page
+
+
 def _encode_cursor(scope_order: str, after: str) -> str:
     raw = json.dumps([scope_order, after], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def _decode_cursor(cursor: str) -> tuple[str, str]:
+def _decode_cursor(user: UserRef, cursor: str) -> tuple[Scope, str | None]:
+    """The scope an export cursor resumes in, and the sort key read up to there (None: from the start)."""
+    refused = MalformedRequest("cursor is not one this API returned", code="invalid_cursor")
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         scope_order, after = json.loads(raw.decode("utf-8"))
     except (binascii.Error, UnicodeDecodeError, ValueError, TypeError):
-        raise MalformedRequest("cursor is not one this API returned", code="invalid_cursor") from None
+        raise refused from None
     if not isinstance(scope_order, str) or not isinstance(after, str):
-        raise MalformedRequest("cursor is not one this API returned", code="invalid_cursor")
-    return scope_order, after
+        raise refused
+    if scope_order == "":
+        return user.scope(None), after or None
+    if not scope_order.startswith("~"):
+        raise refused
+    try:
+        return user.scope(scope_order[1:]), after or None  # a valid project id, within the key limits
+    except InvalidInput:
+        raise refused from None
 
 
 def _export_item(item: Item) -> tuple[str, Any] | None:

@@ -11,6 +11,7 @@ from agentmem.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     # Services and adapters are imported when first built, not when a handler module is imported.
+    from agentmem.agentcore.service import AgentCoreService
     from agentmem.deletion.runners import DeletionRunner
     from agentmem.deletion.service import DeletionService
     from agentmem.embeddings.port import Embedder
@@ -122,6 +123,12 @@ class Container:
         from agentmem.store.service import StoreService
 
         return StoreService(self.table, self.memory)
+
+    @cached_property
+    def agentcore(self) -> AgentCoreService:
+        from agentmem.agentcore.service import AgentCoreService
+
+        return AgentCoreService(self.table, self.memory)
 
     @cached_property
     def graph(self) -> GraphMemoryService:

@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from agentmem import __version__
 from agentmem.api import middlewares, tenancy
 from agentmem.api.http import JSON, MAX_BODY_BYTES, documented, error_response, error_result, json_response, parse_body
-from agentmem.api.routes import graph, mcp, memories, service, store, users
+from agentmem.api.routes import agentcore, graph, mcp, memories, service, store, users
 from agentmem.api.routes import tenancy as tenancy_routes
 from agentmem.budget import dumps
 from agentmem.errors import MemoryServiceError
@@ -35,6 +35,7 @@ app.include_router(tenancy_routes.router)
 app.include_router(graph.router)
 app.include_router(mcp.router)
 app.include_router(store.router)
+app.include_router(agentcore.router)
 
 
 def _request_id() -> str:
@@ -140,9 +141,10 @@ def _read_body_as_json(event: dict[str, Any]) -> dict[str, Any]:
 @metrics.log_metrics
 def _handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request_id = str(getattr(context, "aws_request_id", "") or "")
-    return tenancy.guard(
+    result = tenancy.guard(
         event, lambda checked: _oversized(checked) or app.resolve(_read_body_as_json(checked), context), request_id
     )
+    return agentcore.aws_shaped(event, result)  # /agentcore answers errors in AgentCore's shape
 
 
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

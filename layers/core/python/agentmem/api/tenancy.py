@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agentmem.agentcore.records import app_of_memory
 from agentmem.api.http import error_result, path_id
 from agentmem.container import get_container
 from agentmem.errors import Forbidden, MemoryServiceError, RateLimited
@@ -32,17 +33,24 @@ from agentmem.tenancy.metering import counting, record_meter, record_usage
 
 API_KEY_HEADER = "x-api-key"
 _APP_PATH = re.compile(r"^/v1/apps/([^/]+)(?:/|$)")
+_MEMORY_PATH = re.compile(r"^/agentcore/memories/([^/]+)(?:/|$)")
+"""The AgentCore data plane (docs/agentcore.md): a memory id names an app."""
 _STORING_METHODS = {"POST", "PUT"}
 
 Resolve = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def app_of_path(path: str) -> str | None:
-    """The app a path addresses; None outside ``/v1/apps/{app}`` or when the segment is not a valid id."""
+    """The app a path addresses; None outside ``/v1/apps/{app}`` and ``/agentcore/memories/{memoryId}`` or when
+    the segment is not a valid id."""
     match = _APP_PATH.match(path)
-    if match is None:
+    memory = _MEMORY_PATH.match(path) if match is None else None
+    if match is None and memory is None:
         return None
     try:
+        if memory is not None:
+            return app_of_memory(path_id(memory.group(1)))
+        assert match is not None
         return validate_id(path_id(match.group(1)), "app")
     except (MemoryServiceError, UnicodeDecodeError):
         return None  # the route itself answers 400/422

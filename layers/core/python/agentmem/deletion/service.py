@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from agentmem import users
+from agentmem.agentcore import records as agentcore_records
 from agentmem.budget import Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.deletion import records
@@ -212,9 +213,10 @@ class DeletionService:
         return {"deleted": len(page.items), "more": page.next_start is not None}
 
     def delete_user_items_batch(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
-        """Delete at most one batch of the user partition, keeping the scope registry and the mark."""
+        """Delete at most one batch of the user partition, keeping the scope registry and the mark, and the
+        user's rows in the app's AgentCore actor index (agentmem/agentcore/records.py)."""
         keys = self._user_items(user, keep_registry=True, limit=self._batch_size)
-        self._table.batch_write(deletes=keys)
+        self._table.batch_write(deletes=[*keys, *agentcore_records.actor_keys(self._table, user)])
         return {"deleted": len(keys), "more": len(keys) >= self._batch_size}
 
     def delete_vectors(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
@@ -231,6 +233,7 @@ class DeletionService:
             for scope in users.registered_scopes(self._table, user)
         )
         remaining += len(self._user_items(user, keep_registry=True, limit=1))
+        remaining += len(agentcore_records.actor_keys(self._table, user))
         if self._vectors is not None:
             remaining += self._vectors.count_user(user)
         pk, sk = records.request_key(user.app, deletion_id)

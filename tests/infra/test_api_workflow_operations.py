@@ -11,7 +11,14 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
-from infra.components.routes import ALL_ROUTES, CONSOLE_ROUTES, MCP_ROUTES, PUBLIC_ROUTES, TENANT_ROUTES
+from infra.components.routes import (
+    AGENTCORE_ROUTES,
+    ALL_ROUTES,
+    CONSOLE_ROUTES,
+    MCP_ROUTES,
+    PUBLIC_ROUTES,
+    TENANT_ROUTES,
+)
 from tests.infra.conftest import DEV_TABLE, PROD_OPENSEARCH, Synthesized, resources
 
 
@@ -38,9 +45,9 @@ def _gateway_routes(synthesized: Synthesized, stack_name: str) -> dict[tuple[str
 
 
 def test_every_route_of_the_api_contract_is_a_gateway_method(synthesized: Synthesized) -> None:
-    # Given the synthesized REST API / Then it has exactly the routes of API.md and the console's, no catch-all
+    # Given the synthesized REST API / Then it has exactly the routes of API.md, the console's and AgentCore's
     routes = _gateway_routes(synthesized, PROD_OPENSEARCH)
-    assert set(routes) == set(ALL_ROUTES) | set(CONSOLE_ROUTES)
+    assert set(routes) == set(ALL_ROUTES) | set(CONSOLE_ROUTES) | set(AGENTCORE_ROUTES)
     assert len(ALL_ROUTES) == 39
 
 
@@ -50,7 +57,22 @@ def test_the_resolver_serves_no_route_the_gateway_lacks() -> None:
 
     served = {(r.method, _normalised(r.openapi_path)) for r in app._static_routes + app._dynamic_routes}
     deployed = {(method, _normalised(path)) for method, path in ALL_ROUTES}
-    assert served <= deployed, served - deployed
+    agentcore = {route for route in served if route[1].startswith("/agentcore/")}  # under /agentcore/{proxy+}
+    assert agentcore
+    assert served - agentcore <= deployed, served - agentcore - deployed
+
+
+def test_the_agentcore_data_plane_is_a_tenant_proxy_route_on_the_api_function(synthesized: Synthesized) -> None:
+    for stack_name in (PROD_OPENSEARCH, DEV_TABLE):
+        routes = _gateway_routes(synthesized, stack_name)
+        functions = resources(synthesized.templates[stack_name], "AWS::Lambda::Function")
+        # Given /agentcore/{proxy+} / Then any method goes through the tenant authorizer with the usage-plan key
+        method = routes[("ANY", "/agentcore/{proxy+}")]
+        assert method["AuthorizationType"] == "CUSTOM"
+        assert method["AuthorizerId"] == routes[TENANT_ROUTES[0]]["AuthorizerId"]
+        assert method["ApiKeyRequired"] is True
+        assert method["Integration"]["Type"] == "AWS_PROXY"
+        assert functions[_integrated_function(method)]["Properties"]["Handler"] == "api.handler.handler"
 
 
 def test_tenant_routes_use_the_request_authorizer_and_a_usage_plan_key(synthesized: Synthesized) -> None:

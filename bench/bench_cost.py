@@ -57,6 +57,8 @@ SCOPE = f"/v1/apps/{APP}/users/{USER}"
 MEMORIES = scaled(1000, 10)
 FACTS = scaled(100, 5)
 REPEATS = scaled(5, 1)
+AGENTCORE_RECORDS = scaled(100, 5)
+"""Memory records of the user that RetrieveMemoryRecords ranks."""
 LAMBDA_FULL_CPU_MB = 1769
 """Lambda gives a function one vCPU at 1,769 MB and a proportional share below (AWS Lambda guide): our
 code's time here is scaled by 1769 / memory for the function's share (this machine's core is taken as
@@ -509,6 +511,46 @@ def measure_stack(backend: str, opensearch_url: str | None) -> dict[str, Any]:
             )
         )
 
+        # The AgentCore Memory data plane (docs/agentcore.md): an actor's event, its session's events, and a
+        # retrieval among the actor's records (beside the MEMORIES entries of the fill, in the same partition).
+        agentcore = f"/agentcore/memories/{APP}"
+        records = [
+            {
+                "requestIdentifier": f"r{n}",
+                "namespaces": [f"/facts/{USER}/"],
+                "content": {"text": bench.query()},
+                "timestamp": time.time(),
+            }
+            for n in range(AGENTCORE_RECORDS)
+        ]
+        bench.request("POST", f"{agentcore}/memoryRecords/batchCreate", {"records": records})
+
+        def create_event() -> Any:
+            text = bench.turn()["content"]["parts"][0]["text"]
+            said = {"conversational": {"content": {"text": text}, "role": "USER"}}
+            event = {"actorId": USER, "sessionId": "agentcore", "eventTimestamp": time.time(), "payload": [said]}
+            return bench.request("POST", f"{agentcore}/events", event)
+
+        uses.append(measure(bench, "AgentCore CreateEvent", create_event))
+        uses.append(
+            measure(
+                bench,
+                "AgentCore ListEvents",
+                lambda: bench.request("POST", f"{agentcore}/actor/{USER}/sessions/agentcore", {"maxResults": 20}),
+            )
+        )
+        uses.append(
+            measure(
+                bench,
+                "AgentCore RetrieveMemoryRecords",
+                lambda: bench.request(
+                    "POST",
+                    f"{agentcore}/retrieve",
+                    {"namespace": f"/facts/{USER}/", "searchCriteria": {"searchQuery": bench.query(), "topK": 10}},
+                ),
+            )
+        )
+
         def export() -> None:
             reply = bench.request("GET", f"{SCOPE}/export")
             while reply.body.get("next_cursor"):
@@ -748,6 +790,19 @@ def report(results: dict[str, Any]) -> None:
             }
             for backend, use in (("table", table), ("opensearch", search))
         }
+    print("\nAgentCore Memory's own list prices for these calls (agentmem/costs/prices.csv):")
+    print("| call | AgentCore Memory | table | opensearch |")
+    print("|---|---|---|---|")
+    listed = {
+        "AgentCore CreateEvent": price("agentcore.memory_events").of(1000),
+        "AgentCore ListEvents": 0.0,
+        "AgentCore RetrieveMemoryRecords": price("agentcore.memory_retrievals").of(1000),
+    }
+    for kind, usd in listed.items():
+        ours = [cost_model.per_thousand(next(u for u in results[b]["uses"] if u.kind == kind)) for b in results]
+        theirs = f"${usd:.2f}" if usd else "not priced"
+        print(f"| {kind} | {theirs} | ${ours[0]:.4f} | ${ours[1]:.4f} |")
+    print("(no per-session write throttle below DynamoDB's own; AgentCore allows one CreateEvent every 4 s a session)")
     for backend, measured in results.items():
         fl = cost_model.floor(measured["facts"])
         out["floors"][backend] = {"usd_month": fl.total, "parts": fl.parts}

@@ -21,6 +21,7 @@ from tests.synthesis import DEV_TABLE, PROD_OPENSEARCH, Synthesized, mark_group
 
 APP, OTHER_APP, USER = "shop", "clinic", "alice"
 STORE_USER = "bob"
+AGENTCORE_ACTOR = "carol"
 STORE_VALUE = {"content": "Bob prefers a dark theme", "kind": "preference"}
 SCOPE = f"/v1/apps/{APP}/users/{USER}"
 # The prod stack first: tests parametrised with [PROD_OPENSEARCH] alone then share its parameter index
@@ -169,6 +170,22 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
     call("store_read", "POST", f"/v1/apps/{APP}/store/batch", {"ops": [search, get]}, api_key=key)
     call("store_other_tenant", "POST", f"/v1/apps/{APP}/store/batch", {"ops": [get]}, api_key=other_key)
     call("graph_search", "GET", f"{SCOPE}/graph/search", query={"q": "Pixel"}, api_key=key)
+    # The AgentCore data plane (docs/agentcore.md), for another user: an event, a record, a retrieval
+    agentcore = f"/agentcore/memories/{APP}"
+    said = {"conversational": {"content": {"text": "I sail on weekends"}, "role": "USER"}}
+    event = {"actorId": AGENTCORE_ACTOR, "sessionId": "ac-1", "eventTimestamp": 1767225600, "payload": [said]}
+    call("agentcore_event", "POST", f"{agentcore}/events", event, api_key=key)
+    record = {
+        "requestIdentifier": "r1",
+        "namespaces": [f"/facts/{AGENTCORE_ACTOR}/"],
+        "content": {"text": "Carol sails on weekends"},
+        "timestamp": 1767225600,
+    }
+    call("agentcore_records", "POST", f"{agentcore}/memoryRecords/batchCreate", {"records": [record]}, api_key=key)
+    pump()
+    retrieve = {"namespace": f"/facts/{AGENTCORE_ACTOR}/", "searchCriteria": {"searchQuery": "sailing"}}
+    call("agentcore_retrieve", "POST", f"{agentcore}/retrieve", retrieve, api_key=key)
+    call("agentcore_other_tenant", "POST", f"{agentcore}/actors", {}, api_key=other_key)
     export_all("export")
     erase = call("erase", "DELETE", SCOPE, api_key=key)
     assert erase.status == 202, erase.body

@@ -777,9 +777,11 @@ class Gateway:
         }
 
     def route(self, path: str) -> tuple[str, dict[str, str]] | None:
-        """The template resource a request path reaches, and its path parameters."""
+        """The template resource a request path reaches, and its path parameters (a greedy ``{name+}`` takes
+        the rest of the path)."""
         resource, parameters = "", {}
-        for part in [p for p in path.split("/") if p]:
+        parts = [p for p in path.split("/") if p]
+        for index, part in enumerate(parts):
             children = [p for p in self.paths if p.rsplit("/", 1)[0] == resource and p != "/"]
             literal = resource + "/" + part
             if literal in children:
@@ -788,7 +790,11 @@ class Gateway:
             variable = next((c for c in children if c.rsplit("/", 1)[1].startswith("{")), None)
             if variable is None:
                 return None
-            parameters[variable.rsplit("/", 1)[1].strip("{}")] = part
+            name = variable.rsplit("/", 1)[1].strip("{}")
+            if name.endswith("+"):
+                parameters[name.rstrip("+")] = "/".join(parts[index:])
+                return variable, parameters
+            parameters[name] = part
             resource = variable
         return resource or "/", parameters
 
@@ -818,7 +824,9 @@ class Gateway:
         event["headers"] = dict(headers)  # as the client sent them (API Gateway keeps their case)
         event["multiValueHeaders"] = {k: [v] for k, v in headers.items()}
         routed = self.route(path)
-        target = self.methods.get((method.upper(), routed[0])) if routed else None
+        target = (
+            (self.methods.get((method.upper(), routed[0])) or self.methods.get(("ANY", routed[0]))) if routed else None
+        )
         if routed is None or target is None:
             return self._gateway_response("MISSING_AUTHENTICATION_TOKEN", event)
         event["resource"] = event["requestContext"]["resourcePath"] = target.resource

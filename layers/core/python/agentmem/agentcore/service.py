@@ -105,7 +105,8 @@ class AgentCoreService:
         events: list[dict[str, Any]] = []
         last: str | None = None
         exhausted = True
-        for read, item in enumerate(self._session_items(actor.scope, prefix, start), 1):
+        page = body.max_results + 1 if where is None and branch is None else 100  # a filter reads more to match
+        for read, item in enumerate(self._session_items(actor.scope, prefix, start, page), 1):
             last = item["id"]
             if memory_records.matches(item, where, now) and self._on_branch(actor, item, branch, allowed):
                 events.append(_event(memory_id, actor_id, item, include_payload=body.include_payloads))
@@ -140,10 +141,10 @@ class AgentCoreService:
                 allowed.setdefault(parent, root_item["id"])
         return True
 
-    def _session_items(self, scope: Scope, prefix: str, start: str | None) -> Iterator[Item]:
-        """The session's entry items, newest first, from its index rows (memory/records.py)."""
+    def _session_items(self, scope: Scope, prefix: str, start: str | None, size: int) -> Iterator[Item]:
+        """The session's entry items, newest first, from its index rows (memory/records.py), ``size`` a read."""
         while True:
-            page = self._table.query(scope.partition, prefix, limit=100, descending=True, start_after=start)
+            page = self._table.query(scope.partition, prefix, limit=size, descending=True, start_after=start)
             ids = [row["sk"][len(prefix) :] for row in page.items]
             found = {item["id"]: item for item in self._table.batch_get([(scope.partition, f"E#{i}") for i in ids])}
             yield from (found[i] for i in ids if i in found)

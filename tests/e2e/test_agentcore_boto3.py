@@ -264,6 +264,28 @@ def test_memory_records(server: LiveServer) -> None:
     assert gone["Error"]["Code"] == "ResourceNotFoundException"
 
 
+def test_a_retry_with_the_same_client_token_writes_once(server: LiveServer) -> None:
+    client = agentcore(server)
+    memory = memory_id()
+    event = {"memoryId": memory, "actorId": "frank", "sessionId": "s1", "eventTimestamp": time.time()}
+    # When CreateEvent is sent twice with one clientToken (as botocore retries it)
+    first = client.create_event(**event, payload=[said("once")], clientToken="token-1")["event"]
+    again = client.create_event(**event, payload=[said("once")], clientToken="token-1")["event"]
+    # Then the second answer is the first one, and the session holds one event
+    assert again == first
+    assert len(client.list_events(memoryId=memory, actorId="frank", sessionId="s1")["events"]) == 1
+    # And the token with another request is refused as the model says
+    reused = error_of(client.create_event, **event, payload=[said("twice")], clientToken="token-1")
+    assert reused["Error"]["Code"] == "ValidationException"
+    assert reused["reason"] == "IdempotentParameterMismatchException"
+    # And a batch of records retried with its token is written once
+    record = {"requestIdentifier": "r", "namespaces": ["/facts/frank/"], "content": {"text": "x"}, "timestamp": 1}
+    made = client.batch_create_memory_records(memoryId=memory, records=[record], clientToken="token-2")
+    redo = client.batch_create_memory_records(memoryId=memory, records=[record], clientToken="token-2")
+    assert redo["successfulRecords"] == made["successfulRecords"]
+    assert len(client.list_memory_records(memoryId=memory, namespace="/facts/frank/")["memoryRecordSummaries"]) == 1
+
+
 def test_operations_that_need_a_model_say_so(server: LiveServer) -> None:
     client = agentcore(server)
     memory = memory_id()

@@ -128,7 +128,7 @@ class Container:
     def agentcore(self) -> AgentCoreService:
         from agentmem.agentcore.service import AgentCoreService
 
-        return AgentCoreService(self.table, self.memory)
+        return AgentCoreService(self.table, self.memory, self.idempotency)
 
     @cached_property
     def graph(self) -> GraphMemoryService:

@@ -10,18 +10,28 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import random
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentmem import users
+from agentmem import held_items, users
 from agentmem.agentcore import models
 from agentmem.agentcore import records as ac
 from agentmem.clock import format_timestamp, new_id, utc_now
-from agentmem.errors import ConditionFailed, InvalidInput, MemoryServiceError, NotFound, UserDeletionInProgress
+from agentmem.errors import (
+    ConditionFailed,
+    InvalidInput,
+    MemoryServiceError,
+    NotFound,
+    PayloadTooLarge,
+    UserDeletionInProgress,
+)
+from agentmem.idempotency import IdempotencyStore, StoredResponse
 from agentmem.keys import Scope, UserRef, escape, unescape, validate_id
 from agentmem.memory import filters
 from agentmem.memory import records as memory_records
@@ -29,6 +39,9 @@ from agentmem.memory.service import MemoryService
 from agentmem.models.content import Content
 from agentmem.models.memory import MemoryEntry
 from agentmem.stores.table import Check, Condition, Item, Put, Table
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 LIST_READ = 1_000
 """Entries one page of ``ListEvents`` reads at most (a filter that matches few answers fewer, with a token)."""
@@ -44,10 +57,46 @@ class _Actor:
 
 
 class AgentCoreService:
-    def __init__(self, table: Table, memory: MemoryService, *, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        table: Table,
+        memory: MemoryService,
+        idempotency: IdempotencyStore,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
         self._table = users.guarded(table)
         self._memory = memory
+        self._idempotency = idempotency
         self._clock = clock
+
+    def _once(
+        self, user: UserRef, token: str | None, request: BaseModel, work: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """``work``'s answer, once per ``clientToken`` (botocore sends one with every call and the same one
+        with its retries): a retry replays the first answer instead of writing again (agentmem/idempotency.py,
+        the store of the REST API's Idempotency-Key, in the user's partition)."""
+        if not token:
+            return work()
+        key = "agentcore:" + token
+        fingerprint = hashlib.sha256(request.model_dump_json(exclude={"client_token"}).encode("utf-8")).hexdigest()
+        stored = self._idempotency.begin(user, key, fingerprint)
+        if stored is not None:
+            answer: dict[str, Any] = json.loads(stored.body)
+            return answer
+        started_ms = int(time.time() * 1000)
+        try:
+            with held_items.collecting() as held:
+                answer = work()
+        except BaseException:
+            self._idempotency.release(user, key)
+            raise
+        try:
+            recorded = StoredResponse(200, json.dumps(answer), "application/json")
+            self._idempotency.complete(user, key, fingerprint, recorded, started_ms=started_ms, holds=held)
+        except PayloadTooLarge:  # an answer too large to keep: the write stands, a retry runs again
+            self._idempotency.release(user, key)
+        return answer
 
     # -- events ------------------------------------------------------------------------------------
 
@@ -66,9 +115,13 @@ class AgentCoreService:
         role = next((ac.ROLES[k] for k in kinds if k in ac.ROLES), None)
         entry = _entry({"role": role, "parts": parts}, author=role, timestamp=body.event_timestamp, metadata=metadata)
         self._memory.ensure_writable(actor.user)
-        self._register(actor.user)
-        stored = self._memory.add_entry(actor.scope, entry, session)
-        return {"event": _event(memory_id, actor.user.user, _item_of(stored), include_payload=True)}
+
+        def create() -> dict[str, Any]:
+            stored = self._memory.add_entry(actor.scope, entry, session)
+            self._register(actor.user)
+            return {"event": _event(memory_id, actor.user.user, _item_of(stored), include_payload=True)}
+
+        return self._once(actor.user, body.client_token, body, create)
 
     def get_event(self, memory_id: str, actor_id: str, session_id: str, event_id: str) -> dict[str, Any]:
         actor = self._actor(memory_id, actor_id)
@@ -204,18 +257,24 @@ class AgentCoreService:
             )
             self._memory.prepare_entry(actor.scope, entry)  # every bound checked before anything is written
             planned.append((record, actor, entry))
-        successful: list[dict[str, Any]] = []
-        failed: list[dict[str, Any]] = []
-        for record, actor, entry in planned:
-            try:
-                self._memory.ensure_writable(actor.user)
-                ref = self._register(actor.user)
-                stored = self._memory.add_entry(actor.scope, entry)
-            except MemoryServiceError as error:
-                failed.append(_outcome("", "FAILED", record.request_identifier, error))
-                continue
-            successful.append(_outcome(ac.record_id(stored.id, ref), "SUCCEEDED", record.request_identifier))
-        return {"successfulRecords": successful, "failedRecords": failed}
+
+        def create() -> dict[str, Any]:
+            successful: list[dict[str, Any]] = []
+            failed: list[dict[str, Any]] = []
+            for record, actor, entry in planned:
+                try:
+                    self._memory.ensure_writable(actor.user)
+                    ref = self._register(actor.user)
+                    stored = self._memory.add_entry(actor.scope, entry)
+                except MemoryServiceError as error:
+                    failed.append(_outcome("", "FAILED", record.request_identifier, error))
+                    continue
+                successful.append(_outcome(ac.record_id(stored.id, ref), "SUCCEEDED", record.request_identifier))
+            return {"successfulRecords": successful, "failedRecords": failed}
+
+        if not planned:
+            return create()
+        return self._once(planned[0][1].user, body.client_token, body, create)  # kept with the first record's owner
 
     def batch_update_records(self, memory_id: str, body: models.BatchUpdateRecordsRequest) -> dict[str, Any]:
         """Each record rewritten in place (same id, same creation time, new text, namespace, strategy or

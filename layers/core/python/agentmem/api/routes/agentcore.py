@@ -120,7 +120,10 @@ def ingest_data(memory_id: str) -> Response[dict[str, Any]]:
 
 # -- errors in the model's shape -------------------------------------------------------------------
 
-_UNPARSABLE = {"malformed_json", "malformed_request", "json_too_deep", "invalid_unicode"}
+_REASONS = {
+    **dict.fromkeys(("malformed_json", "malformed_request", "json_too_deep", "invalid_unicode"), "CannotParse"),
+    "idempotency_key_reused": "IdempotentParameterMismatchException",
+}
 
 
 def _exception(status: int, code: str) -> tuple[int, str]:
@@ -157,7 +160,7 @@ def aws_shaped(event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     status, name = _exception(status, code)
     body: dict[str, Any] = {"message": message}
     if name == "ValidationException":
-        body["reason"] = "CannotParse" if code in _UNPARSABLE else "FieldValidationFailed"
+        body["reason"] = _REASONS.get(code, "FieldValidationFailed")
         details = error.get("details")
         if isinstance(details, list):
             body["fieldList"] = [

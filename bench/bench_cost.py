@@ -529,6 +529,7 @@ def measure_stack(backend: str, opensearch_url: str | None) -> dict[str, Any]:
             text = bench.turn()["content"]["parts"][0]["text"]
             said = {"conversational": {"content": {"text": text}, "role": "USER"}}
             event = {"actorId": USER, "sessionId": "agentcore", "eventTimestamp": time.time(), "payload": [said]}
+            event["clientToken"] = f"{bench.rng.getrandbits(128):032x}"  # botocore sends one with every call
             return bench.request("POST", f"{agentcore}/events", event)
 
         uses.append(measure(bench, "AgentCore CreateEvent", create_event))

@@ -6,9 +6,10 @@ and fits a logistic regression of "this hit answers the question" on the hit's c
 standing toward the hit's script (the mean and spread of its cosines with the sentences of
 :data:`agentmem.search.calibration.BACKGROUND` in the script the hit is written in), classes weighted
 evenly, L2 1/C with C = 10. The intercept is then moved to the point where the share of answers kept in
-the top 5 equals the share of never-stored questions answered with nothing, on the fit set. It prints the coefficients to paste into
-:data:`agentmem.search.relevance.FITTED` and the figures on the fit set; ``make bench ONLY=search``
-reports them on the paraphrase set, which is never fitted on. numpy only (Newton's method).
+the top 5 equals the share of never-stored questions answered with nothing, on the fit set. It prints
+the coefficients to paste into :data:`agentmem.search.relevance.FITTED` and the figures on the fit set;
+``make bench ONLY=search`` reports them on the paraphrase set and the hand-written set, which are never
+fitted on. numpy only (Newton's method).
 """
 
 from __future__ import annotations

@@ -121,6 +121,7 @@ class StoreBatchResults(BaseModel):
     )
     truncated: list[int] | None = Field(
         default=None,
+        exclude_if=lambda value: value is None,
         description="the indexes of searches whose items were cut to the response budget (a batch without "
-        "writes only; ask for the rest with a larger offset); absent when nothing was cut",
+        "writes only; ask for the rest with a larger offset); omitted when nothing was cut",
     )

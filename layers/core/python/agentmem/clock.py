@@ -31,6 +31,16 @@ def format_timestamp(moment: datetime) -> str:
     )
 
 
+def parse_timestamp(text: str) -> datetime:
+    """An RFC 3339 time as an aware datetime: ``Z``/``z`` or an offset, ``T``/``t`` or a space between date and
+    time. ValueError when ``text`` is not one, a time without a zone included. The one parser of RFC 3339
+    times: what a client sends, and what this service stored (:func:`format_timestamp`)."""
+    moment = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        raise ValueError(f"{text!r} has no time zone")
+    return moment
+
+
 def new_id(now_ms: int | None = None) -> str:
     """A 26-character ULID: 48 bits of milliseconds (now, or the entry's own time) then 80 random bits.
 

@@ -44,6 +44,7 @@ from langgraph.store.base import (
 )
 
 from agentmem.client import AsyncMemoryClient, MemoryClient
+from agentmem.clock import parse_timestamp
 from agentmem.errors import MemoryServiceError
 
 USER = "{user}"
@@ -310,7 +311,7 @@ def _example(labels: Sequence[str]) -> tuple[str, ...]:
 
 
 def _moment(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parse_timestamp(text)
 
 
 def _namespaces(op: ListNamespacesOp, namespaces: list[tuple[str, ...]]) -> list[tuple[str, ...]]:

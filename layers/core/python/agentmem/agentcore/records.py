@@ -23,10 +23,9 @@ import json
 import re
 import secrets
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
-from agentmem.clock import crockford, format_timestamp
+from agentmem.clock import crockford, format_timestamp, parse_timestamp
 from agentmem.errors import InvalidInput
 from agentmem.keys import UserRef, escape, validate_id
 from agentmem.memory.filters import KEY_PATTERN
@@ -116,7 +115,7 @@ def parse_record_id(record: str) -> tuple[str, str] | None:
 
 def epoch(stamp: str) -> float:
     """A stored RFC 3339 time as the epoch seconds botocore reads."""
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    return parse_timestamp(stamp).timestamp()
 
 
 def created_at(entry_id: str) -> float:

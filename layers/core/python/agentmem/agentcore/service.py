@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from agentmem import held_items, users
 from agentmem.agentcore import models
 from agentmem.agentcore import records as ac
-from agentmem.clock import format_timestamp, new_id, utc_now
+from agentmem.clock import format_timestamp, new_id, parse_timestamp, utc_now
 from agentmem.errors import (
     ConditionFailed,
     InvalidInput,
@@ -492,7 +492,7 @@ def _record_entry(
 
 def _expires_at(item: Item) -> datetime | None:
     stamp = item.get(memory_records.EXPIRES_AT)
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")) if isinstance(stamp, str) else None
+    return parse_timestamp(stamp) if isinstance(stamp, str) else None
 
 
 def _item_of(entry: Any) -> Item:

@@ -7,7 +7,6 @@ import hashlib
 import json
 import re
 import time
-from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -16,6 +15,7 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 
 from agentmem.api.http import user_of_path
 from agentmem.budget import dumps
+from agentmem.clock import parse_timestamp
 from agentmem.container import get_container
 from agentmem.errors import InvalidInput, PayloadTooLarge
 from agentmem.held_items import collecting
@@ -97,7 +97,7 @@ def _earliest_expiry(body: str) -> int | None:
             for name, item in value.items():
                 if name == "expires_at" and isinstance(item, str):
                     with contextlib.suppress(ValueError):
-                        found.append(int(datetime.fromisoformat(item.replace("Z", "+00:00")).timestamp()))
+                        found.append(int(parse_timestamp(item).timestamp()))
                 else:
                     walk(item)
         elif isinstance(value, list):

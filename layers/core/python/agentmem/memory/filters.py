@@ -28,10 +28,9 @@ import operator
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from agentmem.clock import format_timestamp
+from agentmem.clock import format_timestamp, parse_timestamp
 from agentmem.errors import InvalidInput
 
 MAX_CONDITIONS = 50
@@ -180,10 +179,8 @@ def is_finite(number: float) -> bool:
 
 def _normal_timestamp(value: str) -> str:
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return value
-    if moment.tzinfo is None:
+        moment = parse_timestamp(value)
+    except ValueError:  # not a time with a zone: compared as the string it is
         return value
     try:
         return format_timestamp(moment)

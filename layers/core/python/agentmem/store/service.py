@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from agentmem import users
 from agentmem.budget import Budget
-from agentmem.clock import format_timestamp, new_id, utc_now
+from agentmem.clock import format_timestamp, new_id, parse_timestamp, utc_now
 from agentmem.errors import ConditionFailed, InvalidInput, PayloadTooLarge
 from agentmem.keys import Scope
 from agentmem.memory import filters
@@ -203,7 +203,7 @@ class StoreService:
             expires = row.get("expires_at")
             if not ttl or not isinstance(expires, str):
                 continue
-            left = (datetime.fromisoformat(expires.replace("Z", "+00:00")) - now).total_seconds()
+            left = (parse_timestamp(expires) - now).total_seconds()
             if left < ttl * (1 - REFRESH_FRACTION):
                 due[(row["pk"], row["sk"])] = (scope, row)
         return due

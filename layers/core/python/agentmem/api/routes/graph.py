@@ -20,6 +20,7 @@ from agentmem.api.http import (
     path_id,
     scope_from_path,
 )
+from agentmem.clock import parse_timestamp
 from agentmem.container import get_container
 from agentmem.errors import InvalidInput
 from agentmem.graph import tools
@@ -71,9 +72,12 @@ def _moment(value: str | None, field: str) -> datetime | None:
     if value is None:
         return None
     try:
-        moment = datetime.fromisoformat(value)
+        moment = parse_timestamp(value)
     except ValueError:
-        raise InvalidInput(f"{field} must be an RFC 3339 timestamp", code="invalid_timestamp") from None
+        raise InvalidInput(
+            f"{field} must be an RFC 3339 timestamp with its time zone (e.g. 2026-06-01T09:30:00Z)",
+            code="invalid_timestamp",
+        ) from None
     try:
         return utc_moment(moment, field)
     except ValueError as exc:

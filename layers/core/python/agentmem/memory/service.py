@@ -301,12 +301,12 @@ class MemoryService:
             )
             return None
 
-    def _upsert_vectors(self, prepared: Sequence[PreparedEntry], vectors_ok: bool) -> str | None:
+    def _upsert_vectors(self, items: Sequence[Item], vectors_ok: bool) -> str | None:
         """Update a derived search index in the request (read-your-writes: the entries' vectors and words);
         ``pending`` when that was not possible, or when some entry has no vector yet."""
         if not self.vector_index.derived:  # the table's own index: the change log is the update
             return None if vectors_ok else PENDING
-        upserts = [r for r in (record_for_item(p.item) for p in prepared) if r is not None]
+        upserts = [r for r in (record_for_item(item) for item in items) if r is not None]
         try:
             if upserts:
                 self.vector_index.upsert(upserts)
@@ -371,17 +371,12 @@ class MemoryService:
                 length=sum(p.length for p in prepared),
                 context_length=sum(p.context_length for p in prepared),
             )
-        return self._upsert_vectors(prepared, vectors_ok)
+        return self._upsert_vectors([p.item for p in prepared], vectors_ok)
 
     def entries_rewritten(self, scope: Scope, items: Sequence[Item]) -> None:
         """After entries were written again with the same words (a new expiry): every process reads them again."""
         changes.MEMORY.record(self._table, scope.partition, [item["id"] for item in items], create=False)
-        upserts = [r for r in (record_for_item(item) for item in items) if r is not None]
-        if self.vector_index.derived and upserts:
-            try:
-                self.vector_index.upsert(upserts)
-            except Exception as error:  # the stream indexer catches up
-                logger.warning("search index upsert failed", extra={"error": type(error).__name__})
+        self._upsert_vectors(items, vectors_ok=True)
 
     def entry_item_of(self, scope: Scope, entry_id: str) -> Item | None:
         """The entry item of ``entry_id`` in exactly ``scope``, as stored (expired or not: None if absent)."""

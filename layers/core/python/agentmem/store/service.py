@@ -130,10 +130,10 @@ class StoreService:
         _check_sort_key(scope, put.sk)
         if op.value is None:
             return put
-        _check_value(op)
+        text = records.text_of(op.value) if op.text is None else op.text
+        _check_value(op.value, text)
         put.ttl_seconds = None if op.ttl_minutes is None else math.ceil(op.ttl_minutes * 60)
         put.expires_at = None if put.ttl_seconds is None else self._clock() + timedelta(seconds=put.ttl_seconds)
-        text = records.text_of(op.value) if op.text is None else op.text
         if text.strip():
             try:
                 entry = MemoryEntry(
@@ -373,15 +373,13 @@ def _check_sort_key(scope: Scope, sk: str) -> None:
     check_items([{"pk": scope.partition, "sk": sk}])
 
 
-def _check_value(op: PutOp) -> None:
-    """The bounds of an entry, checked for the whole batch before anything is written."""
-    assert op.value is not None
-    size = len(json.dumps(op.value, ensure_ascii=False).encode("utf-8"))
+def _check_value(value: dict[str, Any], text: str) -> None:
+    """The bounds of an item's value and of the text it is searched by, checked before anything is written."""
+    size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
     if size > MAX_ENTRY_BYTES:
         raise PayloadTooLarge(
             f"a store value is {size} bytes as JSON; the limit is {MAX_ENTRY_BYTES}", code="value_too_large"
         )
-    text = records.text_of(op.value) if op.text is None else op.text
     if len(text.encode("utf-8")) > MAX_TEXT_BYTES:
         raise PayloadTooLarge(
             f"a store item's text to index is over {MAX_TEXT_BYTES} bytes; index fewer fields",

@@ -478,7 +478,8 @@ class MemoryService:
 
     def delete_entries(self, scope: Scope, query: str | None, where: filters.Node | None = None) -> int:
         """Delete the entries of exactly this scope that hold every token of ``query`` and match ``where``
-        (at least one of the two is required)."""
+        (at least one of the two is required). A token is held as written: search matches words by their
+        stems (agentmem/search/stemming.py), a delete never does, so "forget painting" leaves "painted"."""
         tokens = list(dict.fromkeys(tokenize(query or "")))
         if query and query.strip() and not tokens:
             raise MalformedRequest("the query has no searchable words, so it would delete nothing", code="empty_query")
@@ -494,7 +495,7 @@ class MemoryService:
             ids = sorted(self._search.vector_index.documents_with_all(scope, tokens, self._now()))
         else:
             ids = [item["id"] for item in query_all(self._table, scope.partition, records.ENTRY)]
-        return self._delete_ids(scope, ids, where=where)
+        return self._delete_ids(scope, ids, where=where, words=tokens)
 
     def delete_project(self, user: UserRef, project_id: str) -> int:
         """Delete everything the project holds; return the number of memory entries deleted.
@@ -530,16 +531,21 @@ class MemoryService:
         entry_ids: Sequence[str],
         session_id: str | None = None,
         where: filters.Node | None = None,
+        words: Sequence[str] = (),
     ) -> int:
-        """Delete the live entries among ``entry_ids`` that match ``where``; with ``session_id``, also the
-        session rows of ids whose entry is gone. Expired entries are neither deleted nor counted here:
-        their expiry removes them."""
+        """Delete the live entries among ``entry_ids`` that match ``where`` and hold ``words`` among their
+        own as written; with ``session_id``, also the session rows of ids whose entry is gone. Expired
+        entries are neither deleted nor counted here: their expiry removes them."""
         deleted = 0
         now = self._now()
         for start in range(0, len(entry_ids), _DELETE_PAGE):
             chunk = entry_ids[start : start + _DELETE_PAGE]
             found = self._table.batch_get([(scope.partition, records.entry_sk(i)) for i in chunk])
-            items = [item for item in found if records.matches(item, where, now)]
+            items = [
+                item
+                for item in found
+                if records.matches(item, where, now) and set(words) <= records.entry_terms(item)[0].keys()
+            ]
             deleted += self._delete_items(scope, items)
             present = {item["id"] for item in found}
             if session_id is not None:

@@ -8,7 +8,8 @@ search reads no postings from the table at all. numpy is imported on first use.
 An entry's words are stored on its item as ``terms`` (``word:tf`` for its own words) and
 ``context_terms`` (``word:cf`` for the words of the entries before it that it is found by:
 agentmem/search/context.py); an entry written before they were stored has its words counted again from
-its text and context, by the same functions that count them on a write.
+its text and context, by the same functions that count them on a write. The index holds them by their
+stems, and looks a query's words up by theirs (agentmem/search/stemming.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from agentmem.embeddings.codec import MODEL_ATTR, VECTOR_ATTR, vector_array
 from agentmem.memory import records
 from agentmem.search.changes import Caught
 from agentmem.search.context import OWN_WEIGHT
-from agentmem.search.inverted_index import K1, B, Hit, Ranking, query_terms
+from agentmem.search.inverted_index import K1, B, Hit, Ranking
+from agentmem.search.stemming import query_stems, stemmed_terms
 
 MAX_HITS = 1000
 """Keyword hits a ranking keeps, best first (a search reads at most this far down: memory/search.py)."""
@@ -198,7 +200,7 @@ class PartitionIndex:
         expires = item.get(records.EXPIRES_AT)
         if isinstance(expires, str):
             self._expires[position] = expires
-        own, context = records.entry_terms(dict(item))
+        own, context = stemmed_terms(*records.entry_terms(dict(item)))
         for word, count in own.items():
             self._own.setdefault(word, _Postings([], [])).add(position, count)
         for word, count in context.items():
@@ -306,10 +308,11 @@ class PartitionIndex:
         return float(self._array("contextual" if contextual else "length")[mask].sum())
 
     def with_all(self, words: Sequence[str], now: str) -> set[str]:
-        """Ids of the live entries holding every word among their own."""
+        """Ids of the live entries holding every word among their own, by its stem
+        (:mod:`agentmem.search.stemming`)."""
         result: set[int] | None = None
         mask = self.live_mask(now)
-        for word in dict.fromkeys(words):
+        for word in query_stems(words):
             postings = self._own.get(word)
             found = {p for p in postings.positions if mask[p]} if postings else set()
             result = found if result is None else result & found
@@ -391,7 +394,7 @@ def bm25(
     ``collection``: the statistics of the whole collection, when the indexes hold part of it."""
     import numpy as np
 
-    query = query_terms(words)
+    query = query_stems(words)
     if not query or not indexes:
         return Ranking([])
     masks = [index.live_mask(now) for _, index in indexes]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentmem.errors import Unavailable
@@ -39,8 +39,9 @@ from agentmem.memory.filters import (
 )
 from agentmem.search import changes
 from agentmem.search.context import OWN_WEIGHT
-from agentmem.search.inverted_index import Ranking, query_terms
+from agentmem.search.inverted_index import Ranking
 from agentmem.search.partition import Collection, PartitionIndex, bm25
+from agentmem.search.stemming import stemmed_terms, written_forms
 from agentmem.stores.table import Item, Table
 from agentmem.vectors.port import VectorHit, VectorRecord
 
@@ -113,9 +114,10 @@ WORD_FIELDS: dict[str, Any] = {
     "contextual_length": {"type": "integer"},
 }
 """What keyword search reads: each word of the entry as often as it occurs (``own_words``, and the words of
-the entries before it in ``context_words``: agentmem/search/context.py) to find the entries that hold a
-word, best first by that word; its counts as stored on the entry (``terms``, ``context_terms``) and its
-lengths, from which our BM25 is computed (the same as the table's own index: agentmem/search/partition.py)."""
+the entries before it in ``context_words``: agentmem/search/context.py), by its stem
+(agentmem/search/stemming.py), to find the entries that hold a word, best first by that word; its counts
+as stored on the entry (``terms``, ``context_terms``) and its lengths, from which our BM25 is computed
+(the same as the table's own index: agentmem/search/partition.py)."""
 _BUILTIN_FIELDS = {"author": "author", "session_id": "session", "timestamp": "timestamp", EXPIRES_AT: "expires_at"}
 _NOTHING: dict[str, Any] = {"bool": {"must_not": [{"match_all": {}}]}}
 
@@ -232,10 +234,12 @@ _KEYWORD_SOURCE = ["project", "entry_id", "author", "timestamp", "expires_at", *
 
 
 def word_fields(record: VectorRecord) -> dict[str, Any]:
-    """The keyword fields of one entry's document."""
+    """The keyword fields of one entry's document: its words by their stems to find it by, its words as
+    written to rank it by."""
+    own, around = stemmed_terms(record.terms, record.context_terms)
     return {
-        "own_words": " ".join(word for word, count in record.terms.items() for _ in range(count)),
-        "context_words": " ".join(word for word, count in record.context_terms.items() for _ in range(count)),
+        "own_words": " ".join(word for word, count in own.items() for _ in range(count)),
+        "context_words": " ".join(word for word, count in around.items() for _ in range(count)),
         "terms": records.encoded_terms(record.terms),
         "context_terms": records.encoded_terms(record.context_terms),
         "length": record.length,
@@ -244,14 +248,18 @@ def word_fields(record: VectorRecord) -> dict[str, Any]:
 
 
 def keyword_queries(
-    scopes: Sequence[Scope], words: Sequence[str], now: str, *, contextual: bool
+    scopes: Sequence[Scope], forms: Mapping[str, Sequence[str]], now: str, *, contextual: bool
 ) -> list[dict[str, Any]]:
-    """The ``_msearch`` lines of a keyword search: per word, the best :data:`KEYWORD_DEPTH` live entries
-    holding it (and how many hold it); then the scopes' live entries counted, with their total length."""
+    """The ``_msearch`` lines of a keyword search: per query stem, the best :data:`KEYWORD_DEPTH` live
+    entries holding it (and how many hold it); then the scopes' live entries counted, with their total
+    length. A stem is asked for with the query's words that gave it (``forms``:
+    :func:`~agentmem.search.stemming.written_forms`), so documents indexed before stemming, which hold
+    words as written, are still found by those words until ``agentmem reindex`` rewrites them."""
     restrict = scope_filter(scopes)
     restrict["bool"]["filter"].append(filter_query(live(now)))
     lines: list[dict[str, Any]] = []
-    for word in words:
+    for alternatives in forms.values():
+        word = " ".join(alternatives)
         own = {"match": {"own_words": {"query": word, "boost": OWN_WEIGHT}}}
         found = (
             {"bool": {"should": [own, {"match": {"context_words": word}}], "minimum_should_match": 1}}
@@ -532,10 +540,11 @@ class OpenSearchVectorIndex:
         """BM25 over the scopes' live entries: one ``_msearch`` reads, per query word, the entries holding it
         (the best :data:`KEYWORD_DEPTH` by that word) and how many hold it, and the scopes' live entries
         counted with their total length; the ranking is computed here as the table's own index computes it."""
-        query = query_terms(words)
+        forms = written_forms(words)
+        query = list(forms)
         if not scopes or not query:
             return Ranking([])
-        lines = keyword_queries(scopes, query, now, contextual=contextual)
+        lines = keyword_queries(scopes, forms, now, contextual=contextual)
         response = self._call("msearch", self.client.msearch, index=self.index, body=lines)
         answers = response.get("responses", [])
         if len(answers) != len(query) + 1 or any("error" in answer for answer in answers):
@@ -558,7 +567,7 @@ class OpenSearchVectorIndex:
                 unseen = item["id"] not in held[scope.partition]
                 held[scope.partition][item["id"]] = item
                 docs += unseen
-                own, around = records.entry_terms(item)
+                own, around = stemmed_terms(*records.entry_terms(item))
                 for word in query:
                     frequencies[word] += unseen and (word in own or (contextual and word in around))
         for partition, entry_id in gone:
@@ -570,9 +579,14 @@ class OpenSearchVectorIndex:
         return bm25(indexes, query, now, contextual=contextual, collection=collection)
 
     def documents_with_all(self, scope: Scope, words: Sequence[str], now: str) -> set[str]:
-        """Ids of the scope's live entries holding every word among their own (every page of them)."""
+        """Ids of the scope's live entries holding every word among their own, by its stem (every page of
+        them; a document indexed before stemming by the word as written)."""
+        forms = written_forms(words)
         restrict = scope_filter([scope])
-        restrict["bool"]["filter"] += [filter_query(live(now)), *({"match": {"own_words": w}} for w in words)]
+        restrict["bool"]["filter"] += [
+            filter_query(live(now)),
+            *({"match": {"own_words": " ".join(alternatives)}} for alternatives in forms.values()),
+        ]
         found: set[str] = set()
         search_after: list[Any] | None = None
         while True:
@@ -592,8 +606,8 @@ class OpenSearchVectorIndex:
             search_after = page[-1].get("sort")
         fresh, gone = self._recent([scope])
         for item in fresh.get(scope, []):
-            own, _ = records.entry_terms(item)
-            if all(word in own for word in words) and records.is_live(item, now):
+            own, _ = stemmed_terms(*records.entry_terms(item))
+            if all(word in own for word in forms) and records.is_live(item, now):
                 found.add(str(item["id"]))
             else:  # rewritten since the refresh: the table has the truth
                 found.discard(str(item["id"]))

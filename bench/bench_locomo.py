@@ -282,22 +282,26 @@ def adk_in_memory(convs: Sequence[Conversation]) -> Scores:
 
 ABLATIONS: list[tuple[str, dict[str, Any]]] = [
     ("all of it (the default)", {}),
+    ("without stemming (words as written)", {"stemming": False}),
     ("without the date cue", {"DATE_WEIGHT": 0.0}),
     ("without the author cue", {"AUTHOR_WEIGHT": 0.0}),
     ("without author and date", {"AUTHOR_WEIGHT": 0.0, "DATE_WEIGHT": 0.0}),
-    ("keyword evidence x2", {"KEYWORD_WEIGHT": 1.0}),
-    ("keyword evidence x0.5", {"KEYWORD_WEIGHT": 0.25}),
+    ("keyword evidence x2", {"KEYWORD_WEIGHT": 0.8}),
+    ("keyword evidence x0.5", {"KEYWORD_WEIGHT": 0.2}),
 ]
+"""One part changed at a time: a fusion setting (:mod:`agentmem.search.fusion`), or ``stemming`` off
+(:mod:`agentmem.search.stemming`: the index is built again, from the words as written)."""
 
 
 def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
     """Hybrid search in process (the same MemoryService the server runs), one part taken out at a time:
-    the fusion's cues and weights by setting them, the context by ingesting again without it."""
+    the fusion's cues and weights by setting them, stemming by building the index again without it, the
+    context by ingesting again without it."""
     from agentmem.embeddings.local import LocalEmbedder
     from agentmem.keys import Scope
     from agentmem.memory import service as memory_service
     from agentmem.models.memory import MemoryEntry
-    from agentmem.search import fusion
+    from agentmem.search import fusion, stemming
     from agentmem.stores.sqlite_table import SqliteTable
 
     embedder = LocalEmbedder()
@@ -318,16 +322,23 @@ def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
             memory_service.context_of = original
         runs = ABLATIONS if with_context else [("without context (each turn alone)", {})]
         for name, settings in runs:
-            saved = {key: getattr(fusion, key) for key in settings}
-            for key, value in settings.items():
+            weights = {key: value for key, value in settings.items() if key != "stemming"}
+            saved = {key: getattr(fusion, key) for key in weights}
+            for key, value in weights.items():
                 setattr(fusion, key, value)
+            stem = stemming.stem
+            searcher = service
+            if settings.get("stemming") is False:  # a fresh service: its held index is built without stems
+                stemming.stem = lambda word: word  # type: ignore[assignment]
+                searcher = memory_service.MemoryService(table, embedder=embedder)
             scores = results.setdefault(f"ablation: {name}", Scores())
             try:
                 for conv in convs:
                     for question in conv.questions:
-                        hits = service.search(Scope(APP, conv.name), question.text, top_k=TOP_K, mode="hybrid")
+                        hits = searcher.search(Scope(APP, conv.name), question.text, top_k=TOP_K, mode="hybrid")
                         scores.add(question, [e.metadata["dia_id"] for e in hits.entries])
             finally:
+                stemming.stem = stem  # type: ignore[method-assign]
                 for key, value in saved.items():
                     setattr(fusion, key, value)
         table.close()

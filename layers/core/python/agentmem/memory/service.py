@@ -29,7 +29,7 @@ from agentmem.memory.removal import EntryRemoval
 from agentmem.memory.search import MemorySearch, SearchResult, within
 from agentmem.memory.writes import EntryWriter, PreparedEntry, side_items_of
 from agentmem.models.memory import MemoryEntry, SearchMode, StoredEntry
-from agentmem.search.context import CONTEXT_ENTRIES, context_of
+from agentmem.search.context import CONTEXT_ENTRIES, context_of, continued
 from agentmem.search.inverted_index import MAX_QUERY_TERMS, MAX_TERMS_PER_DOCUMENT, terms_per_document
 from agentmem.search.tokenize import tokenize
 from agentmem.stores.retry import retry_on_conflict
@@ -111,7 +111,16 @@ class MemoryService:
         prepared: list[PreparedEntry] = []
         said: list[tuple[str | None, str]] = []
         for entry in entries:
-            p = self._writer.prepare(scope, entry, session_id, max_terms, ttl_seconds, context_of(said, entry.author))
+            before = continued(said, entry.author)
+            p = self._writer.prepare(
+                scope,
+                entry,
+                session_id,
+                max_terms,
+                ttl_seconds,
+                context_of(said, entry.author),
+                prepared[before].item["id"] if before is not None else None,
+            )
             if p.has_text:
                 prepared.append(p)
                 said.append((entry.author, p.text))
@@ -150,15 +159,20 @@ class MemoryService:
         if session_id is not None:
             validate_id(session_id, "session_id")
         self.ensure_writable(scope.user_ref)
-        context = self._session_tail(scope, session_id, entry.author) if session_id is not None else []
-        prepared = self._writer.prepare(scope, entry, session_id, MAX_TERMS_PER_DOCUMENT, ttl_seconds, context)
+        context: list[str] = []
+        continues = None
+        if session_id is not None:
+            context, continues = self._session_tail(scope, session_id, entry.author)
+        prepared = self._writer.prepare(
+            scope, entry, session_id, MAX_TERMS_PER_DOCUMENT, ttl_seconds, context, continues
+        )
         indexing = self._writer.write([prepared], session_id, generation="")
         stored = records.entry_from_item(prepared.item)
         return stored.model_copy(update={"indexing": indexing}) if indexing else stored
 
-    def _session_tail(self, scope: Scope, session_id: str, author: str | None) -> list[str]:
-        """The context of an entry by ``author`` added to a session on its own: from the session's last
-        entries in this scope."""
+    def _session_tail(self, scope: Scope, session_id: str, author: str | None) -> tuple[list[str], str | None]:
+        """The context of an entry by ``author`` added to a session on its own, and the id of the entry it
+        continues: from the session's last entries in this scope."""
         rows = self._table.query(
             scope.partition, records.session_prefix(session_id), limit=CONTEXT_ENTRIES, descending=True
         ).items
@@ -166,9 +180,10 @@ class MemoryService:
         found = {
             item["id"]: item for item in self._table.batch_get([(scope.partition, records.entry_sk(i)) for i in ids])
         }
-        return context_of(
-            [(found[i].get("author"), records.entry_text(found[i])) for i in reversed(ids) if i in found], author
-        )
+        present = [i for i in reversed(ids) if i in found]
+        said = [(found[i].get("author"), records.entry_text(found[i])) for i in present]
+        before = continued(said, author)
+        return context_of(said, author), present[before] if before is not None else None
 
     # -- entries written by another service in its own transactions (the store's items) -------------
 

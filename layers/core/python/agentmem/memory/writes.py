@@ -71,8 +71,11 @@ class EntryWriter:
         max_terms: int,
         ttl_seconds: int | None = None,
         context: Sequence[str] = (),
+        continues: str | None = None,
     ) -> PreparedEntry:
-        """Build the entry item and check it against every limit (nothing is written before all pass)."""
+        """Build the entry item and check it against every limit (nothing is written before all pass);
+        ``context`` and ``continues``: what it keeps of the entries before it in its session and the id of
+        the entry it continues (:mod:`agentmem.search.context`)."""
         text = entry.content.text()
         size = len(text.encode("utf-8"))
         if size > MAX_TEXT_BYTES:
@@ -104,6 +107,7 @@ class EntryWriter:
             context=context,
             context_length=len(context_tokens),
             context_terms=around,
+            continues=continues,
         )
         size = len(item["content"].encode("utf-8"))
         if size > MAX_ENTRY_BYTES:

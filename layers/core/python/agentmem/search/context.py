@@ -12,6 +12,11 @@ on the entry item so a rebuild embeds and indexes it the same way), and
 
 The entry is stored and returned exactly as written. Measured on the LoCoMo dev conversations
 (docs/search.md): context in the vector and the index took hybrid recall@10 from 59.5 to 67.5.
+
+The other way round, an entry also names the entry it continues (:func:`continued`: its author's own
+entry before the one it answers), and a hybrid search's first hits bring that entry right after them
+(:mod:`agentmem.memory.search`): the turn that says when or why is often the one before the turn that
+says what.
 """
 
 from __future__ import annotations
@@ -39,6 +44,22 @@ def context_of(said: Sequence[tuple[str | None, str]], author: str | None) -> li
     if not said or said[-1][0] == author:
         return []
     return [text[-CONTEXT_CHARS:] for _, text in said[-CONTEXT_ENTRIES:]]
+
+
+def continued(said: Sequence[tuple[str | None, str]], author: str | None) -> int | None:
+    """The position in ``said`` (as :func:`context_of` takes it) of the entry an entry by ``author``
+    continues: the author's own entry just before the other author's entry it answers, as in
+
+        A: "Something not so great happened yesterday..."    <- continued
+        B: "Oh no, what happened?"
+        A: "A car ran a red light and hit us."
+
+    where the question "when did A have a car accident?" is answered by the first turn and found by the
+    last. None when the entry answers no one, or the entry before the one it answers is someone else's."""
+    spoken = [(position, who) for position, (who, text) in enumerate(said) if text.strip()]
+    if len(spoken) < 2 or spoken[-1][1] == author or spoken[-2][1] != author:
+        return None
+    return spoken[-2][0]
 
 
 def embedding_text(own: str, context: Sequence[str]) -> str:

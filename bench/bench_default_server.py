@@ -120,7 +120,7 @@ def largest_writes(client: httpx.Client) -> None:
         started = time.perf_counter()
         client.post(f"{scope}/memories", json={"entry": _turn(text)}).raise_for_status()
         print(f"REST POST /memories, one entry of {name}: {time.perf_counter() - started:6.2f} s", flush=True)
-    entries = max(5, round(500 * min(1.0, SCALE * 10)))
+    entries = max(5, round(500 * SCALE))
     body = {"entries": [_turn(f"{n} " + english[:12_000]) for n in range(entries)]}
     started = time.perf_counter()
     client.put(f"{scope}/sessions/big/memories", json=body, timeout=600).raise_for_status()

@@ -42,8 +42,8 @@ MAX_READ = 1_000
 of many keyword hits answers with the matches among the first 1,000)."""
 BRINGING = 4
 """A hybrid search's first hits that each bring the entry they continue right after them
-(:func:`agentmem.search.context.continued`). On the LoCoMo dev conversations, chosen leaving each
-conversation out (docs/search.md): recall@10 78.1 -> 80.6, temporal 90.4 -> 95.4."""
+(:func:`agentmem.search.context.continued`). Chosen on the LoCoMo dev conversations leaving each one out;
+`make bench ONLY=locomo` (docs/search.md): hybrid recall@10 78.1 -> 80.4, temporal 90.4 -> 95.4."""
 
 
 @dataclass(frozen=True, slots=True)

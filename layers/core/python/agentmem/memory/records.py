@@ -15,6 +15,7 @@ from agentmem.models.content import Content
 from agentmem.models.memory import StoredEntry
 from agentmem.search import context
 from agentmem.search.inverted_index import index_terms
+from agentmem.search.stemming import stemmed_terms
 from agentmem.search.tokenize import tokenize
 from agentmem.stores.table import TTL_ATTRIBUTE, Item
 
@@ -63,6 +64,12 @@ def entry_terms(item: Item) -> tuple[dict[str, int], dict[str, int]]:
         return decoded_terms(own), decoded_terms(around) if isinstance(around, str) else {}
     counted = index_terms(tokenize(entry_text(item)))
     return counted, context.context_terms(tokenize("\n".join(item.get(CONTEXT) or [])), set(counted))
+
+
+def entry_stems(item: Item) -> tuple[dict[str, int], dict[str, int]]:
+    """(own, context) stems of an entry item with their counts: what a search index holds it under
+    (:func:`entry_terms`, stemmed by :func:`~agentmem.search.stemming.stemmed_terms`)."""
+    return stemmed_terms(*entry_terms(item))
 
 
 def entry_sk(entry_id: str) -> str:

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Sequence
 
 from agentmem.errors import ConditionFailed
-from agentmem.keys import Scope, UserRef, scope_of_partition
+from agentmem.keys import Scope, scope_of_partition
 from agentmem.memory import filters, records
 from agentmem.memory.search import MemorySearch
 from agentmem.observability import logger
@@ -46,13 +46,15 @@ class EntryRemoval:
         own as written; with ``session_id``, also the session rows of ids whose entry is gone. Expired
         entries are neither deleted nor counted here: their expiry removes them."""
         deleted = 0
+        required = set(words)
         for start in range(0, len(entry_ids), DELETE_PAGE):
             chunk = entry_ids[start : start + DELETE_PAGE]
             found = self._table.batch_get([(scope.partition, records.entry_sk(i)) for i in chunk])
             items = [
                 item
                 for item in found
-                if records.matches(item, where, now) and set(words) <= records.entry_terms(item)[0].keys()
+                if records.matches(item, where, now)
+                and (not required or required <= records.entry_terms(item)[0].keys())
             ]
             deleted += self.delete_items(scope, items)
             present = {item["id"] for item in found}
@@ -69,7 +71,7 @@ class EntryRemoval:
         self._forget_items(scope, items)
         return len(items)
 
-    def delete_project(self, user: UserRef, scope: Scope) -> int:
+    def delete_project(self, scope: Scope) -> int:
         """Delete every item of the project's partition, page by page; the number of entries deleted."""
         deleted = 0
         while True:
@@ -79,7 +81,7 @@ class EntryRemoval:
             entry_ids = [item["id"] for item in page.items if item["sk"].startswith(records.ENTRY)]
             deleted += len(entry_ids)
             keys: list[Key] = [(item["pk"], item["sk"]) for item in page.items]
-            keys += [(user.partition, records.ENTRY_POINTER + i) for i in entry_ids]
+            keys += [(scope.user_ref.partition, records.ENTRY_POINTER + i) for i in entry_ids]
             self._table.batch_write(deletes=keys)
             self._forget_vectors(scope, entry_ids)
 

@@ -338,7 +338,7 @@ class MemoryService:
         if scope.project_id is None:
             raise InvalidInput("project_id is required", code="invalid_id")
         self.ensure_writable(user)
-        return self._removal.delete_project(user, scope)
+        return self._removal.delete_project(scope)
 
     def _session_rows(self, scope: Scope, session_id: str) -> list[tuple[str, str]]:
         """(entry id, generation) of every entry the session holds in this scope."""

@@ -24,7 +24,7 @@ from agentmem.memory import records
 from agentmem.search.changes import Caught
 from agentmem.search.context import OWN_WEIGHT
 from agentmem.search.inverted_index import K1, B, Hit, Ranking
-from agentmem.search.stemming import query_stems, stemmed_terms
+from agentmem.search.stemming import query_stems
 
 MAX_HITS = 1000
 """Keyword hits a ranking keeps, best first (a search reads at most this far down: memory/search.py)."""
@@ -200,7 +200,7 @@ class PartitionIndex:
         expires = item.get(records.EXPIRES_AT)
         if isinstance(expires, str):
             self._expires[position] = expires
-        own, context = stemmed_terms(*records.entry_terms(dict(item)))
+        own, context = records.entry_stems(dict(item))
         for word, count in own.items():
             self._own.setdefault(word, _Postings([], [])).add(position, count)
         for word, count in context.items():

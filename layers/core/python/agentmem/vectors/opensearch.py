@@ -567,7 +567,7 @@ class OpenSearchVectorIndex:
                 unseen = item["id"] not in held[scope.partition]
                 held[scope.partition][item["id"]] = item
                 docs += unseen
-                own, around = stemmed_terms(*records.entry_terms(item))
+                own, around = records.entry_stems(item)
                 for word in query:
                     frequencies[word] += unseen and (word in own or (contextual and word in around))
         for partition, entry_id in gone:
@@ -606,7 +606,7 @@ class OpenSearchVectorIndex:
             search_after = page[-1].get("sort")
         fresh, gone = self._recent([scope])
         for item in fresh.get(scope, []):
-            own, _ = stemmed_terms(*records.entry_terms(item))
+            own, _ = records.entry_stems(item)
             if all(word in own for word in forms) and records.is_live(item, now):
                 found.add(str(item["id"]))
             else:  # rewritten since the refresh: the table has the truth

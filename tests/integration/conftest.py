@@ -12,7 +12,8 @@ from agentmem.settings import Settings
 from agentmem.stores.table import Table
 from agentmem.tenancy import TenantService
 from agentmem.vectors.opensearch import OpenSearchVectorIndex
-from tests.opensearch_node import TEST_DIMENSION, OpenSearchNode
+from tests.opensearch_node import TEST_DIMENSION, OpenSearchNode, on_node
+from tests.support import ApiClient
 
 
 @pytest.fixture
@@ -32,3 +33,19 @@ def index(opensearch_node: OpenSearchNode) -> Iterator[OpenSearchVectorIndex]:
     assert created.create_index(TEST_DIMENSION) is True
     yield created
     created.client.indices.delete(index=created.index)
+
+
+@pytest.fixture
+def api_on_table(table: Table) -> Iterator[ApiClient]:
+    """The API handler over the parametrised table with its own index, embedding with the hashing model."""
+    set_container(Container(Settings(embedder="hashing"), table=table))
+    yield ApiClient()
+    set_container(None)
+
+
+@pytest.fixture
+def api_on_opensearch(table: Table, index: OpenSearchVectorIndex) -> Iterator[ApiClient]:
+    """The API handler with the hashing embedder and the node's index, as a deployment with OpenSearch."""
+    set_container(Container(Settings(**on_node(index.endpoint, TEST_DIMENSION, index.index)), table=table))
+    yield ApiClient()
+    set_container(None)

@@ -7,7 +7,6 @@ from MEMORY_OPENSEARCH_ENGINE and the k-NN query with its filter is the same for
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -157,15 +156,6 @@ def test_delete_scope_removes_one_project_only(index: OpenSearchVectorIndex) -> 
 
 
 # -- through the service and the REST API -------------------------------------------------------------
-
-
-@pytest.fixture
-def api_on_opensearch(table: Table, index: OpenSearchVectorIndex) -> Iterator[ApiClient]:
-    """The API handler with the hashing embedder and the node's index, as a deployment with OpenSearch."""
-    settings = Settings(**on_node(index.endpoint, EMBEDDER.dimension, index.index))
-    set_container(Container(settings, table=table))
-    yield ApiClient()
-    set_container(None)
 
 
 def test_api_semantic_and_hybrid_search_come_from_the_node(api_on_opensearch: ApiClient) -> None:

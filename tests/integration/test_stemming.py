@@ -7,17 +7,10 @@ Over the REST handler on SQLite and DynamoDB (the table's own index) and on the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from agentmem.container import Container, set_container
+from agentmem.container import get_container
 from agentmem.keys import UserRef
-from agentmem.settings import Settings
-from agentmem.stores.table import Table
 from agentmem.vectors.indexing import reindex
 from agentmem.vectors.opensearch import OpenSearchVectorIndex
-from tests.opensearch_node import TEST_DIMENSION, on_node
 from tests.support import ApiClient, scope_path, text_entry
 
 PATH = scope_path("app", "alice")
@@ -27,21 +20,6 @@ TEXTS = {
     "cities": "We toured three cities in Portugal",
     "other": "The dentist moved to Tuesday",
 }
-
-
-@pytest.fixture
-def api_on_table(table: Table) -> Iterator[ApiClient]:
-    set_container(Container(Settings(embedder="hashing"), table=table))
-    yield ApiClient()
-    set_container(None)
-
-
-@pytest.fixture
-def api_on_opensearch(table: Table, index: OpenSearchVectorIndex) -> Iterator[tuple[ApiClient, Container]]:
-    container = Container(Settings(**on_node(index.endpoint, TEST_DIMENSION, index.index)), table=table)
-    set_container(container)
-    yield ApiClient(), container
-    set_container(None)
 
 
 def _store(api: ApiClient) -> dict[str, str]:
@@ -79,18 +57,16 @@ def test_search_matches_stems_and_delete_matches_words_on_the_table(api_on_table
     _matches_stems_and_deletes_words(api_on_table)
 
 
-def test_search_matches_stems_and_delete_matches_words_on_opensearch(
-    api_on_opensearch: tuple[ApiClient, Container],
-) -> None:
-    api, _ = api_on_opensearch
+def test_search_matches_stems_and_delete_matches_words_on_opensearch(api_on_opensearch: ApiClient) -> None:
+    api = api_on_opensearch
     assert api.get("/v1/capabilities").body["vector_backend"] == "opensearch"
     _matches_stems_and_deletes_words(api)
 
 
 def test_a_document_indexed_before_stemming_is_found_by_its_words_until_reindexed(
-    api_on_opensearch: tuple[ApiClient, Container], index: OpenSearchVectorIndex
+    api_on_opensearch: ApiClient, index: OpenSearchVectorIndex
 ) -> None:
-    api, container = api_on_opensearch
+    api, container = api_on_opensearch, get_container()
     ids = _store(api)
     # Given the documents as an index written before stemming holds them: words as written
     for name, entry_id in ids.items():

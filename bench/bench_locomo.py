@@ -284,6 +284,7 @@ ABLATIONS: list[tuple[str, dict[str, Any]]] = [
     ("all of it (the default)", {}),
     ("without stemming (words as written)", {"stemming": False}),
     ("without the turns the first hits continue", {"BRINGING": 0}),
+    ("without the dates entries tell of", {"told": False}),
     ("without the date cue", {"DATE_WEIGHT": 0.0}),
     ("without the author cue", {"AUTHOR_WEIGHT": 0.0}),
     ("without author and date", {"AUTHOR_WEIGHT": 0.0, "DATE_WEIGHT": 0.0}),
@@ -291,7 +292,9 @@ ABLATIONS: list[tuple[str, dict[str, Any]]] = [
     ("keyword evidence x0.5", {"KEYWORD_WEIGHT": 0.2}),
 ]
 """One part changed at a time: a setting of :mod:`agentmem.search.fusion` or :mod:`agentmem.memory.search`,
-or ``stemming`` off (:mod:`agentmem.search.stemming`: the index is built again, from the words as written)."""
+or ``stemming`` off (:mod:`agentmem.search.stemming`: the index is built again, from the words as written),
+or ``told`` off (ranking reads no entry's told periods, :mod:`agentmem.search.told`: the date cue reads
+timestamps alone)."""
 
 
 def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
@@ -303,7 +306,7 @@ def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
     from agentmem.memory import search as memory_search
     from agentmem.memory import service as memory_service
     from agentmem.models.memory import MemoryEntry
-    from agentmem.search import fusion, stemming
+    from agentmem.search import fusion, stemming, told
     from agentmem.stores.sqlite_table import SqliteTable
 
     embedder = LocalEmbedder()
@@ -324,13 +327,15 @@ def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
             memory_service.context_of = original
         runs = ABLATIONS if with_context else [("without context (each turn alone)", {})]
         for name, settings in runs:
-            weights = {key: value for key, value in settings.items() if key != "stemming"}
+            weights = {key: value for key, value in settings.items() if key not in ("stemming", "told")}
             owner = {key: fusion if hasattr(fusion, key) else memory_search for key in weights}
             saved = {key: getattr(owner[key], key) for key in weights}
             for key, value in weights.items():
                 setattr(owner[key], key, value)
-            stem = stemming.stem
+            stem, decode_told = stemming.stem, told.decode
             searcher = service
+            if settings.get("told") is False:
+                told.decode = lambda stored: []  # type: ignore[assignment]
             if settings.get("stemming") is False:  # a fresh service: its held index is built without stems
                 stemming.stem = lambda word: word  # type: ignore[assignment]
                 searcher = memory_service.MemoryService(table, embedder=embedder)
@@ -342,6 +347,7 @@ def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
                         scores.add(question, [e.metadata["dia_id"] for e in hits.entries])
             finally:
                 stemming.stem = stem  # type: ignore[method-assign]
+                told.decode = decode_told  # type: ignore[method-assign]
                 for key, value in saved.items():
                     setattr(owner[key], key, value)
         table.close()

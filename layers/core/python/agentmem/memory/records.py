@@ -39,6 +39,9 @@ BOUND_ROW = "bound_row"
 """The sort key of a row in the entry's partition that exists for this entry only (a store item's key
 row): deleting the entry deletes it, if its :data:`BOUND_ENTRY` still names the entry."""
 BOUND_ENTRY = "entry_id"
+TOLD = "told"
+"""The periods an entry tells of, resolved against the day it was said (``first/last`` ISO dates,
+space-separated: :mod:`agentmem.search.told`); ranking reads them with its timestamp."""
 CONTINUES = "continues"
 """The id of the entry an entry continues: its author's own entry just before the other author's entry it
 answers, in its session (:func:`agentmem.search.context.continued`). A hybrid search's first hits bring it."""
@@ -126,12 +129,14 @@ def entry_metadata(item: Item) -> dict[str, Any]:
 
 
 def entry_builtins(item: Item) -> dict[str, Any]:
-    """The built-in fields a filter reads (see :mod:`agentmem.memory.filters`)."""
+    """The built-in fields a filter reads (see :mod:`agentmem.memory.filters`), and the periods the entry
+    tells of (:data:`TOLD`), which ranking reads beside its author and timestamp."""
     return {
         "author": item.get("author"),
         "session_id": item.get("session_id"),
         "timestamp": item.get("timestamp"),
         EXPIRES_AT: item.get(EXPIRES_AT),
+        TOLD: item.get(TOLD),
     }
 
 
@@ -162,10 +167,12 @@ def entry_item(
     context_length: int = 0,
     context_terms: Mapping[str, int] | None = None,
     continues: str | None = None,
+    told: str = "",
 ) -> Item:
     """``terms``: the entry's own words with their counts, ``context_terms`` the context words it is found
     by (agentmem/search/partition.py reads both); ``context`` is what it keeps of the entries before it in
-    its session (:mod:`agentmem.search.context`), ``continues`` the id of the entry it continues."""
+    its session (:mod:`agentmem.search.context`), ``continues`` the id of the entry it continues, ``told``
+    the periods it tells of (:data:`TOLD`)."""
     item: Item = {
         "pk": scope.partition,
         "sk": entry_sk(entry_id),
@@ -185,6 +192,8 @@ def entry_item(
         item[CONTEXT_LENGTH] = context_length
     if continues is not None:
         item[CONTINUES] = continues
+    if told:
+        item[TOLD] = told
     if metadata:
         item[METADATA] = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
     if expires_at is not None:

@@ -256,7 +256,7 @@ class MemorySearch:
         bm25 = {h.doc_id: h.score for h in keyword}
         candidates = {
             h.entry_id: fusion.Candidate(
-                h.scope.partition, h.entry_id, h.score, bm25.get(h.entry_id, 0.0), h.author, h.timestamp
+                h.scope.partition, h.entry_id, h.score, bm25.get(h.entry_id, 0.0), h.author, h.timestamp, h.told
             )
             for h in semantic
         }
@@ -270,10 +270,18 @@ class MemorySearch:
             if h.doc_id in candidates:
                 continue
             if h.described:
-                candidates[h.doc_id] = fusion.Candidate(h.partition, h.doc_id, None, h.score, h.author, h.timestamp)
+                candidates[h.doc_id] = fusion.Candidate(
+                    h.partition, h.doc_id, None, h.score, h.author, h.timestamp, h.told
+                )
             elif (item := known.get(h.doc_id)) is not None:
                 candidates[h.doc_id] = fusion.Candidate(
-                    h.partition, h.doc_id, None, h.score, item.get("author"), item.get("timestamp")
+                    h.partition,
+                    h.doc_id,
+                    None,
+                    h.score,
+                    item.get("author"),
+                    item.get("timestamp"),
+                    item.get(records.TOLD),
                 )
         return list(candidates.values())
 

@@ -30,7 +30,7 @@ from agentmem.memory import records
 from agentmem.memory.search import MemorySearch
 from agentmem.models.memory import MAX_ENTRY_BYTES, MAX_TEXT_BYTES, MemoryEntry
 from agentmem.observability import logger
-from agentmem.search import changes
+from agentmem.search import changes, told
 from agentmem.search.context import CONTEXT_TERMS, context_terms
 from agentmem.search.inverted_index import index_terms
 from agentmem.search.tokenize import tokenize
@@ -108,6 +108,7 @@ class EntryWriter:
             context_length=len(context_tokens),
             context_terms=around,
             continues=continues,
+            told=told.stored(text, moment.astimezone(UTC).date()),
         )
         size = len(item["content"].encode("utf-8"))
         if size > MAX_ENTRY_BYTES:

@@ -8,8 +8,9 @@ A candidate is an entry that either ranking found. Its rank is a weighted sum (:
 - the cosine over the spread of cosines a query has over a user's memories with this model
   (:data:`COSINE_SPREAD`, measured; another model's spread is estimated from the candidates);
 - :data:`AUTHOR_WEIGHT` when the query names the entry's author ("What did Tomas repair?" is about
-  what Tomas said), and :data:`DATE_WEIGHT` times how close the entry's timestamp lies to a date the
-  query names (:mod:`agentmem.search.when`).
+  what Tomas said), and :data:`DATE_WEIGHT` times how close the entry's timestamp, or a period it tells
+  of ("last weekend": :mod:`agentmem.search.told`), lies to a date the query names
+  (:mod:`agentmem.search.when`).
 
 The weights were chosen on the LoCoMo dev conversations (docs/search.md has the ablation); the score a
 caller sees is a separate calibration of relevance (:mod:`agentmem.search.relevance`), kept in this order.
@@ -21,7 +22,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentmem.search import when
+from agentmem.search import told, when
 from agentmem.search.tokenize import tokenize
 
 KEYWORD_WEIGHT = 0.4
@@ -42,6 +43,8 @@ class Candidate:
     """Contextual BM25 (0: no query word)."""
     author: str | None
     timestamp: str | None
+    told: str | None = None
+    """The periods it tells of, as stored (:func:`agentmem.search.told.encode`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +95,7 @@ def rank(
     ranked = []
     for candidate in candidates:
         author = cues.names_author(candidate.author)
-        date = when.closeness(cues.periods, candidate.timestamp)
+        date = when.closeness(cues.periods, candidate.timestamp, told.decode(candidate.told) if cues.periods else ())
         score = AUTHOR_WEIGHT * author + DATE_WEIGHT * date
         if semantic:
             score += (candidate.cosine if candidate.cosine is not None else floor) / cosine_spread

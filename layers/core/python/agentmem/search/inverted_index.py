@@ -69,7 +69,9 @@ class Hit:
     author: str | None = None
     timestamp: str | None = None
     described: bool = False
-    """True when the index knew the entry's author and timestamp (a search need not read the entry for them)."""
+    """True when the index knew the entry's author, timestamp and told periods (a search need not read the
+    entry for them)."""
+    told: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

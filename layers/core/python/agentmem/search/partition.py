@@ -459,6 +459,7 @@ def bm25(
                 builtins.get("author"),
                 builtins.get("timestamp"),
                 described=True,
+                told=builtins.get(records.TOLD),
             )
         )
     return Ranking(hits, idf_total, spread)

@@ -6,15 +6,19 @@ around then is stamped around then (an entry's ``timestamp`` is when it was said
 date gives entries stamped from a day before the period it names to :data:`AFTER_DAYS` days after it full
 credit, and less as they lie further away (none beyond :data:`FADE_DAYS` more).
 
-Recognised: ``2023-05-07``; ``7 May 2023``, ``7th of May, 2023``, ``May 7, 2023``; ``May 2023``; ``May``
-(of any year); ``2023``, with month names in English, Spanish and French. Relative expressions
-("yesterday") are not read: they need the asker's clock, which a stored question does not have.
+Recognised: ``2023-05-07``; ``2023年5月7日``, ``2023年5月``, ``2023年``; ``7 May 2023``, ``7th of May,
+2023``, ``May 7, 2023``; ``May 2023``; ``May`` (of any year); ``2023``, with month names in English,
+Spanish and French. Relative expressions
+("yesterday") are not read in a query: they need the asker's clock, which a stored question does not
+have. In an entry they are, against the day it was said (:mod:`agentmem.search.told`): an entry also
+gets full credit when a period it tells of meets the query's, widened by a day on each side.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
@@ -39,6 +43,8 @@ _MONTH = "(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th|er|º)?"
 _YEAR = r"((?:19|20)\d\d)"
 _ISO = re.compile(rf"\b{_YEAR}-(\d\d)-(\d\d)\b")
+_HAN = re.compile(r"((?:19|20)\d\d)\s*年(?:\s*(\d{1,2})\s*月(?:\s*(\d{1,2})\s*[日号號])?)?")
+"""A date written in Chinese or Japanese: ``2023年5月7日``, ``2023年5月``, ``2023年``."""
 _DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}\s+(?:of\s+|de\s+)?{_MONTH},?\s+(?:de\s+|of\s+)?{_YEAR}\b")
 _MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b")
 _MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+(?:de\s+|of\s+)?{_YEAR}\b")
@@ -65,7 +71,7 @@ def _fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-def _month_period(year: int, month: int) -> Period:
+def month_period(year: int, month: int) -> Period:
     following = date(year + month // 12, month % 12 + 1, 1)
     return Period(date(year, month, 1), following - timedelta(days=1))
 
@@ -85,6 +91,15 @@ def named_periods(query: str) -> list[Period]:
     for match in _ISO.finditer(text):
         found.append(_day(int(match[1]), int(match[2]), int(match[3])))
     text = _ISO.sub(" ", text)
+    for match in _HAN.finditer(text):
+        year = int(match[1])
+        if match[3]:
+            found.append(_day(year, int(match[2]), int(match[3])))
+        elif match[2] and 1 <= int(match[2]) <= 12:
+            found.append(month_period(year, int(match[2])))
+        elif not match[2]:
+            found.append(Period(date(year, 1, 1), date(year, 12, 31)))
+    text = _HAN.sub(" ", text)
     for match in _DAY_MONTH_YEAR.finditer(text):
         found.append(_day(int(match[3]), MONTHS[match[2]], int(match[1])))
     text = _DAY_MONTH_YEAR.sub(" ", text)
@@ -92,10 +107,10 @@ def named_periods(query: str) -> list[Period]:
         found.append(_day(int(match[3]), MONTHS[match[1]], int(match[2])))
     text = _MONTH_DAY_YEAR.sub(" ", text)
     for match in _MONTH_YEAR.finditer(text):
-        found.append(_month_period(int(match[2]), MONTHS[match[1]]))
+        found.append(month_period(int(match[2]), MONTHS[match[1]]))
     text = _MONTH_YEAR.sub(" ", text)
     for match in _MONTH_ALONE.finditer(text):
-        period = _month_period(2000, MONTHS[match[1] or match[2]])
+        period = month_period(2000, MONTHS[match[1] or match[2]])
         found.append(Period(period.first, period.last, every_year=True))
     text = _MONTH_ALONE.sub(" ", text)
     for match in _YEAR_ALONE.finditer(text):
@@ -104,31 +119,41 @@ def named_periods(query: str) -> list[Period]:
     return [p for p in found if p is not None]
 
 
-def _closeness(period: Period, day: date) -> float:
-    first, last = period.first, period.last
+def _closeness(period: Period, first: date, last: date, after_days: int) -> float:
+    """How close days ``first`` to ``last`` lie to ``period`` (widened by a day before it and
+    ``after_days`` after it): 1 when they meet it, fading to 0 over :data:`FADE_DAYS`."""
+    start, end = period.first, period.last
     if period.every_year:
         try:
-            first, last = first.replace(year=day.year), last.replace(year=day.year)
+            start, end = start.replace(year=last.year), end.replace(year=last.year)
         except ValueError:  # 29 February
             return 0.0
-        if day < first - timedelta(days=1):  # the spill after December reaches January of the next year
-            first, last = first.replace(year=day.year - 1), last.replace(year=day.year - 1)
-    start, end = first - timedelta(days=1), last + timedelta(days=AFTER_DAYS)
-    if start <= day <= end:
+        if last < start - timedelta(days=1):  # the spill after December reaches January of the next year
+            start, end = start.replace(year=last.year - 1), end.replace(year=last.year - 1)
+    start, end = start - timedelta(days=1), end + timedelta(days=after_days)
+    if last >= start and first <= end:
         return 1.0
-    gap = (start - day).days if day < start else (day - end).days
+    gap = (start - last).days if last < start else (first - end).days
     return max(0.0, 1.0 - gap / FADE_DAYS)
 
 
-def closeness(periods: list[Period], timestamp: str | datetime | None) -> float:
-    """How close ``timestamp`` (stored form or datetime) lies to the periods: 1 inside, fading to 0."""
-    if not periods or timestamp is None:
+def closeness(periods: list[Period], timestamp: str | datetime | None, told: Sequence[Period] = ()) -> float:
+    """How close an entry lies to the periods: by its ``timestamp`` (stored form or datetime), or by the
+    periods it tells of (:mod:`agentmem.search.told`), whichever is closer; 1 inside, fading to 0."""
+    if not periods:
         return 0.0
+    best = 0.0
     if isinstance(timestamp, str):
         try:
-            day = date.fromisoformat(timestamp[:10])
+            day: date | None = date.fromisoformat(timestamp[:10])
         except ValueError:
-            return 0.0
+            day = None
     else:
-        day = timestamp.date()
-    return max(_closeness(period, day) for period in periods)
+        day = timestamp.date() if timestamp is not None else None
+    if day is not None:
+        best = max(_closeness(period, day, day, AFTER_DAYS) for period in periods)
+    for event in told:
+        if best == 1.0:
+            break
+        best = max(best, *(_closeness(period, event.first, event.last, 1) for period in periods))
+    return best

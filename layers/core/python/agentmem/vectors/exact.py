@@ -96,6 +96,7 @@ class ExactVectorIndex:
                         max(0.0, min(1.0, cosine)),
                         author=builtins.get("author"),
                         timestamp=builtins.get("timestamp"),
+                        told=builtins.get(records.TOLD),
                     )
                 )
         hits.sort(key=lambda h: (h.score, h.entry_id), reverse=True)

@@ -56,6 +56,7 @@ def record_for_item(item: Item) -> VectorRecord | None:
         context_terms=context_terms,
         length=int(item.get("length") or 0),
         context_length=int(item.get(records.CONTEXT_LENGTH) or 0),
+        told=item.get(records.TOLD),
     )
 
 

@@ -37,6 +37,7 @@ from agentmem.memory.filters import (
     live,
     without_live,
 )
+from agentmem.observability import logger
 from agentmem.search import changes
 from agentmem.search.context import OWN_WEIGHT
 from agentmem.search.inverted_index import Ranking
@@ -80,6 +81,7 @@ def index_body(dimension: int, *, engine: str, m: int = 16, ef_construction: int
                 "model": keyword,
                 **FILTER_FIELDS,
                 **WORD_FIELDS,
+                **RANKING_FIELDS,
                 "vector": {
                     "type": "knn_vector",
                     "dimension": dimension,
@@ -118,8 +120,24 @@ the entries before it in ``context_words``: agentmem/search/context.py), by its 
 (agentmem/search/stemming.py), to find the entries that hold a word, best first by that word; its counts
 as stored on the entry (``terms``, ``context_terms``) and its lengths, from which our BM25 is computed
 (the same as the table's own index: agentmem/search/partition.py)."""
+RANKING_FIELDS: dict[str, Any] = {"told": {"type": "keyword", "index": False, "doc_values": False}}
+"""What ranking reads of a hit beside its author and timestamp: the periods it tells of
+(:data:`agentmem.memory.records.TOLD`), returned with the hit, never searched."""
 _BUILTIN_FIELDS = {"author": "author", "session_id": "session", "timestamp": "timestamp", EXPIRES_AT: "expires_at"}
 _NOTHING: dict[str, Any] = {"bool": {"must_not": [{"match_all": {}}]}}
+
+
+class _ToldUnmapped(Exception):
+    """Documents rejected only because the index's strict mapping has no ``told`` field."""
+
+
+def _unmapped_told(result: Mapping[str, Any]) -> bool:
+    error = result.get("error")
+    return (
+        isinstance(error, dict)
+        and error.get("type") == "strict_dynamic_mapping_exception"
+        and "[told]" in str(error.get("reason", ""))
+    )
 
 
 def sortable(number: float) -> str:
@@ -230,7 +248,7 @@ def user_filter(user: UserRef) -> dict[str, Any]:
 KEYWORD_DEPTH = 500
 """The entries read per query word, best first by that word (OpenSearch's own BM25 of it): an entry
 beyond them is not scored for that word. Their count (the word's document frequency) is exact."""
-_KEYWORD_SOURCE = ["project", "entry_id", "author", "timestamp", "expires_at", *WORD_FIELDS]
+_KEYWORD_SOURCE = ["project", "entry_id", "author", "timestamp", "expires_at", *WORD_FIELDS, *RANKING_FIELDS]
 
 
 def word_fields(record: VectorRecord) -> dict[str, Any]:
@@ -283,6 +301,7 @@ def _entry_of(scope: Scope, source: dict[str, Any]) -> dict[str, Any]:
         "author": source.get("author"),
         "timestamp": source.get("timestamp"),
         records.EXPIRES_AT: source.get("expires_at"),
+        records.TOLD: source.get("told"),
         records.TERMS: source.get("terms") or "",
         records.CONTEXT_TERMS: source.get("context_terms") or "",
         "length": length,
@@ -307,7 +326,7 @@ def knn_query_body(
         restrict["bool"]["filter"].append(filter_query(where))
     return {
         "size": top_k,
-        "_source": ["app", "user", "project", "entry_id", "author", "timestamp"],
+        "_source": ["app", "user", "project", "entry_id", "author", "timestamp", *RANKING_FIELDS],
         "query": {
             "knn": {
                 "vector": {
@@ -343,6 +362,7 @@ def _nearest_of(
                     max(0.0, min(1.0, cosine)),
                     builtins.get("author"),
                     builtins.get("timestamp"),
+                    builtins.get(records.TOLD),
                 )
             )
     return hits
@@ -394,6 +414,8 @@ class OpenSearchVectorIndex:
         # local node). Serverless rejects the refresh parameter and refreshes on its own (~60 s): no wait.
         self._refresh: bool | str = (False if service == "aoss" else "wait_for") if refresh is None else refresh
         self.visibility_seconds = 0 if self._refresh else SERVERLESS_REFRESH_SECONDS
+        self._told_mapped = True
+        """False once the index refused a ``told`` field (created before it): documents go without it."""
         self._table = table
 
     @property
@@ -432,7 +454,7 @@ class OpenSearchVectorIndex:
         """Create the index (with this adapter's engine) if it is missing; return True when it was created."""
         if self._call("exists", self.client.indices.exists, index=self.index):
             # An index created before the filter or word fields: add them (mappings only grow; idempotent).
-            added = {"properties": {**FILTER_FIELDS, **WORD_FIELDS}}
+            added = {"properties": {**FILTER_FIELDS, **WORD_FIELDS, **RANKING_FIELDS}}
             self._call("mapping", self.client.indices.put_mapping, index=self.index, body=added)
             return False
         body = index_body(dimension, engine=self.engine)
@@ -458,12 +480,24 @@ class OpenSearchVectorIndex:
             response = self._call("bulk", self.client.bulk, **kwargs)
             results = [next(iter(item.values())) for item in response.get("items", [])]
             failed = [r for r in results if r.get("status", 200) >= 300 and r.get("status") != 404]
+            if failed and all(_unmapped_told(r) for r in failed):
+                raise _ToldUnmapped(f"OpenSearch rejected {len(failed)} documents: no told field in the mapping")
             if failed:
                 raise Unavailable(f"OpenSearch rejected {len(failed)} bulk actions", code="vector_index_unavailable")
             done += sum(1 for r in results if r.get("status", 200) < 300)
         return done
 
     def upsert(self, records: Sequence[VectorRecord]) -> None:
+        try:
+            self._upsert(records, told=self._told_mapped)
+        except _ToldUnmapped:
+            # An index created before the told field: until `agentmem create-index` adds it to the mapping,
+            # documents go without it (ranked by their timestamp alone), as the whole index did before.
+            logger.warning("the index has no told field; run `agentmem create-index` to add it")
+            self._told_mapped = False
+            self._upsert(records, told=False)
+
+    def _upsert(self, records: Sequence[VectorRecord], *, told: bool) -> None:
         lines: list[dict[str, Any]] = []
         for r in records:
             lines.append({"index": {"_index": self.index, "_id": document_id(r.scope, r.entry_id)}})
@@ -476,6 +510,8 @@ class OpenSearchVectorIndex:
                 **filter_fields(r),
                 **word_fields(r),
             }
+            if r.told and told:
+                document["told"] = r.told
             if r.vector is not None and r.model_id is not None:  # until then it is found by its words only
                 document.update(model=r.model_id, vector=[float(v) for v in r.vector])
             lines.append(document)
@@ -515,7 +551,14 @@ class OpenSearchVectorIndex:
                 continue
             cosine = cosine_from_score(float(hit.get("_score", 0.0)))
             hits.append(
-                VectorHit(scope, str(source["entry_id"]), cosine, source.get("author"), source.get("timestamp"))
+                VectorHit(
+                    scope,
+                    str(source["entry_id"]),
+                    cosine,
+                    source.get("author"),
+                    source.get("timestamp"),
+                    source.get("told"),
+                )
             )
         hits.sort(key=lambda h: (h.score, h.entry_id), reverse=True)
         return hits[:top_k]

@@ -37,6 +37,8 @@ class VectorRecord:
     """The words of the entries before it that it is also found by, and their counts."""
     length: int = 0
     context_length: int = 0
+    told: str | None = None
+    """The periods the entry tells of (:data:`agentmem.memory.records.TOLD`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +49,9 @@ class VectorHit:
     """Cosine similarity mapped to [0, 1]."""
     author: str | None = None
     timestamp: str | None = None
-    """The entry's author and timestamp (ranking reads them: :mod:`agentmem.search.fusion`)."""
+    told: str | None = None
+    """The entry's author, timestamp and the periods it tells of (ranking reads them:
+    :mod:`agentmem.search.fusion`)."""
 
 
 @runtime_checkable

@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001  (Cyrillic letters that look Latin are words under test)
 """The days an entry tells of, resolved against the day it was said (agentmem/search/told.py)."""
 
 from __future__ import annotations
@@ -75,6 +76,31 @@ TWO_WEEKS_AGO = Period(date(2023, 4, 28), date(2023, 5, 4))
         ("Nächstes Jahr ziehen wir um", NEXT_YEAR),
         ("Letzten Samstag sind wir gewandert", _day(13)),
         ("Vor zwei Wochen habe ich einen Hund adoptiert", TWO_WEEKS_AGO),
+        # Portuguese
+        ("Ontem fui ao médico", _day(14)),
+        ("Amanhã começo o trabalho", _day(16)),
+        ("Na semana passada estive em Lisboa", LAST_WEEK),
+        ("No mês que vem mudamos", JUNE),
+        ("No sábado passado corremos", _day(13)),
+        ("Há duas semanas adotei um cão", TWO_WEEKS_AGO),
+        ("Três dias atrás o meu telefone caiu", _day(12)),
+        # Italian
+        ("Ieri sono andato dal medico", _day(14)),
+        ("Domani comincio", _day(16)),
+        ("L'anno scorso ho imparato a nuotare", LAST_YEAR),
+        ("Il mese prossimo traslochiamo", JUNE),
+        ("Sabato scorso abbiamo camminato", _day(13)),
+        ("Due settimane fa ho adottato un cane", TWO_WEEKS_AGO),
+        # Russian
+        ("Вчера я ходил к врачу", _day(14)),
+        ("Позавчера шёл дождь", _day(13)),
+        ("Завтра начинаю работу", _day(16)),
+        ("На прошлой неделе мы были в Москве", LAST_WEEK),
+        ("В следующем месяце переезжаем", JUNE),
+        ("В прошлом году я окончил университет", LAST_YEAR),
+        ("В прошлую субботу мы гуляли", _day(13)),
+        ("Две недели назад я взял собаку", TWO_WEEKS_AGO),
+        ("Три дня назад сломался телефон", _day(12)),
         # Chinese
         ("我昨天去了北京", _day(14)),
         ("前天下雨了", _day(13)),
@@ -120,6 +146,8 @@ def test_an_entry_tells_of_the_period_its_words_resolve_to(text: str, told: Peri
         "Esta mañana corrí",  # "this morning", not "tomorrow"
         "Por la mañana leo",
         "Guten Morgen! Heute Morgen war es kalt",  # "morning", not "tomorrow"
+        "De manhã corro",  # "in the morning" (Portuguese)
+        "Завтрак был вкусным",  # breakfast, not "tomorrow"
         "晚上月亮很美",  # 上月 inside 晚上月亮 is not "last month"
         "أمسية جميلة",  # an evening, not "yesterday"
         "موعد الغداء",  # lunch, not "tomorrow"
@@ -177,6 +205,7 @@ def test_any_text_resolves_without_raising() -> None:
     pieces = [
         *"yesterday last next ago hace il y a vor letzten 3 0 999 two a few de la el 年 月 前 上 下 周 天".split(),
         *"昨天 先週の 土曜 지난 주 전 두 달 منذ أسبوع الماضي غدا امس 2023年5月 May 2023-02-30".split(),
+        *"вчера назад недели в прошлую há atrás fa scorso".split(),
         " ",
         "\u0301",
         "\n",

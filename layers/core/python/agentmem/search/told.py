@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001  (Cyrillic and Arabic letters that look Latin are words this module matches)
 """The days an entry tells of: the dates it names and its relative dates, resolved against the day it
 was said.
 
@@ -5,18 +6,19 @@ was said.
 about 1 May; "next month" of June 2023; "on 3 June 2023" of that day. A query naming a date then finds
 what was said about that date, not only what was said around it (:func:`agentmem.search.when.closeness`).
 
-Read in English, Spanish, French, German, Chinese, Japanese, Korean and Arabic:
+Read in English, Spanish, French, German, Portuguese, Italian, Russian, Chinese, Japanese, Korean and
+Arabic:
 
-- a day or two before or after ("yesterday", "ayer", "avant-hier", "morgen", "昨天", "おととい", "내일",
-  "أمس");
+- a day or two before or after ("yesterday", "ayer", "avant-hier", "morgen", "amanhã", "ieri",
+  "вчера", "昨天", "おととい", "내일", "أمس");
 - the previous or next week, weekend, month or year, as calendar periods ("last week", "el mes
-  pasado", "l'an dernier", "nächstes Jahr", "上周", "先月", "작년", "العام الماضي"); a week runs Monday to
-  Sunday;
+  pasado", "l'an dernier", "nächstes Jahr", "semana passada", "il mese prossimo", "в прошлом году",
+  "上周", "先月", "작년", "العام الماضي"); a week runs Monday to Sunday;
 - the previous or next named weekday ("last Saturday", "el sábado pasado", "samedi dernier",
-  "letzten Samstag", "上周六", "先週の土曜日");
+  "letzten Samstag", "sabato scorso", "в прошлую субботу", "上周六", "先週の土曜日");
 - so many days, weeks, months or years ago ("3 days ago", "hace dos semanas", "il y a un mois",
-  "vor zwei Jahren", "两个月前", "3日前", "두 달 전", "منذ أسبوعين"): a day, the week around it, the
-  calendar month or year;
+  "vor zwei Jahren", "há três dias", "due settimane fa", "две недели назад", "两个月前", "3日前",
+  "두 달 전", "منذ أسبوعين"): a day, the week around it, the calendar month or year;
 - the dates :func:`agentmem.search.when.named_periods` reads (a month named alone is the nearest such
   month, up to three months after the day it was said).
 
@@ -40,33 +42,37 @@ MAX_TOLD = 8
 _Resolve = Callable[[re.Match[str], date], "when.Period | None"]
 _WEEKDAYS = {
     # Monday = 0 ... Sunday = 6, as date.weekday()
-    **dict.fromkeys(("monday", "lunes", "lundi", "montag"), 0),
-    **dict.fromkeys(("tuesday", "martes", "mardi", "dienstag"), 1),
-    **dict.fromkeys(("wednesday", "miercoles", "mercredi", "mittwoch"), 2),
-    **dict.fromkeys(("thursday", "jueves", "jeudi", "donnerstag"), 3),
-    **dict.fromkeys(("friday", "viernes", "vendredi", "freitag"), 4),
-    **dict.fromkeys(("saturday", "sabado", "samedi", "samstag"), 5),
-    **dict.fromkeys(("sunday", "domingo", "dimanche", "sonntag"), 6),
+    **dict.fromkeys(("monday", "lunes", "lundi", "montag", "segunda", "lunedi", "понедельник"), 0),
+    **dict.fromkeys(("tuesday", "martes", "mardi", "dienstag", "terca", "martedi", "вторник"), 1),
+    **dict.fromkeys(("wednesday", "miercoles", "mercredi", "mittwoch", "quarta", "mercoledi", "среду"), 2),
+    **dict.fromkeys(("thursday", "jueves", "jeudi", "donnerstag", "quinta", "giovedi", "четверг"), 3),
+    **dict.fromkeys(("friday", "viernes", "vendredi", "freitag", "sexta", "venerdi", "пятницу"), 4),
+    **dict.fromkeys(("saturday", "sabado", "samedi", "samstag", "sabato", "субботу"), 5),
+    **dict.fromkeys(("sunday", "domingo", "dimanche", "sonntag", "domenica", "воскресенье"), 6),
     **{ch: n for n, ch in enumerate("一二三四五六")},
     "日": 6,
     "天": 6,
     **{ch: n for n, ch in enumerate("月火水木金土")},
 }
 _LATIN_WEEKDAY = "(" + "|".join(w for w in _WEEKDAYS if w.isascii()) + ")"
+_CYRILLIC_WEEKDAY = "(" + "|".join(w for w in _WEEKDAYS if "\u0400" <= w[0] <= "\u04ff") + ")"
 _NUMBERS = {
-    **dict.fromkeys(("a", "an", "one", "un", "una", "une", "ein", "einem", "einer", "一", "한"), 1),
-    **dict.fromkeys(("two", "dos", "deux", "zwei", "二", "两", "兩", "두"), 2),
-    **dict.fromkeys(("three", "tres", "trois", "drei", "三", "세", "ثلاثة", "ثلاث"), 3),
-    **dict.fromkeys(("four", "cuatro", "quatre", "vier", "四", "네", "اربعة", "اربع"), 4),
-    **dict.fromkeys(("five", "cinco", "cinq", "funf", "五", "다섯", "خمسة", "خمس"), 5),
-    **dict.fromkeys(("six", "seis", "sechs", "六", "여섯", "ستة", "ست"), 6),
-    **dict.fromkeys(("seven", "siete", "sept", "sieben", "七", "일곱", "سبعة", "سبع"), 7),
-    **dict.fromkeys(("eight", "ocho", "huit", "acht", "八", "여덟", "ثمانية", "ثماني"), 8),
-    **dict.fromkeys(("nine", "nueve", "neuf", "neun", "九", "아홉", "تسعة", "تسع"), 9),
-    **dict.fromkeys(("ten", "diez", "dix", "zehn", "十", "열", "عشرة", "عشر"), 10),
-    **dict.fromkeys(("a couple of", "couple of", "un par de", "ein paar"), 2),
-    **dict.fromkeys(("a few", "few", "several", "unos", "unas", "quelques", "wenigen"), 3),
-    **dict.fromkeys(("几", "幾", "몇", "بضعة", "بضع"), 3),
+    **dict.fromkeys(("a", "an", "one", "un", "una", "une", "ein", "einem", "einer", "um", "uma"), 1),
+    **dict.fromkeys(("一", "한", "один", "одну", "одна"), 1),
+    **dict.fromkeys(("two", "dos", "deux", "zwei", "dois", "duas", "due", "二", "两", "兩", "두", "два", "две"), 2),
+    **dict.fromkeys(("three", "tres", "trois", "drei", "tre", "三", "세", "три", "ثلاثة", "ثلاث"), 3),
+    **dict.fromkeys(
+        ("four", "cuatro", "quatre", "vier", "quatro", "quattro", "四", "네", "четыре", "اربعة", "اربع"), 4
+    ),
+    **dict.fromkeys(("five", "cinco", "cinq", "funf", "cinque", "五", "다섯", "пять", "خمسة", "خمس"), 5),
+    **dict.fromkeys(("six", "seis", "sechs", "sei", "六", "여섯", "шесть", "ستة", "ست"), 6),
+    **dict.fromkeys(("seven", "siete", "sept", "sieben", "sete", "sette", "七", "일곱", "семь", "سبعة", "سبع"), 7),
+    **dict.fromkeys(("eight", "ocho", "huit", "acht", "oito", "otto", "八", "여덟", "восемь", "ثمانية", "ثماني"), 8),
+    **dict.fromkeys(("nine", "nueve", "neuf", "neun", "nove", "九", "아홉", "девять", "تسعة", "تسع"), 9),
+    **dict.fromkeys(("ten", "diez", "dix", "zehn", "dez", "dieci", "十", "열", "десять", "عشرة", "عشر"), 10),
+    **dict.fromkeys(("a couple of", "couple of", "un par de", "ein paar", "um par de", "пару"), 2),
+    **dict.fromkeys(("a few", "few", "several", "unos", "unas", "quelques", "wenigen", "alguns", "algumas"), 3),
+    **dict.fromkeys(("uns", "umas", "qualche", "几", "幾", "몇", "несколько", "بضعة", "بضع"), 3),
 }
 """Counts in words ("a few": 3). A count in digits is read as a number (any script's digits)."""
 
@@ -188,6 +194,9 @@ _EN_UNITS = _units(d="day days", w="week weeks", m="month months", y="year years
 _ES_UNITS = _units(d="dia dias", w="semana semanas", m="mes meses", y="ano anos")
 _FR_UNITS = _units(d="jour jours", w="semaine semaines", m="mois", y="an ans annee annees")
 _DE_UNITS = _units(d="tag tagen", w="woche wochen", m="monat monaten", y="jahr jahren")
+_PT_UNITS = _units(d="dia dias", w="semana semanas", m="mes meses", y="ano anos")
+_IT_UNITS = _units(d="giorno giorni", w="settimana settimane", m="mese mesi", y="anno anni")
+_RU_UNITS = _units(d="день дня дней", w="неделю недели недель", m="месяц месяца месяцев", y="год года лет")
 _DE_STEPS = _units(w="woche", e="wochenende", m="monat", y="jahr")
 _ZH_UNITS = _units(d="天 日", w="周 週 星期 个星期 個星期 週間 周间", m="个月 個月 ヶ月 か月 カ月 ヵ月", y="年")
 _KO_UNITS = _units(d="일", w="주", m="달 개월", y="년")
@@ -243,20 +252,46 @@ _LATIN: list[tuple[str, _Resolve]] = [
     (rf"\b(?:letzt|vorig|vergangen)(?:e|en|er|es|em)? {_LATIN_WEEKDAY}\b", _weekday(-1)),
     (rf"\b(?:nachst|kommend)(?:e|en|er|es|em)? {_LATIN_WEEKDAY}\b", _weekday(1)),
     (rf"\bvor {_latin_count()} (tag|tagen|wochen?|monat|monaten|jahr|jahren)\b", _ago(_DE_UNITS, 1, 2)),
+    # Portuguese (accents folded)
+    (r"\banteontem\b", _shift("d", -2)),
+    (r"\bdepois de amanha\b", _shift("d", 2)),
+    (r"\bontem\b", _shift("d", -1)),
+    (r"\bamanha\b", _shift("d", 1)),
+    (r"\b(?:semana|mes|ano) passad[oa]\b", lambda m, d: _step_of(m[0], -1, d)),
+    (r"\b(?:semana|mes|ano) que vem\b|\bproxim[oa] (?:semana|mes|ano)\b", lambda m, d: _step_of(m[0], 1, d)),
+    (rf"\b{_LATIN_WEEKDAY}(?:-feira)? passad[oa]\b", _weekday(-1)),
+    (rf"\bha {_latin_count()} (dias?|semanas?|mes|meses|anos?)\b", _ago(_PT_UNITS, 1, 2)),
+    (rf"\b{_latin_count()} (dias?|semanas?|mes|meses|anos?) atras\b", _ago(_PT_UNITS, 1, 2)),
+    # Italian (accents folded)
+    (r"\b(?:l'altro ieri|altroieri)\b", _shift("d", -2)),
+    (r"\bdopodomani\b", _shift("d", 2)),
+    (r"\bieri\b", _shift("d", -1)),
+    (r"\bdomani\b", _shift("d", 1)),
+    (r"\b(?:la settimana|il mese|l'anno) scors[oa]\b", lambda m, d: _step_of(m[0], -1, d)),
+    (
+        r"\b(?:la settimana|il mese|l'anno) prossim[oa]\b|\b(?:la|il|l')\s?prossim[oa] (?:settimana|mese|anno)\b",
+        lambda m, d: _step_of(m[0], 1, d),
+    ),
+    (rf"\b{_LATIN_WEEKDAY} scors[oa]\b", _weekday(-1)),
+    (rf"\b{_LATIN_WEEKDAY} prossim[oa]\b", _weekday(1)),
+    (rf"\b{_latin_count()} (giorni|giorno|settimane|settimana|mesi|mese|anni|anno) fa\b", _ago(_IT_UNITS, 1, 2)),
 ]
 """Latin-script expressions, over the text lowercased and accent-folded, the longer before those they hold."""
 
 
 def _step_of(phrase: str, step: int, day: date) -> when.Period:
-    """The period a Spanish or French phrase names (by its unit word), ``step`` from ``day``'s."""
-    unit = "w" if "semana" in phrase or "semaine" in phrase else "m" if "mes" in phrase or "mois" in phrase else "y"
-    return _STEPS[unit](day, step)
+    """The period a Spanish, French, Portuguese or Italian phrase names (by its unit word), ``step`` from
+    ``day``'s."""
+    if any(word in phrase for word in ("semana", "semaine", "settimana")):
+        return _STEPS["w"](day, step)
+    return _STEPS["m" if any(word in phrase for word in ("mes", "mois")) else "y"](day, step)
 
 
 _AR_LAST = r"(?:الماضي|الماضية|المنصرم|المنصرمة|الفائت|الفائتة)"
 _AR_NEXT = r"(?:القادم|القادمة|المقبل|المقبلة)"
 _AR_AGO_COUNT = r"(\d{1,3}|ثلاثة|ثلاث|اربعة|اربع|خمسة|خمس|ستة|ست|سبعة|سبع|ثمانية|ثماني|تسعة|تسع|عشرة|عشر|بضعة|بضع)"
 _AR_UNIT_WORDS = "|".join(_AR_UNITS)
+_RU_COUNT = "|".join(w for w in _NUMBERS if "\u0400" <= w[0] <= "\u04ff")
 _OTHER: list[tuple[str, _Resolve]] = [
     # Chinese and Japanese (Han and kana)
     (r"一昨日|おととい|前天", _shift("d", -2)),
@@ -290,6 +325,22 @@ _OTHER: list[tuple[str, _Resolve]] = [
     (r"일주일\s?전", lambda _m, d: _unit_ago("w", 1, d)),
     (r"며칠\s?전", lambda _m, d: _unit_ago("d", 3, d)),
     (r"(\d{1,3}|한|두|세|네|다섯|여섯|일곱|여덟|아홉|열|몇)\s?(일|주|달|개월|년)\s?전", _ago(_KO_UNITS, 1, 2)),
+    # Russian (lowercased)
+    (r"\bпозавчера\b", _shift("d", -2)),
+    (r"\bпослезавтра\b", _shift("d", 2)),
+    (r"\bвчера\b", _shift("d", -1)),
+    (r"\bзавтра\b", _shift("d", 1)),
+    (r"\b(?:в|на) прошл(?:ые|ых) выходны(?:е|х)\b", _shift("e", -1)),
+    (r"\bна прошлой неделе\b", _shift("w", -1)),
+    (r"\bна следующей неделе\b", _shift("w", 1)),
+    (r"\bв прошлом (месяце|году)\b", _by_unit(-1, _units(m="месяце", y="году"))),
+    (r"\bв (?:следующем|будущем) (месяце|году)\b", _by_unit(1, _units(m="месяце", y="году"))),
+    (rf"\bв прошл(?:ый|ую|ое) {_CYRILLIC_WEEKDAY}\b", _weekday(-1)),
+    (rf"\bв следующ(?:ий|ую|ее) {_CYRILLIC_WEEKDAY}\b", _weekday(1)),
+    (
+        rf"(?:\b(\d{{1,3}}|{_RU_COUNT})\s+)?\b({'|'.join(_RU_UNITS)})\s+назад\b",
+        _ago(_RU_UNITS, 1, 2),
+    ),
     # Arabic (diacritics dropped, alef forms as one)
     (r"(?<!\w)(?:[وف])?(?:اول امس|قبل امس)(?!\w)", _shift("d", -2)),
     (r"(?<!\w)(?:[وف])?بعد غد(?!\w)", _shift("d", 2)),
@@ -304,7 +355,8 @@ _OTHER: list[tuple[str, _Resolve]] = [
         _ago(_AR_UNITS, 1, 2),
     ),
 ]
-"""Expressions in Han, kana, Hangul and Arabic script, over the text as written (compatibility-normalised)."""
+"""Expressions in Han, kana, Hangul, Cyrillic and Arabic script, over the text lowercased and
+compatibility-normalised."""
 
 _LATIN_TRIGGERS = frozenset(
     """
@@ -312,13 +364,15 @@ _LATIN_TRIGGERS = frozenset(
     anteayer antier ayer manana pasado pasada proximo proxima viene hace
     hier demain dernier derniere passe passee prochain prochaine il
     vorgestern ubermorgen gestern morgen vor
+    anteontem ontem amanha passado passada vem proximo proxima ha atras
+    altroieri ieri dopodomani domani scorso scorsa prossimo prossima fa
     """.split()
 )
 """A word one of the Latin-script expressions holds (or starts with: :data:`_GERMAN_STEMS`): a text
 without any is not read further, as most are not (one pass over its words)."""
 _GERMAN_STEMS = ("letzt", "vorig", "vergangen", "nachst", "kommend")
 _OTHER_TRIGGER = re.compile(
-    "[昨前明后後上下先来來去年月週周おあき그어내지다작일며전]|امس|بارح|غد|بكرة|اسبوع|اسابيع|شهر|اشهر|شهور|عام|اعوام|سن|منذ|قبل|يوم|ايام|نهاية"
+    "[昨前明后後上下先来來去年月週周おあき그어내지다작일며전]|вчера|завтра|прошл|следующ|будущ|назад|امس|بارح|غد|بكرة|اسبوع|اسابيع|شهر|اشهر|شهور|عام|اعوام|سن|منذ|قبل|يوم|ايام|نهاية"
 )
 """A character or word one of the other expressions holds."""
 _LATIN_WORD = re.compile(r"[a-z]+")
@@ -367,7 +421,7 @@ def told_periods(text: str, said_on: date) -> list[when.Period]:
     if not words.isdisjoint(_LATIN_TRIGGERS) or any(w.startswith(_GERMAN_STEMS) for w in words):
         found += _resolved(folded, _compiled()[0], said_on)
     if not text.isascii():
-        written = _ARABIC_MARKS.sub("", unicodedata.normalize("NFKC", text)).translate(_ALEFS)
+        written = _ARABIC_MARKS.sub("", unicodedata.normalize("NFKC", text).lower()).translate(_ALEFS)
         if _OTHER_TRIGGER.search(written):
             found += _resolved(written, _compiled()[1], said_on)
     return list(dict.fromkeys(found))[:MAX_TOLD]

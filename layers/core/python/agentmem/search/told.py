@@ -192,9 +192,9 @@ def _units(**words: str) -> dict[str, str]:
 
 _EN_UNITS = _units(d="day days", w="week weeks", m="month months", y="year years")
 _ES_UNITS = _units(d="dia dias", w="semana semanas", m="mes meses", y="ano anos")
+"""Spanish, and Portuguese: the same words once accents are folded."""
 _FR_UNITS = _units(d="jour jours", w="semaine semaines", m="mois", y="an ans annee annees")
 _DE_UNITS = _units(d="tag tagen", w="woche wochen", m="monat monaten", y="jahr jahren")
-_PT_UNITS = _units(d="dia dias", w="semana semanas", m="mes meses", y="ano anos")
 _IT_UNITS = _units(d="giorno giorni", w="settimana settimane", m="mese mesi", y="anno anni")
 _RU_UNITS = _units(d="день дня дней", w="неделю недели недель", m="месяц месяца месяцев", y="год года лет")
 _DE_STEPS = _units(w="woche", e="wochenende", m="monat", y="jahr")
@@ -260,8 +260,8 @@ _LATIN: list[tuple[str, _Resolve]] = [
     (r"\b(?:semana|mes|ano) passad[oa]\b", lambda m, d: _step_of(m[0], -1, d)),
     (r"\b(?:semana|mes|ano) que vem\b|\bproxim[oa] (?:semana|mes|ano)\b", lambda m, d: _step_of(m[0], 1, d)),
     (rf"\b{_LATIN_WEEKDAY}(?:-feira)? passad[oa]\b", _weekday(-1)),
-    (rf"\bha {_latin_count()} (dias?|semanas?|mes|meses|anos?)\b", _ago(_PT_UNITS, 1, 2)),
-    (rf"\b{_latin_count()} (dias?|semanas?|mes|meses|anos?) atras\b", _ago(_PT_UNITS, 1, 2)),
+    (rf"\bha {_latin_count()} (dias?|semanas?|mes|meses|anos?)\b", _ago(_ES_UNITS, 1, 2)),
+    (rf"\b{_latin_count()} (dias?|semanas?|mes|meses|anos?) atras\b", _ago(_ES_UNITS, 1, 2)),
     # Italian (accents folded)
     (r"\b(?:l'altro ieri|altroieri)\b", _shift("d", -2)),
     (r"\bdopodomani\b", _shift("d", 2)),

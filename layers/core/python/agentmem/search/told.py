@@ -85,13 +85,8 @@ def _count(word: str | None) -> int | None:
     return _NUMBERS.get(word)
 
 
-def _latin_count() -> str:
-    words = [w for w in _NUMBERS if w.isascii()]
-    return r"(\d{1,3}|" + "|".join(sorted(words, key=len, reverse=True)) + ")"
-
-
-def _cjk_count() -> str:
-    return r"(\d{1,3}|[一二两兩三四五六七八九十几幾])"
+_LATIN_COUNT = r"(\d{1,3}|" + "|".join(sorted((w for w in _NUMBERS if w.isascii()), key=len, reverse=True)) + ")"
+_CJK_COUNT = r"(\d{1,3}|[一二两兩三四五六七八九十几幾])"
 
 
 def _week(day: date, weeks: int) -> when.Period:
@@ -156,7 +151,18 @@ def _by_unit(step: int, units: dict[str, str], group: int = 1) -> _Resolve:
     """A step back or forward of the unit a group names (``units``: its words to d/w/e/m/y)."""
 
     def resolve(match: re.Match[str], day: date) -> when.Period | None:
-        return _shift(units[match[group]], step)(match, day)
+        return _STEPS[units[match[group]]](day, step)
+
+    return resolve
+
+
+def _by_word(step: int, units: dict[str, str]) -> _Resolve:
+    """A step back or forward of the unit the match's first word of ``units`` names ("la semaine
+    dernière", "l'anno scorso": the noun's place differs between the phrases one pattern reads)."""
+
+    def resolve(match: re.Match[str], day: date) -> when.Period | None:
+        unit = next(units[word] for word in re.split(r"[\s']+", match[0]) if word in units)
+        return _STEPS[unit](day, step)
 
     return resolve
 
@@ -216,32 +222,32 @@ _LATIN: list[tuple[str, _Resolve]] = [
     (r"\bnext (week|month|year)\b", _by_unit(1, _units(w="week", m="month", y="year"))),
     (rf"\blast {_LATIN_WEEKDAY}\b", _weekday(-1)),
     (rf"\bnext {_LATIN_WEEKDAY}\b", _weekday(1)),
-    (rf"\b{_latin_count()} (days?|weeks?|months?|years?) ago\b", _ago(_EN_UNITS, 1, 2)),
+    (rf"\b{_LATIN_COUNT} (days?|weeks?|months?|years?) ago\b", _ago(_EN_UNITS, 1, 2)),
     # Spanish (accents folded)
     (r"\b(?:anteayer|antier|antes de ayer)\b", _shift("d", -2)),
     (r"\bpasado manana\b", _shift("d", 2)),
     (r"\bayer\b", _shift("d", -1)),
     (r"(?<!\bla )(?<!\besta )(?<!\buna )(?<!\bcada )\bmanana\b", _shift("d", 1)),
     (r"\bel fin de semana pasado\b", _shift("e", -1)),
-    (r"\b(?:la semana|el mes|el ano) pasad[oa]\b", lambda m, d: _step_of(m[0], -1, d)),
+    (r"\b(?:la semana|el mes|el ano) pasad[oa]\b", _by_word(-1, _ES_UNITS)),
     (
         r"\b(?:la semana|el mes|el ano) (?:que viene|proxim[oa])\b|\b(?:la|el) proxim[oa] (?:semana|mes|ano)\b",
-        lambda m, d: _step_of(m[0], 1, d),
+        _by_word(1, _ES_UNITS),
     ),
     (rf"\bel {_LATIN_WEEKDAY} pasado\b", _weekday(-1)),
     (rf"\bel proximo {_LATIN_WEEKDAY}\b", _weekday(1)),
-    (rf"\bhace {_latin_count()} (dias?|semanas?|mes|meses|anos?)\b", _ago(_ES_UNITS, 1, 2)),
+    (rf"\bhace {_LATIN_COUNT} (dias?|semanas?|mes|meses|anos?)\b", _ago(_ES_UNITS, 1, 2)),
     # French (accents folded)
     (r"\bavant[- ]hier\b", _shift("d", -2)),
     (r"\bapres[- ]demain\b", _shift("d", 2)),
     (r"\bhier\b", _shift("d", -1)),
     (r"\bdemain\b", _shift("d", 1)),
     (r"\ble week-?end (?:dernier|passe)\b", _shift("e", -1)),
-    (r"\b(?:la semaine|le mois|l'an|l'annee) (?:derniere?|passee?)\b", lambda m, d: _step_of(m[0], -1, d)),
-    (r"\b(?:la semaine|le mois|l'an|l'annee) prochaine?\b", lambda m, d: _step_of(m[0], 1, d)),
+    (r"\b(?:la semaine|le mois|l'an|l'annee) (?:derniere?|passee?)\b", _by_word(-1, _FR_UNITS)),
+    (r"\b(?:la semaine|le mois|l'an|l'annee) prochaine?\b", _by_word(1, _FR_UNITS)),
     (rf"\b{_LATIN_WEEKDAY} dernier\b", _weekday(-1)),
     (rf"\b{_LATIN_WEEKDAY} prochain\b", _weekday(1)),
-    (rf"\bil y a {_latin_count()} (jours?|semaines?|mois|ans|annees?)\b", _ago(_FR_UNITS, 1, 2)),
+    (rf"\bil y a {_LATIN_COUNT} (jours?|semaines?|mois|ans|annees?)\b", _ago(_FR_UNITS, 1, 2)),
     # German (umlauts folded)
     (r"\bvorgestern\b", _shift("d", -2)),
     (r"\bubermorgen\b", _shift("d", 2)),
@@ -251,40 +257,32 @@ _LATIN: list[tuple[str, _Resolve]] = [
     (r"\b(?:nachst|kommend)(?:e|en|er|es|em)? (wochenende|woche|monat|jahr)\b", _by_unit(1, _DE_STEPS)),
     (rf"\b(?:letzt|vorig|vergangen)(?:e|en|er|es|em)? {_LATIN_WEEKDAY}\b", _weekday(-1)),
     (rf"\b(?:nachst|kommend)(?:e|en|er|es|em)? {_LATIN_WEEKDAY}\b", _weekday(1)),
-    (rf"\bvor {_latin_count()} (tag|tagen|wochen?|monat|monaten|jahr|jahren)\b", _ago(_DE_UNITS, 1, 2)),
+    (rf"\bvor {_LATIN_COUNT} (tag|tagen|wochen?|monat|monaten|jahr|jahren)\b", _ago(_DE_UNITS, 1, 2)),
     # Portuguese (accents folded)
     (r"\banteontem\b", _shift("d", -2)),
     (r"\bdepois de amanha\b", _shift("d", 2)),
     (r"\bontem\b", _shift("d", -1)),
     (r"\bamanha\b", _shift("d", 1)),
-    (r"\b(?:semana|mes|ano) passad[oa]\b", lambda m, d: _step_of(m[0], -1, d)),
-    (r"\b(?:semana|mes|ano) que vem\b|\bproxim[oa] (?:semana|mes|ano)\b", lambda m, d: _step_of(m[0], 1, d)),
+    (r"\b(?:semana|mes|ano) passad[oa]\b", _by_word(-1, _ES_UNITS)),
+    (r"\b(?:semana|mes|ano) que vem\b|\bproxim[oa] (?:semana|mes|ano)\b", _by_word(1, _ES_UNITS)),
     (rf"\b{_LATIN_WEEKDAY}(?:-feira)? passad[oa]\b", _weekday(-1)),
-    (rf"\bha {_latin_count()} (dias?|semanas?|mes|meses|anos?)\b", _ago(_ES_UNITS, 1, 2)),
-    (rf"\b{_latin_count()} (dias?|semanas?|mes|meses|anos?) atras\b", _ago(_ES_UNITS, 1, 2)),
+    (rf"\bha {_LATIN_COUNT} (dias?|semanas?|mes|meses|anos?)\b", _ago(_ES_UNITS, 1, 2)),
+    (rf"\b{_LATIN_COUNT} (dias?|semanas?|mes|meses|anos?) atras\b", _ago(_ES_UNITS, 1, 2)),
     # Italian (accents folded)
     (r"\b(?:l'altro ieri|altroieri)\b", _shift("d", -2)),
     (r"\bdopodomani\b", _shift("d", 2)),
     (r"\bieri\b", _shift("d", -1)),
     (r"\bdomani\b", _shift("d", 1)),
-    (r"\b(?:la settimana|il mese|l'anno) scors[oa]\b", lambda m, d: _step_of(m[0], -1, d)),
+    (r"\b(?:la settimana|il mese|l'anno) scors[oa]\b", _by_word(-1, _IT_UNITS)),
     (
         r"\b(?:la settimana|il mese|l'anno) prossim[oa]\b|\b(?:la|il|l')\s?prossim[oa] (?:settimana|mese|anno)\b",
-        lambda m, d: _step_of(m[0], 1, d),
+        _by_word(1, _IT_UNITS),
     ),
     (rf"\b{_LATIN_WEEKDAY} scors[oa]\b", _weekday(-1)),
     (rf"\b{_LATIN_WEEKDAY} prossim[oa]\b", _weekday(1)),
-    (rf"\b{_latin_count()} (giorni|giorno|settimane|settimana|mesi|mese|anni|anno) fa\b", _ago(_IT_UNITS, 1, 2)),
+    (rf"\b{_LATIN_COUNT} (giorni|giorno|settimane|settimana|mesi|mese|anni|anno) fa\b", _ago(_IT_UNITS, 1, 2)),
 ]
 """Latin-script expressions, over the text lowercased and accent-folded, the longer before those they hold."""
-
-
-def _step_of(phrase: str, step: int, day: date) -> when.Period:
-    """The period a Spanish, French, Portuguese or Italian phrase names (by its unit word), ``step`` from
-    ``day``'s."""
-    if any(word in phrase for word in ("semana", "semaine", "settimana")):
-        return _STEPS["w"](day, step)
-    return _STEPS["m" if any(word in phrase for word in ("mes", "mois")) else "y"](day, step)
 
 
 _AR_LAST = r"(?:الماضي|الماضية|المنصرم|المنصرمة|الفائت|الفائتة)"
@@ -308,7 +306,7 @@ _OTHER: list[tuple[str, _Resolve]] = [
     (r"去年|昨年", _shift("y", -1)),
     (r"明年|来年|來年", _shift("y", 1)),
     (
-        rf"{_cjk_count()}\s*(个月|個月|ヶ月|か月|カ月|ヵ月|个星期|個星期|星期|週間|周|週|天|日|年)前",
+        rf"{_CJK_COUNT}\s*(个月|個月|ヶ月|か月|カ月|ヵ月|个星期|個星期|星期|週間|周|週|天|日|年)前",
         _ago(_ZH_UNITS, 1, 2),
     ),
     # Korean (Hangul)
@@ -407,8 +405,7 @@ def _resolved(text: str, patterns: list[tuple[re.Pattern[str], _Resolve]], day: 
 def told_periods(text: str, said_on: date) -> list[when.Period]:
     """The periods ``text``, said on ``said_on``, tells of (at most :data:`MAX_TOLD`, in the order read)."""
     found: list[when.Period] = []
-    folded = unicodedata.normalize("NFKD", text.lower().replace("\u2019", "'"))
-    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    folded = when.fold(text.replace("\u2019", "'"))
     words = set(_LATIN_WORD.findall(folded))
     if any(ch.isdigit() for ch in text) or not words.isdisjoint(when.MONTHS):
         for period in when.named_periods(text):

@@ -66,7 +66,8 @@ class Period:
     every_year: bool = False
 
 
-def _fold(text: str) -> str:
+def fold(text: str) -> str:
+    """Lowercase, accents taken off (what the date patterns read)."""
     decomposed = unicodedata.normalize("NFKD", text.lower())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
@@ -86,7 +87,7 @@ def _day(year: int, month: int, day: int) -> Period | None:
 
 def named_periods(query: str) -> list[Period]:
     """The periods a query names, most precise first (each span of text is read once)."""
-    text = _fold(query)
+    text = fold(query)
     found: list[Period | None] = []
     for match in _ISO.finditer(text):
         found.append(_day(int(match[1]), int(match[2]), int(match[3])))

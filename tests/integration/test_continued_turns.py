@@ -4,14 +4,10 @@ a red light and hit us"). Over the REST handler on SQLite and DynamoDB, with the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from agentmem.container import Container, set_container
-from agentmem.settings import Settings
-from agentmem.stores.table import Table
 from tests.support import ApiClient, scope_path, text_entry
 
 PATH = scope_path("app", "alice")
@@ -30,10 +26,9 @@ FILLER = [
 
 
 @pytest.fixture
-def api(table: Table) -> Iterator[ApiClient]:
-    set_container(Container(Settings(embedder="hashing"), table=table))
-    yield ApiClient()
-    set_container(None)
+def api(api_on_table: ApiClient) -> ApiClient:
+    """The API over the parametrised table (the integration conftest's), by a shorter name."""
+    return api_on_table
 
 
 def _entry(author: str, text: str, **metadata: Any) -> dict[str, Any]:

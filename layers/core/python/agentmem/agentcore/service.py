@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import json
 import random
@@ -38,6 +39,7 @@ from agentmem.memory import records as memory_records
 from agentmem.memory.service import MemoryService
 from agentmem.models.content import Content
 from agentmem.models.memory import MemoryEntry
+from agentmem.stores.retry import retry_on_conflict
 from agentmem.stores.table import Check, Condition, Item, Put, Table
 
 if TYPE_CHECKING:
@@ -284,42 +286,34 @@ class AgentCoreService:
         failed: list[dict[str, Any]] = []
         for update in body.records:
             try:
-                actor, item = self._record_item(memory_id, update.memory_record_id, None)
-                metadata = memory_records.entry_metadata(item)
-                if update.source_namespaces and metadata.get(ac.NAMESPACE) not in update.source_namespaces:
-                    raise NotFound(f"no record {update.memory_record_id!r} in those source namespaces")
-                namespace = update.namespaces[0] if update.namespaces else str(metadata.get(ac.NAMESPACE))
-                if ac.owner_of(namespace) != actor.user.user:
-                    raise InvalidInput("a record cannot move to a namespace of another actor")
-                text = update.content.text if update.content else memory_records.entry_text(item)
-                strategy = update.memory_strategy_id or metadata.get(ac.STRATEGY)
-                given = update.metadata
-                entry = _record_entry(
-                    namespace,
-                    text or "",
-                    update.timestamp,
-                    strategy,
-                    given if given is not None else {},
-                    expires if expires is not None else _expires_at(item),
-                    kept=None if given is not None else metadata,
-                )
-                self._rewrite(actor, item, entry)
+                retry_on_conflict(functools.partial(self._update_record, memory_id, update, expires), what="the record")
             except MemoryServiceError as error:
                 failed.append(_outcome(update.memory_record_id, "FAILED", None, error))
                 continue
             successful.append(_outcome(update.memory_record_id, "SUCCEEDED", None))
         return {"successfulRecords": successful, "failedRecords": failed}
 
-    def _rewrite(self, actor: _Actor, old: Item, entry: MemoryEntry) -> None:
-        """Write ``entry`` under the id of ``old`` (the memory service's entry, moved to that id), then log
-        the old version removed and the new one written, so every search index reads it again."""
-        self._memory.ensure_writable(actor.user)
-        prepared = self._memory.prepare_entry(actor.scope, entry)
-        prepared.item.update(id=old["id"], sk=old["sk"])
-        vectors_ok = self._memory.embed_entries([prepared])
-        self._table.batch_write(puts=[users.registry_item(actor.scope), *self._memory.entry_items(prepared)])
-        self._memory.entries_removed(actor.scope, [old])
-        self._memory.entries_written([prepared], vectors_ok)
+    def _update_record(self, memory_id: str, update: models.RecordUpdate, expires: datetime | None) -> None:
+        """One attempt: the record as stored now, rewritten in place if it is still so when written. A delete
+        that lands first makes the record not found (a delete that answered is never undone)."""
+        actor, item = self._record_item(memory_id, update.memory_record_id, None)
+        metadata = memory_records.entry_metadata(item)
+        if update.source_namespaces and metadata.get(ac.NAMESPACE) not in update.source_namespaces:
+            raise NotFound(f"no record {update.memory_record_id!r} in those source namespaces")
+        namespace = update.namespaces[0] if update.namespaces else str(metadata.get(ac.NAMESPACE))
+        if ac.owner_of(namespace) != actor.user.user:
+            raise InvalidInput("a record cannot move to a namespace of another actor")
+        text = update.content.text if update.content else memory_records.entry_text(item)
+        entry = _record_entry(
+            namespace,
+            text or "",
+            update.timestamp,
+            update.memory_strategy_id or metadata.get(ac.STRATEGY),
+            update.metadata if update.metadata is not None else {},
+            expires if expires is not None else _expires_at(item),
+            kept=None if update.metadata is not None else metadata,
+        )
+        self._memory.replace_entry(actor.scope, item, entry)
 
     def batch_delete_records(self, memory_id: str, body: models.BatchDeleteRecordsRequest) -> dict[str, Any]:
         successful: list[dict[str, Any]] = []

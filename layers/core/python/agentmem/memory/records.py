@@ -17,7 +17,7 @@ from agentmem.search import context
 from agentmem.search.inverted_index import index_terms
 from agentmem.search.stemming import stemmed_terms
 from agentmem.search.tokenize import tokenize
-from agentmem.stores.table import TTL_ATTRIBUTE, Item
+from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Item
 
 ENTRY = "E#"
 SESSION_INDEX = "SX#"
@@ -91,6 +91,14 @@ def session_index_item(scope: Scope, session_id: str, entry_id: str, generation:
 def session_head_sk(session_id: str) -> str:
     """The item naming the session's current generation: the latest completed ``add_session``."""
     return f"SESSION#{escape(session_id)}"
+
+
+def unchanged(item: Item) -> Condition:
+    """That the entry item is still stored as ``item`` was read: present (not expired), with the same content,
+    timestamp and metadata (what a rewrite changes, and what the BM25 counts it logs are computed from).
+    A write of a version computed from ``item`` holds on it: a delete or a rewrite that landed meanwhile
+    is never undone."""
+    return Condition(equals={k: item[k] for k in ("id", "content", "timestamp", METADATA) if k in item})
 
 
 def pointer_item(scope: Scope, entry_id: str) -> Item:

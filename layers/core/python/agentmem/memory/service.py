@@ -205,6 +205,13 @@ class MemoryService:
         (a reader that sees the new version also finds them), and update a derived index."""
         return self._writer.written(prepared, vectors_ok)
 
+    def replace_entry(self, scope: Scope, old: Item, entry: MemoryEntry) -> str | None:
+        """Rewrite the entry item ``old`` of ``scope`` in place (same id) with ``entry``, checked and embedded,
+        if ``old`` is still stored as read; raise ConditionFailed when it was deleted or changed meanwhile,
+        writing nothing (the caller reads again: :func:`~agentmem.stores.retry.retry_on_conflict`)."""
+        self.ensure_writable(scope.user_ref)
+        return self._writer.replace(old, self._writer.prepare(scope, entry, None, MAX_TERMS_PER_DOCUMENT))
+
     def entries_rewritten(self, scope: Scope, items: Sequence[Item]) -> None:
         """After entries were written again with the same words (a new expiry): every process reads them again."""
         self._writer.rewritten(scope, items)

@@ -34,7 +34,7 @@ from agentmem.search import changes, told
 from agentmem.search.context import CONTEXT_TERMS, context_terms
 from agentmem.search.inverted_index import index_terms
 from agentmem.search.tokenize import tokenize
-from agentmem.stores.table import TTL_ATTRIBUTE, Item, Table, check_items
+from agentmem.stores.table import TTL_ATTRIBUTE, Item, Put, Table, check_items
 from agentmem.tenancy import metering
 from agentmem.vectors.indexing import record_for_item
 
@@ -199,6 +199,27 @@ class EntryWriter:
                 context_length=sum(p.context_length for p in prepared),
             )
         return self._upsert_vectors([p.item for p in prepared], vectors_ok)
+
+    def replace(self, old: Item, prepared: PreparedEntry) -> str | None:
+        """Write ``prepared`` under the id of the entry item ``old``, if ``old`` is still stored as it was read:
+        raise ConditionFailed when it was deleted or changed meanwhile (nothing is written: a delete that
+        answered stays answered). Then log the old version removed and the new one written."""
+        scope = prepared.scope
+        prepared.item.update(id=old["id"], sk=old["sk"])
+        vectors_ok = self.embed([prepared])
+        side = [users.registry_item(scope), *side_items_of(prepared)]
+        check_items([*side, prepared.item])
+        self._table.transact_write([*(Put(item) for item in side), Put(prepared.item, records.unchanged(old))])
+        held_items.note([(old["pk"], old["sk"])])
+        changes.MEMORY.record(
+            self._table,
+            scope.partition,
+            [old["id"]],
+            length=prepared.length - int(old.get("length", 0)),
+            context_length=prepared.context_length - int(old.get("context_length", 0)),
+            create=False,
+        )
+        return self._upsert_vectors([prepared.item], vectors_ok)
 
     def rewritten(self, scope: Scope, items: Sequence[Item]) -> None:
         """After entries were written again with the same words (a new expiry): every process reads them again."""

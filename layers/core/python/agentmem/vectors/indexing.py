@@ -21,7 +21,7 @@ from agentmem.errors import ConditionFailed
 from agentmem.keys import Scope, UserRef, scope_of_partition, unescape, user_of_partition
 from agentmem.memory import records
 from agentmem.search import changes
-from agentmem.stores.table import Condition, Item, Table, query_all
+from agentmem.stores.table import Item, Table, query_all
 from agentmem.tenancy import metering
 from agentmem.users import SCOPE_REGISTRY, registered_scopes
 from agentmem.vectors.port import VectorIndex, VectorRecord
@@ -69,7 +69,8 @@ def needs_embedding(item: Item, model_id: str, *, re_embed: bool = False) -> boo
 def embed_pending(table: Table, embedder: Embedder, items: Sequence[Item]) -> list[Item]:
     """Embed ``items`` in one batch and store their vectors; return the items that were updated.
 
-    Each write is conditional on the entry still existing, so a concurrent delete is never undone.
+    Each write is conditional on the entry still being stored as read, so a concurrent delete or rewrite
+    is never undone.
     """
     if not items:
         return []
@@ -82,7 +83,7 @@ def embed_pending(table: Table, embedder: Embedder, items: Sequence[Item]) -> li
         new[VECTOR_ATTR] = encode_vector(vector)
         new[MODEL_ATTR] = embedder.model_id
         try:
-            table.put(new, Condition(exists=True))
+            table.put(new, records.unchanged(item))
         except ConditionFailed:
             continue
         updated.append(new)

@@ -137,7 +137,11 @@ class GraphMemoryService:
         return _count_found(lambda rel_id: self.delete_relation(scope, rel_id), ids)
 
     def delete_entity(self, scope: Scope, name: str) -> None:
-        """Hard-delete the entity of exactly this scope with its observations, relations and index pairs."""
+        """Hard-delete the entity of exactly this scope with its observations, relations and index pairs.
+
+        The entity item goes first: a write that read it before fails its version check from then on.
+        A write that finds it absent creates the entity anew, possibly while the rest is being swept;
+        the sweep spares what that new entity holds (:meth:`_sweep`)."""
         validate_id(name, "name")
         self._begin_write(scope)
         partition = scope.partition
@@ -145,21 +149,49 @@ class GraphMemoryService:
         if entity is None:
             raise NotFound(f"no entity {name!r} in this scope", code="entity_not_found")
         self._table.delete(partition, records.entity_sk(name))
-        observations = self._observations(partition, name)
+        retry_on_conflict(lambda: self._sweep(partition, entity), what="the entity")
+        log_changed(self._table, partition, [name], create=False)
+
+    def _sweep(self, partition: str, gone: Item) -> None:
+        """Delete what the deleted entity ``gone`` held. An entity of the same name created since holds its
+        current facts and what was recorded since its creation: those are spared, and every batch of
+        deletes checks that entity is still as read here, so a write landing meanwhile makes it read again."""
+        name = gone["name"]
+        again = self._table.get(partition, records.entity_sk(name))
+        spared = set(facts_of(self._table, again).values()) if again is not None else set()
+        since = str(again["created_at"]) if again is not None else None
+
+        def held_by_gone(item: Item) -> bool:
+            return item["id"] not in spared and (since is None or str(item.get("recorded_at") or "") < since)
+
+        observations = [o for o in self._observations(partition, name) if held_by_gone(o)]
         self._unindex(o for o in observations if is_current(o))
-        keys: list[Key] = [(partition, records.updated_sk(entity["updated_at"], name))]
-        keys += [(partition, records.name_posting_sk(token, name)) for token in index_tokens(name)]  # layout 1
-        keys.append((partition, records.type_member_sk(entity["entity_type"], name)))
+        keys: list[Key] = [(partition, records.name_posting_sk(t, name)) for t in index_tokens(name)]  # layout 1
+        if again is None or again["updated_at"] != gone["updated_at"]:
+            keys.append((partition, records.updated_sk(gone["updated_at"], name)))
+        if again is None or again["entity_type"] != gone["entity_type"]:
+            keys.append((partition, records.type_member_sk(gone["entity_type"], name)))
         for obs in observations:
             keys += [(partition, obs["sk"]), (partition, records.pointer_sk(obs["id"]))]
         keys += [(partition, i["sk"]) for i in query_all(self._table, partition, _lock_prefix(name))]  # layout 1
-        links = query_all(self._table, partition, records.link_prefix(name))
-        relation_ids = [link["sk"].rsplit("#", 1)[1] for link in links]
-        for relation in self._table.batch_get([(partition, records.relation_sk(i)) for i in relation_ids]):
-            keys += records.relation_keys(relation)
-        keys += [(partition, link["sk"]) for link in links]
-        self._table.batch_write(deletes=list(dict.fromkeys(keys)))
-        log_changed(self._table, partition, [name], create=False)
+        links = {
+            row["sk"].rsplit("#", 1)[1]: row for row in query_all(self._table, partition, records.link_prefix(name))
+        }
+        relations = {r["id"]: r for r in self._table.batch_get([(partition, records.relation_sk(i)) for i in links])}
+        for rel_id, link in links.items():
+            relation = relations.get(rel_id)
+            if relation is None:
+                keys.append((partition, link["sk"]))
+            elif held_by_gone(relation):
+                keys += records.relation_keys(relation)
+        as_read = Check(
+            partition,
+            records.entity_sk(name),
+            Condition(exists=False) if again is None else version_is(int(again["version"])),
+        )
+        keys = list(dict.fromkeys(keys))
+        for start in range(0, len(keys), TRANSACTION_OPS):
+            self._table.transact_write([as_read, *(Delete(*k) for k in keys[start : start + TRANSACTION_OPS])])
 
     # -- observations ------------------------------------------------------------------------------
 

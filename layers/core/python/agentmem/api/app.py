@@ -7,6 +7,8 @@ function with API Gateway REST proxy events, so local and Lambda run one code pa
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -23,8 +25,51 @@ from agentmem.errors import MemoryServiceError
 from agentmem.observability import logger, metrics, trace_handler
 from agentmem.users import writes_end_with
 
+
+class _Resolver(APIGatewayRestResolver):
+    """Powertools' resolver, with the request it is resolving kept per thread.
+
+    Powertools keeps the request on the resolver (and on a class attribute): one request at a time, as
+    Lambda and the local server run it. Tests drive the handler from several threads at once, as several
+    Lambda containers would, and there each thread's request must stay its own (two at once mixed their
+    routes, and one answered 500)."""
+
+    _request = threading.local()
+
+    @property  # type: ignore[override]
+    def current_event(self) -> Any:
+        return self._request.event
+
+    @current_event.setter
+    def current_event(self, value: Any) -> None:
+        self._request.event = value
+
+    @property  # type: ignore[override]
+    def lambda_context(self) -> Any:
+        return getattr(self._request, "lambda_context", None)
+
+    @lambda_context.setter
+    def lambda_context(self, value: Any) -> None:
+        self._request.lambda_context = value
+
+    @property  # type: ignore[override]
+    def context(self) -> dict[str, Any]:
+        if not hasattr(self._request, "context"):
+            self._request.context = {}
+        return self._request.context  # type: ignore[no-any-return]
+
+    @context.setter
+    def context(self, value: dict[str, Any]) -> None:
+        self._request.context = value
+
+    def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        self.current_event = self._to_proxy_event(dict(event))
+        self.lambda_context = context
+        return super().resolve(event, context)
+
+
 # Each answer is checked against its route's response model (a mismatch is our bug: 500, logged).
-app = APIGatewayRestResolver(
+app = _Resolver(
     enable_validation=True, serializer=dumps, response_validation_error_http_code=500, json_body_deserializer=parse_body
 )
 app.use(middlewares=[middlewares.project_in_body, middlewares.idempotency])

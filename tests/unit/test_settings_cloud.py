@@ -54,6 +54,12 @@ def test_every_name_is_read_by_settings() -> None:
         Env.DELETION_DRAIN_SECONDS: "2",
         Env.RECEIPT_KEY: "k",
         Env.RECEIPT_KEY_SECRET_ARN: "arn:aws:secretsmanager:us-east-1:1:secret:x",
+        Env.MODEL: "openai",
+        Env.MODEL_ID: "qwen2.5:0.5b",
+        Env.MODEL_URL: "http://127.0.0.1:11434/v1",
+        Env.MODEL_API_KEY: "sk-local",
+        Env.MODEL_TIMEOUT_SECONDS: "5",
+        Env.EXTRACTION_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/1/extraction",
     }
     assert set(samples) == ENV_NAMES
     base = Settings.from_env(samples)

@@ -24,13 +24,20 @@
 | MEMORY_RECEIPT_KEY | secret of the HMAC-SHA256 naming the user in deletion receipts | a development key: set it |
 | MEMORY_RECEIPT_KEY_SECRET_ARN | read that secret from Secrets Manager instead (what the CDK stack sets) | unset |
 | MEMORY_EMBEDDING_ENGINE | the local engine library, or `shipped` (agentmem/embeddings/engine.py) | the tuned build |
+| MEMORY_MODEL | the chat model: `none`, `bedrock` (Converse), `openai` (an OpenAI-compatible endpoint) | `none` |
+| MEMORY_MODEL_ID | the Bedrock model id; for `openai` the endpoint's model name (required) | `amazon.nova-micro-v1:0` |
+| MEMORY_MODEL_URL | the OpenAI-compatible base URL (`http://127.0.0.1:11434/v1`), required for `openai` | unset |
+| MEMORY_MODEL_API_KEY | the bearer token sent to the OpenAI-compatible endpoint | unset |
+| MEMORY_MODEL_TIMEOUT_SECONDS | how long one model call may wait for its answer | `60` |
+| MEMORY_EXTRACTION_QUEUE_URL | the SQS queue bringing sessions back to extraction (set by the stack) | unset |
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Final, Literal
 
@@ -64,6 +71,12 @@ class Env:
     DELETION_DRAIN_SECONDS: Final = "MEMORY_DELETION_DRAIN_SECONDS"
     RECEIPT_KEY: Final = "MEMORY_RECEIPT_KEY"
     RECEIPT_KEY_SECRET_ARN: Final = "MEMORY_RECEIPT_KEY_SECRET_ARN"
+    MODEL: Final = "MEMORY_MODEL"
+    MODEL_ID: Final = "MEMORY_MODEL_ID"
+    MODEL_URL: Final = "MEMORY_MODEL_URL"
+    MODEL_API_KEY: Final = "MEMORY_MODEL_API_KEY"
+    MODEL_TIMEOUT_SECONDS: Final = "MEMORY_MODEL_TIMEOUT_SECONDS"
+    EXTRACTION_QUEUE_URL: Final = "MEMORY_EXTRACTION_QUEUE_URL"
 
 
 ENV_NAMES: frozenset[str] = frozenset(value for name, value in vars(Env).items() if name.isupper())
@@ -77,6 +90,8 @@ EmbedderKind = Literal["none", "hashing", "local", "bedrock"]
 VectorIndexKind = Literal["exact", "opensearch"]
 OpenSearchEngine = Literal["lucene", "faiss"]
 DeletionRunnerKind = Literal["local", "stepfunctions"]
+ModelKind = Literal["none", "bedrock", "openai"]
+DEFAULT_BEDROCK_CHAT_MODEL = "amazon.nova-micro-v1:0"
 DEVELOPMENT_RECEIPT_KEY = "agentmem-development-receipt-key"
 AuthMode = Literal["none", "required"]
 
@@ -106,6 +121,12 @@ class Settings:
     receipt_key: str = DEVELOPMENT_RECEIPT_KEY
     receipt_key_secret_arn: str | None = None
     auth: AuthMode = "none"
+    model: ModelKind = "none"
+    model_id: str = DEFAULT_BEDROCK_CHAT_MODEL
+    model_url: str | None = None
+    model_api_key: str | None = field(default=None, repr=False)
+    model_timeout_seconds: float = 60.0
+    extraction_queue_url: str | None = None
 
     def resolved_receipt_key(self) -> bytes:
         """The receipt HMAC key: from Secrets Manager when an ARN is set, else MEMORY_RECEIPT_KEY."""
@@ -144,6 +165,14 @@ class Settings:
         if runner == "stepfunctions" and not state_machine:
             raise ValueError("MEMORY_DELETION_RUNNER=stepfunctions needs MEMORY_DELETION_STATE_MACHINE_ARN")
         auth = _choice(env, Env.AUTH, ("none", "required"), "required" if in_lambda else "none")
+        model = _choice(env, Env.MODEL, ("none", "bedrock", "openai"), "none")
+        model_id = env.get(Env.MODEL_ID) or None
+        model_url = env.get(Env.MODEL_URL) or None
+        if model == "openai" and not (model_url and model_id):
+            raise ValueError("MEMORY_MODEL=openai needs MEMORY_MODEL_URL and MEMORY_MODEL_ID (the endpoint's model)")
+        if model_url and not model_url.startswith(("http://", "https://")):
+            raise ValueError(f"MEMORY_MODEL_URL must be an http:// or https:// URL, not {model_url!r}")
+        model_timeout = _positive_seconds(env, Env.MODEL_TIMEOUT_SECONDS, _DEFAULTS.model_timeout_seconds)
         return cls(
             store=store,  # type: ignore[arg-type]
             sqlite_path=env.get(Env.SQLITE_PATH) or _DEFAULTS.sqlite_path,
@@ -168,6 +197,12 @@ class Settings:
             receipt_key=env.get(Env.RECEIPT_KEY) or DEVELOPMENT_RECEIPT_KEY,
             receipt_key_secret_arn=env.get(Env.RECEIPT_KEY_SECRET_ARN) or None,
             auth=auth,  # type: ignore[arg-type]
+            extraction_queue_url=env.get(Env.EXTRACTION_QUEUE_URL) or None,
+            model=model,  # type: ignore[arg-type]
+            model_id=model_id or _DEFAULTS.model_id,
+            model_url=model_url,
+            model_api_key=env.get(Env.MODEL_API_KEY) or None,
+            model_timeout_seconds=model_timeout,
         )
 
 
@@ -185,6 +220,20 @@ def _choice(env: Mapping[str, str], name: str, allowed: tuple[str, ...], default
     if value not in allowed:
         raise ValueError(f"{name} must be {', '.join(allowed[:-1])} or {allowed[-1]}, not {value!r}")
     return value
+
+
+def _positive_seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """The variable's number of seconds (or ``default`` when unset), refused unless a positive number."""
+    value = env.get(name)
+    if not value:
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not seconds > 0 or math.isinf(seconds):
+        raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+    return seconds
 
 
 _DEFAULTS = Settings()

@@ -237,8 +237,10 @@ def observation_item(
     valid_from: str,
     recorded_at: str,
     tokens: list[str],
+    source: str | None = None,
 ) -> Item:
-    return {
+    """``source``: the memory record extraction learnt the fact as (kept only when there is one)."""
+    item: Item = {
         "pk": partition,
         "sk": observation_sk(name, obs_id),
         "id": obs_id,
@@ -253,6 +255,9 @@ def observation_item(
         "rev": 1,
         "seg": None,  # not of layout 1 (the name of the search segment it was posted in, while there were)
     }
+    if source is not None:
+        item["source"] = source
+    return item
 
 
 def pointer_item(obs: Item) -> Item:
@@ -303,6 +308,7 @@ def observation_out(item: Item) -> dict[str, Any]:
         "valid_to": item.get("valid_to"),
         "recorded_at": item["recorded_at"],
         "expired_at": item.get("expired_at"),
+        "source": item.get("source"),
     }
 
 

@@ -107,14 +107,21 @@ class GraphMemoryService:
         return [entity_out(stored[name], current.get(name, [])) for name in names]
 
     def remember(
-        self, scope: Scope, name: str, facts: Sequence[str], entity_type: str | None = None
+        self,
+        scope: Scope,
+        name: str,
+        facts: Sequence[str],
+        entity_type: str | None = None,
+        *,
+        source: str | None = None,
     ) -> tuple[dict[str, Any], int]:
-        """The ``remember`` tool: upsert one entity with facts; return it and how many facts were new."""
+        """The ``remember`` tool: upsert one entity with facts; return it and how many facts were new
+        (``source``: the memory record extraction learnt them as)."""
         validate_id(name, "name")
         if entity_type is not None:
             validate_id(entity_type, "entity_type")
         self._begin_write(scope)
-        stored, written = self._writer.write(scope, [(name, entity_type, facts)])
+        stored, written = self._writer.write(scope, [(name, entity_type, facts)], source=source)
         current = self._current_observations(stored.values(), written)
         _hold([stored[name]], current.get(name, []))
         return entity_out(stored[name], current.get(name, [])), len(written.get(name, []))
@@ -272,8 +279,11 @@ class GraphMemoryService:
         if content == obs["content"]:
             raise InvalidInput("the new content is identical to the current one", code="identical_content")
 
-    def supersede_observation(self, scope: Scope, obs_id: str, content: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Invalidate a current fact and add its replacement on the same entity, in one transaction."""
+    def supersede_observation(
+        self, scope: Scope, obs_id: str, content: str, *, source: str | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Invalidate a current fact and add its replacement on the same entity, in one transaction
+        (``source``: the memory record extraction learnt the replacement as)."""
         self._begin_write(scope)
         obs = self._find_observation(scope, obs_id)
         self._check_supersede(obs, content)
@@ -288,6 +298,7 @@ class GraphMemoryService:
             valid_from=now,
             recorded_at=now,
             tokens=index_tokens(content),
+            source=source,
         )
         check_items([created, records.pointer_item(created)])
 

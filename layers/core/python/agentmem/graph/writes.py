@@ -105,8 +105,10 @@ class EntityWriter:
         scope: Scope,
         specs: Sequence[tuple[str, str | None, Sequence[str]]],
         valid_from: str | None = None,
+        source: str | None = None,
     ) -> tuple[dict[str, Item], dict[str, list[Item]]]:
-        """Upsert entities ``(name, type or None, facts)`` of one scope, with the facts not already current.
+        """Upsert entities ``(name, type or None, facts)`` of one scope, with the facts not already current
+        (``source``: the memory record the new facts were learnt as).
 
         Return each entity item as stored and the observations this write stored.
         """
@@ -139,6 +141,7 @@ class EntityWriter:
                     valid_from=start,
                     recorded_at=now,
                     tokens=tokens[t],
+                    source=source,
                 )
                 for t in fresh[n]
             ]

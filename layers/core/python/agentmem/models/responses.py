@@ -139,6 +139,11 @@ class Observation(_Out):
     valid_to: str | None
     recorded_at: str
     expired_at: str | None
+    source: str | None = Field(
+        default=None,
+        description="the memory record it was learnt as, when extraction learnt it (docs/extraction.md); "
+        "null when it was told",
+    )
 
 
 class Relation(_Out):

@@ -4,22 +4,32 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from agentmem.clock import utc_now
 from agentmem.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    from agentmem.agentcore.learning import LearnedRecords
+
     # Services and adapters are imported when first built, not when a handler module is imported.
     from agentmem.agentcore.service import AgentCoreService
     from agentmem.deletion.runners import DeletionRunner
     from agentmem.deletion.service import DeletionService
     from agentmem.embeddings.port import Embedder
+    from agentmem.extraction.config import AppMemories
+    from agentmem.extraction.runner import LocalRunner, Steps
+    from agentmem.extraction.service import ExtractionService
     from agentmem.graph.service import GraphMemoryService
     from agentmem.idempotency import IdempotencyStore
+    from agentmem.keys import Scope
+    from agentmem.llm.port import ChatModel
     from agentmem.memory.service import MemoryService
     from agentmem.store.service import StoreService
-    from agentmem.stores.table import Table
+    from agentmem.stores.table import Item, Table
     from agentmem.tenancy.keys import TenantService
     from agentmem.vectors.port import VectorIndex
 
@@ -37,14 +47,23 @@ class Container:
         vector_index: VectorIndex | None = None,
         deletion: DeletionService | None = None,
         deletion_runner: DeletionRunner | None = None,
+        model: ChatModel | None = None,
+        background: bool = True,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
+        """``background``: whether work this process runs later (extraction) runs in a thread of its own, or
+        only when asked (``local_extraction.drain()``: tests); ``clock``: the time extraction reads (its
+        triggers and retries)."""
         self.settings = settings
+        self.background = background
+        self.clock = clock
         given = {
             "table": table,
             "embedder": embedder,
             "vector_index": vector_index,
             "deletion": deletion,
             "deletion_runner": deletion_runner,
+            "model": model,
         }
         # A cached_property reads its value from the instance dict: a given part is never built.
         self.__dict__.update({name: part for name, part in given.items() if part is not None})
@@ -85,6 +104,31 @@ class Container:
         return None
 
     @cached_property
+    def model(self) -> ChatModel | None:
+        """The chat model extraction asks, or None (MEMORY_MODEL=none); building it makes no call."""
+        kind = self.settings.model
+        if kind == "bedrock":
+            from agentmem.llm.bedrock import BedrockChatModel
+
+            return BedrockChatModel(
+                self.settings.model_id,
+                region_name=self.settings.aws_region,
+                timeout_seconds=self.settings.model_timeout_seconds,
+            )
+        if kind == "openai":
+            from agentmem.llm.openai_compatible import OpenAICompatibleChatModel
+
+            if not self.settings.model_url:
+                raise ValueError("MEMORY_MODEL=openai needs MEMORY_MODEL_URL")
+            return OpenAICompatibleChatModel(
+                self.settings.model_url,
+                self.settings.model_id,
+                api_key=self.settings.model_api_key,
+                timeout_seconds=self.settings.model_timeout_seconds,
+            )
+        return None
+
+    @cached_property
     def vector_index(self) -> VectorIndex | None:
         """OpenSearch whenever configured (the stream indexer and erasure need it even without an embedder);
         the exact index only with an embedder (it searches the vectors the embedder wrote)."""
@@ -116,7 +160,60 @@ class Container:
     def memory(self) -> MemoryService:
         from agentmem.memory.service import MemoryService
 
-        return MemoryService(self.table, embedder=self.embedder, vector_index=self.vector_index)
+        return MemoryService(
+            self.table, embedder=self.embedder, vector_index=self.vector_index, sessions=_SessionWatch(self)
+        )
+
+    # -- learning (docs/extraction.md) ----------------------------------------------------------------
+
+    @cached_property
+    def memories(self) -> AppMemories:
+        from agentmem.extraction.config import AppMemories
+
+        return AppMemories(self.table, clock=self.clock)
+
+    @cached_property
+    def learned_records(self) -> LearnedRecords:
+        from agentmem.agentcore.learning import LearnedRecords
+
+        return LearnedRecords(self.agentcore, self.memory)
+
+    @cached_property
+    def extraction(self) -> ExtractionService:
+        from agentmem.extraction.service import ExtractionService
+
+        return ExtractionService(
+            self.table, self.memories, self.learned_records, self.graph, self.model, clock=self.clock
+        )
+
+    @cached_property
+    def extraction_steps(self) -> Steps:
+        """Extraction's steps as the cloud function runs them: later looks come back through SQS."""
+        from agentmem.extraction.queue import SqsWaker
+        from agentmem.extraction.runner import Steps
+
+        if not self.settings.extraction_queue_url:
+            raise ValueError("the extraction function needs MEMORY_EXTRACTION_QUEUE_URL")
+        waker = SqsWaker(self.settings.extraction_queue_url, region_name=self.settings.aws_region)
+        return Steps(self.extraction, self.table, waker)
+
+    @cached_property
+    def local_extraction(self) -> LocalRunner:
+        """Extraction's steps in this process, in a background thread (the local server)."""
+        from agentmem.extraction.runner import LocalRunner, Steps
+
+        return LocalRunner(
+            lambda waker: Steps(self.extraction, self.table, waker),
+            self.table,
+            background=self.background,
+            clock_ms=lambda: int(self.clock().timestamp() * 1000),
+        )
+
+    @property
+    def learns_locally(self) -> bool:
+        """Extraction runs in this process: a model is configured and no queue takes the work elsewhere."""
+        in_lambda = bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
+        return self.model is not None and not self.settings.extraction_queue_url and not in_lambda
 
     @cached_property
     def store(self) -> StoreService:
@@ -176,6 +273,23 @@ class Container:
         from agentmem.tenancy.keys import TenantService
 
         return TenantService(self.table)
+
+
+class _SessionWatch:
+    """What the memory service adds to a write into a session, and whom it tells after: extraction's pending
+    row (only when a model is configured: otherwise nothing is built or read), and the local runner."""
+
+    def __init__(self, container: Container) -> None:
+        self._container = container
+
+    def notes(self, scope: Scope, session: str) -> list[Item]:
+        if self._container.model is None:
+            return []
+        return self._container.extraction.pending_items(scope, session)
+
+    def written(self, scope: Scope, session: str) -> None:
+        if self._container.learns_locally:
+            self._container.local_extraction.notify(scope.partition, session)
 
 
 _lock = threading.Lock()

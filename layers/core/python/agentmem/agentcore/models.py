@@ -284,3 +284,28 @@ class RetrieveRecordsRequest(_Shape):
     search_criteria: SearchCriteria
     next_token: str | None = Field(default=None, max_length=4096)
     max_results: MaxResults | None = None
+
+
+# -- long-term extraction jobs ---------------------------------------------------------------------
+
+
+class ExtractionJobFilter(_Shape):
+    strategy_id: str | None = None
+    session_id: str | None = None
+    actor_id: str | None = None
+    status: Literal["FAILED"] | None = None
+
+
+class ListExtractionJobsRequest(_Shape):
+    max_results: MaxResults = 20
+    filter: ExtractionJobFilter | None = None
+    next_token: str | None = Field(default=None, max_length=4096)
+
+
+class ExtractionJobRef(_Shape):
+    job_id: str = Field(min_length=1, max_length=128)
+
+
+class StartExtractionJobRequest(_Shape):
+    extraction_job: ExtractionJobRef
+    client_token: str | None = None

@@ -40,6 +40,15 @@ NAMESPACE = PREFIX + "namespace"
 PATHS = PREFIX + "paths"
 STRATEGY = PREFIX + "strategy"
 DATES = PREFIX + "dates"
+SOURCES = PREFIX + "sources"
+"""The entries (events) a record extracted by a strategy came from."""
+ABOUT = PREFIX + "about"
+"""What an extracted record is about (the knowledge graph's entity it went to)."""
+SESSION = PREFIX + "session"
+"""The session a record was extracted from."""
+VALID_TO = PREFIX + "valid_to"
+"""When a record stopped being current: a newer record replaced it (its valid time ended; it stays)."""
+SUPERSEDED_BY = PREFIX + "superseded_by"
 EVENT = "event"
 RECORD = "record"
 MANUAL_STRATEGY = "manual"
@@ -185,6 +194,25 @@ def path_of(namespace: str) -> str:
 def paths_of(namespace: str) -> list[str]:
     parts = segments(namespace)
     return ["/" + "".join(part + "/" for part in parts[:depth]) for depth in range(1, len(parts) + 1)]
+
+
+def check_template(template: str) -> str:
+    """A strategy's namespace template whose records always belong to the actor extracted for: it names
+    ``{actorId}`` where :func:`owner_of` reads a namespace's owner."""
+    marker = "\x00actor\x00"
+    if "{actorId}" not in template:
+        raise InvalidInput(f"the namespace template {template!r} must name {{actorId}}: a record belongs to an actor")
+    filled = template.replace("{actorId}", marker).replace("{sessionId}", "s").replace("{memoryStrategyId}", "m")
+    try:
+        owner = owner_of(filled)
+    except InvalidInput:
+        owner = ""
+    if owner != marker:
+        raise InvalidInput(
+            f"the namespace template {template!r} must put {{actorId}} where a namespace's owner is read: after "
+            "actors (or actor, users, user), or second (/facts/{actorId}/)"
+        )
+    return template
 
 
 # -- metadata --------------------------------------------------------------------------------------

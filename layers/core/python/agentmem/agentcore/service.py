@@ -376,7 +376,8 @@ class AgentCoreService:
             assert path is not None
             condition = {ac.PATHS: ac.path_of(path)}
         actor = self._actor(memory_id, ac.owner_of(namespace or path or ""))
-        return actor, filters.parse({"$and": [{ac.KIND: ac.RECORD}, condition]})
+        current = {ac.VALID_TO: {"$exists": False}}  # a record a newer one replaced stays, unlisted
+        return actor, filters.parse({"$and": [{ac.KIND: ac.RECORD}, condition, current]})
 
     def _record_item(self, memory_id: str, record: str, namespace: str | None) -> tuple[_Actor, Item]:
         parsed = ac.parse_record_id(record)
@@ -397,6 +398,14 @@ class AgentCoreService:
         return actor, item
 
     # -- the actor index ---------------------------------------------------------------------------
+
+    def actor_ref(self, user: UserRef) -> str:
+        """The user's ref in the app's actor index (what its record ids end with), written on first use."""
+        return self._register(user)
+
+    def known_ref(self, user: UserRef) -> str | None:
+        """The user's ref, or None when the user has none yet (no record was ever written for them)."""
+        return self._ref_or_none(user)
 
     def _register(self, user: UserRef) -> str:
         """The user's ref in the app's actor index, written on first use, unless the user is being erased."""

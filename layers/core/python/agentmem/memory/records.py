@@ -130,6 +130,11 @@ def embedding_text(item: Item) -> str:
     return context.embedding_text(entry_text(item), item.get(CONTEXT) or [])
 
 
+def encoded_metadata(metadata: Mapping[str, Any]) -> str:
+    """An entry's metadata as its item keeps it (:func:`entry_metadata` reads it back)."""
+    return json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
+
+
 def entry_metadata(item: Item) -> dict[str, Any]:
     """The entry's metadata (kept as JSON text: numbers may be floats, which the table cannot hold)."""
     raw = item.get(METADATA)
@@ -203,7 +208,7 @@ def entry_item(
     if told:
         item[TOLD] = told
     if metadata:
-        item[METADATA] = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
+        item[METADATA] = encoded_metadata(metadata)
     if expires_at is not None:
         item[EXPIRES_AT] = format_timestamp(expires_at)
         # DynamoDB TTL (and the local sweep) remove the entry from the second after it expired; reads

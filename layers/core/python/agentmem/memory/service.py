@@ -27,13 +27,13 @@ from agentmem.keys import Scope, UserRef, validate_id
 from agentmem.memory import filters, records
 from agentmem.memory.removal import EntryRemoval
 from agentmem.memory.search import MemorySearch, SearchResult, within
-from agentmem.memory.writes import EntryWriter, PreparedEntry, side_items_of
+from agentmem.memory.writes import EntryWriter, PreparedEntry, SessionWatch, side_items_of
 from agentmem.models.memory import MemoryEntry, SearchMode, StoredEntry
 from agentmem.search.context import CONTEXT_ENTRIES, context_of, continued
 from agentmem.search.inverted_index import MAX_QUERY_TERMS, MAX_TERMS_PER_DOCUMENT, terms_per_document
 from agentmem.search.tokenize import tokenize
 from agentmem.stores.retry import retry_on_conflict
-from agentmem.stores.table import Condition, Item, Table, query_all
+from agentmem.stores.table import Condition, Item, Table, WriteOp, query_all
 from agentmem.vectors.exact import ExactVectorIndex
 from agentmem.vectors.port import VectorIndex
 
@@ -68,9 +68,12 @@ class MemoryService:
         clock: Callable[[], datetime] = utc_now,
         embedder: Embedder | None = None,
         vector_index: VectorIndex | None = None,
+        sessions: SessionWatch | None = None,
     ) -> None:
+        """``sessions``: told of every write into a session (extraction's pending work)."""
         self._table = users.guarded(table)
         self._clock = clock
+        self._sessions = sessions
         self._search = MemorySearch(self._table, clock, embedder, vector_index or ExactVectorIndex(table))
         self._writer = EntryWriter(self._table, clock, self._search)
         self._removal = EntryRemoval(self._table, self._search)
@@ -132,6 +135,11 @@ class MemoryService:
         if self._commit_generation(scope, session_id, generation):
             older = [i for i, g in self._session_rows(scope, session_id) if g < generation]
             self._removal.delete_ids(scope, older, self._now(), session_id=session_id)
+            if self._sessions is not None and prepared:  # noted once the new generation is the session's
+                notes = self._sessions.notes(scope, session_id)
+                if notes:
+                    self._table.batch_write(puts=notes)
+                    self._sessions.written(scope, session_id)
         else:
             # A later ingest of this session committed first: ours is replaced by it, as if it ran before.
             self._removal.delete_ids(scope, [p.item["id"] for p in prepared], self._now(), session_id=session_id)
@@ -166,7 +174,10 @@ class MemoryService:
         prepared = self._writer.prepare(
             scope, entry, session_id, MAX_TERMS_PER_DOCUMENT, ttl_seconds, context, continues
         )
-        indexing = self._writer.write([prepared], session_id, generation="")
+        notes = self._sessions.notes(scope, session_id) if self._sessions is not None and session_id else []
+        indexing = self._writer.write([prepared], session_id, generation="", notes=notes)
+        if notes and self._sessions is not None and session_id is not None:
+            self._sessions.written(scope, session_id)
         stored = records.entry_from_item(prepared.item)
         return stored.model_copy(update={"indexing": indexing}) if indexing else stored
 
@@ -211,6 +222,21 @@ class MemoryService:
         writing nothing (the caller reads again: :func:`~agentmem.stores.retry.retry_on_conflict`)."""
         self.ensure_writable(scope.user_ref)
         return self._writer.replace(old, self._writer.prepare(scope, entry, None, MAX_TERMS_PER_DOCUMENT))
+
+    def commit_entries(
+        self,
+        scope: Scope,
+        prepared: Sequence[PreparedEntry],
+        rewrites: Sequence[tuple[Item, Item]],
+        extra: Sequence[WriteOp],
+    ) -> list[StoredEntry]:
+        """New entries of ``scope`` (from :meth:`prepare_entry`: checked, then embedded here), new versions
+        of existing entry items (``(as read, new version)``, the same text: a change of metadata) and another
+        service's ``extra`` operations, in one transaction; ConditionFailed (nothing written) when a rewritten
+        item changed or an extra check fails. Return the new entries as stored."""
+        self.ensure_writable(scope.user_ref)
+        self._writer.commit(scope, prepared, rewrites, extra)
+        return [records.entry_from_item(p.item) for p in prepared]
 
     def entries_rewritten(self, scope: Scope, items: Sequence[Item]) -> None:
         """After entries were written again with the same words (a new expiry): every process reads them again."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from agentmem import held_items, users
 from agentmem.clock import format_timestamp, new_id
@@ -34,7 +35,7 @@ from agentmem.search import changes, told
 from agentmem.search.context import CONTEXT_TERMS, context_terms
 from agentmem.search.inverted_index import index_terms
 from agentmem.search.tokenize import tokenize
-from agentmem.stores.table import TTL_ATTRIBUTE, Item, Put, Table, check_items
+from agentmem.stores.table import TTL_ATTRIBUTE, Item, Put, Table, WriteOp, check_items
 from agentmem.tenancy import metering
 from agentmem.vectors.indexing import record_for_item
 
@@ -52,6 +53,18 @@ class PreparedEntry:
     context: dict[str, int] = field(default_factory=dict)
     """The context words it is indexed under (:mod:`agentmem.search.context`), beside ``terms``."""
     context_length: int = 0
+
+
+class SessionWatch(Protocol):
+    """Another service's interest in writes into sessions (extraction's: agentmem/extraction/service.py)."""
+
+    def notes(self, scope: Scope, session: str) -> list[Item]:
+        """Items to write with a write into ``session`` (in its batch), or none."""
+        ...
+
+    def written(self, scope: Scope, session: str) -> None:
+        """A write into ``session`` (with its notes) was stored."""
+        ...
 
 
 class EntryWriter:
@@ -165,14 +178,21 @@ class EntryWriter:
             )
             return None
 
-    def write(self, prepared: Sequence[PreparedEntry], session_id: str | None, generation: str) -> str | None:
-        """Embed and store entries of one scope with what points at them; ``pending`` when some vector or
-        the derived index could not be written (the entries are stored all the same)."""
+    def write(
+        self,
+        prepared: Sequence[PreparedEntry],
+        session_id: str | None,
+        generation: str,
+        notes: Sequence[Item] = (),
+    ) -> str | None:
+        """Embed and store entries of one scope with what points at them (and ``notes``, another service's
+        items written first with them); ``pending`` when some vector or the derived index could not be written
+        (the entries are stored all the same)."""
         if not prepared:
             return None
         vectors_ok = self.embed(prepared)
         scope = prepared[0].scope
-        side_items: list[Item] = [users.registry_item(scope)]
+        side_items: list[Item] = [users.registry_item(scope), *notes]
         for p in prepared:
             side_items.extend(side_items_of(p, session_id, generation))
         entries = [p.item for p in prepared]
@@ -220,6 +240,31 @@ class EntryWriter:
             create=False,
         )
         return self._upsert_vectors([prepared.item], vectors_ok)
+
+    def commit(
+        self,
+        scope: Scope,
+        prepared: Sequence[PreparedEntry],
+        rewrites: Sequence[tuple[Item, Item]],
+        extra: Sequence[WriteOp],
+    ) -> str | None:
+        """Write new entries (with what points at them), rewrite existing entry items (each ``(as read, new
+        version)``, the same words: only held if still stored as read) and ``extra`` (another service's items
+        and checks) in one transaction: all of it lands or none (ConditionFailed). Then log both kinds of
+        change for every process's search index."""
+        vectors_ok = self.embed(prepared)
+        side: list[Item] = [users.registry_item(scope)]
+        for p in prepared:
+            side.extend(side_items_of(p))
+        check_items([*side, *(p.item for p in prepared), *(new for _, new in rewrites)])
+        ops: list[WriteOp] = [Put(item) for item in side]
+        ops += [Put(p.item) for p in prepared]
+        ops += [Put(new, records.unchanged(old)) for old, new in rewrites]
+        self._table.transact_write([*ops, *extra])
+        held_items.note((p.item["pk"], p.item["sk"]) for p in prepared)
+        if rewrites:
+            changes.MEMORY.record(self._table, scope.partition, [new["id"] for _, new in rewrites], create=False)
+        return self.written(prepared, vectors_ok) if prepared else None
 
     def rewritten(self, scope: Scope, items: Sequence[Item]) -> None:
         """After entries were written again with the same words (a new expiry): every process reads them again."""

@@ -38,6 +38,9 @@ COUNTERS = (
     "write_units",
     "compute_gb_ms",
     "embedding_tokens",
+    "model_calls",
+    "model_input_tokens",
+    "model_output_tokens",
 )
 METER_WRITES = 2
 """Write units the meter itself costs a request: its request count and, after it, what it consumed."""
@@ -53,6 +56,10 @@ class UsageDay:
     write_units: int = 0
     compute_gb_ms: int = 0
     embedding_tokens: int = 0
+    model_calls: int = 0
+    """Calls to the extraction model (docs/extraction.md), and the tokens they read and wrote."""
+    model_input_tokens: int = 0
+    model_output_tokens: int = 0
 
     def to_json(self) -> dict[str, object]:
         counted = asdict(self)

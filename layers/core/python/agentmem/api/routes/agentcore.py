@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from agentmem.agentcore import models
-from agentmem.agentcore.records import model_needed
+from agentmem.agentcore.records import app_of_memory, model_needed
 from agentmem.api.http import JSON, json_response, path_id
 from agentmem.container import get_container
 
@@ -104,13 +104,23 @@ def retrieve_records(memory_id: str, body: models.RetrieveRecordsRequest) -> Res
 
 
 @router.post(MEMORY + "/extractionJobs/start", **_HIDDEN)
-def start_extraction_job(memory_id: str) -> Response[dict[str, Any]]:
-    raise model_needed("StartMemoryExtractionJob")
+def start_extraction_job(memory_id: str, body: models.StartExtractionJobRequest) -> Response[dict[str, Any]]:
+    container = get_container()
+    if container.model is None:
+        raise model_needed("StartMemoryExtractionJob")
+    app = app_of_memory(path_id(memory_id))
+    job = body.extraction_job.job_id
+    scope, session = container.extraction.retry_parked(app, job)
+    if container.learns_locally:
+        container.local_extraction.notify(scope.partition, session)
+    return json_response(200, {"jobId": job})
 
 
 @router.post(MEMORY + "/extractionJobs", **_HIDDEN)
-def list_extraction_jobs(memory_id: str) -> Response[dict[str, Any]]:
-    raise model_needed("ListMemoryExtractionJobs")
+def list_extraction_jobs(memory_id: str, body: models.ListExtractionJobsRequest) -> Response[dict[str, Any]]:
+    from agentmem.agentcore.jobs import list_jobs
+
+    return json_response(200, list_jobs(get_container().extraction, path_id(memory_id), body))
 
 
 @router.post(MEMORY + "/ingest", **_HIDDEN)

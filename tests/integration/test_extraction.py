@@ -1,0 +1,451 @@
+"""Memory that learns (issue 34, point 8): the semantics of extraction, pinned with a scripted model (an
+OpenAI-compatible endpoint on 127.0.0.1 answering fixed JSON), on SQLite and on DynamoDB (moto), through
+the real handler for every write and read.
+
+Each test configures an app that learns (semantic facts, preferences, session summaries), writes a
+conversation through the REST API or AgentCore's CreateEvent, and runs the local runner's due steps
+(``drain``: the background thread of the local server, made synchronous here)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from agentmem.clock import format_timestamp, utc_now
+from agentmem.container import Container, set_container
+from agentmem.extraction import service as extraction_service
+from agentmem.extraction import work
+from agentmem.extraction.config import AppMemory, Strategy
+from agentmem.keys import UserRef
+from agentmem.llm.openai_compatible import OpenAICompatibleChatModel
+from agentmem.settings import Settings
+from agentmem.stores.table import Table
+from tests.scripted_model import ScriptedFailure, ScriptedModelServer
+from tests.support import ApiClient, inline_deletion_runner, scope_path, text_entry
+
+APP = "learning-app"
+ALICE = scope_path(APP, "alice")
+FACTS = Strategy("facts-0000000001", "facts", "SEMANTIC", "/facts/{actorId}/")
+LIKES = Strategy("likes-0000000001", "likes", "USER_PREFERENCE", "/preferences/{actorId}/")
+SUMMARY = Strategy("summary-000000001", "summary", "SUMMARIZATION", "/summaries/{actorId}/{sessionId}/")
+
+Answer = Callable[[str, str], Any]
+"""What the scripted model answers: a function of (schema name, user prompt) -> a JSON value, or a string
+sent as it is, or a ScriptedFailure."""
+
+
+class Model:
+    """The scripted endpoint with the answers a test sets per schema (Facts, Preferences, Summary,
+    Decisions), and the prompts it was sent."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, Answer] = {
+            "Facts": lambda _name, _prompt: {"facts": []},
+            "Preferences": lambda _name, _prompt: {"preferences": []},
+            "Summary": lambda _name, _prompt: {"summary": "Alice talked about her life."},
+            "Decisions": lambda _name, _prompt: {"decisions": []},
+        }
+        self.asked: list[tuple[str, str]] = []
+        self.server = ScriptedModelServer(self._answer)
+
+    def _answer(self, request: dict[str, Any]) -> Any:
+        name = request.get("response_format", {}).get("json_schema", {}).get("name", "")
+        prompt = request["messages"][-1]["content"]
+        self.asked.append((name, prompt))
+        answer = self.answers[name](name, prompt)
+        return answer if isinstance(answer, str | ScriptedFailure) else json.dumps(answer)
+
+    def asked_for(self, name: str) -> list[str]:
+        return [prompt for asked, prompt in self.asked if asked == name]
+
+
+@pytest.fixture
+def model() -> Iterator[Model]:
+    scripted = Model()
+    with scripted.server:
+        yield scripted
+
+
+class Clock:
+    """The time extraction reads (its triggers and retries), moved on by the test."""
+
+    def __init__(self) -> None:
+        self.now = utc_now()
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def container(table: Table, model: Model, clock: Clock) -> Iterator[Container]:
+    chat = OpenAICompatibleChatModel(model.server.url, model.server.model, timeout_seconds=10)
+    built = Container(
+        Settings(deletion_drain_seconds=0),
+        table=table,
+        model=chat,
+        deletion_runner=inline_deletion_runner(),
+        background=False,
+        clock=clock,
+    )
+    set_container(built)
+    learns(built, FACTS, LIKES, SUMMARY)
+    yield built
+    set_container(None)
+
+
+@pytest.fixture
+def api(container: Container) -> ApiClient:
+    return ApiClient()
+
+
+def learns(container: Container, *strategies: Strategy, **settings: Any) -> AppMemory:
+    now = format_timestamp(container.clock())
+    memory = AppMemory(
+        APP, "learning", APP, now, now, strategies=tuple(strategies), **{"trigger_messages": 2, **settings}
+    )
+    return container.memories.put(memory)
+
+
+def said(*texts: str) -> list[dict[str, Any]]:
+    return [
+        text_entry(text, author="alice" if i % 2 == 0 else "assistant", timestamp=f"2026-03-0{1 + i % 9}T10:00:00Z")
+        for i, text in enumerate(texts)
+    ]
+
+
+def run(container: Container) -> list[extraction_service.Outcome]:
+    """The steps due now (by the test's clock)."""
+    return container.local_extraction.drain()
+
+
+def records(api: ApiClient, namespace: str, **extra: Any) -> list[dict[str, Any]]:
+    reply = api.post(f"/agentcore/memories/{APP}/memoryRecords", {"namespace": namespace, **extra})
+    assert reply.status == 200, reply.body
+    return reply.body["memoryRecordSummaries"]  # type: ignore[no-any-return]
+
+
+def facts_about(*facts: tuple[str, str, list[int]]) -> Answer:
+    return lambda _n, _p: {
+        "facts": [{"text": t, "about": a, "about_type": "person", "messages": m} for t, a, m in facts]
+    }
+
+
+def test_facts_preferences_and_a_summary_are_learnt_into_their_namespaces(
+    api: ApiClient, container: Container, model: Model
+) -> None:
+    model.answers["Facts"] = facts_about(("Alice's sister Ana plays the cello.", "Ana", [1]))
+    model.answers["Preferences"] = lambda _n, _p: {
+        "preferences": [{"text": "Alice does not eat meat.", "category": "food", "messages": [3]}]
+    }
+    # Given a conversation of four messages written into a session
+    conversation = said("My sister Ana plays the cello.", "Lovely!", "I don't eat meat, by the way.", "Noted.")
+    assert api.put(f"{ALICE}/sessions/s1/memories", {"entries": conversation}).status == 200
+    # When the runner does what is due
+    outcomes = run(container)
+    # Then each strategy's records are in its namespace, naming the entries they came from
+    assert [o.state for o in outcomes] == ["done"]
+    facts = records(api, "/facts/alice/")
+    assert [r["content"]["text"] for r in facts] == ["Alice's sister Ana plays the cello."]
+    assert facts[0]["memoryStrategyId"] == FACTS.id
+    likes = records(api, "/preferences/alice/")
+    assert [r["content"]["text"] for r in likes] == ["Alice does not eat meat."]
+    summaries = records(api, "/summaries/alice/s1/")
+    assert [r["content"]["text"] for r in summaries] == ["Alice talked about her life."]
+    entries = {
+        e["content"]["parts"][0]["text"]: e for e in api.get(f"{ALICE}/memories", query={"limit": 100}).body["entries"]
+    }
+    sources = entries["Alice's sister Ana plays the cello."]["metadata"]["agentcore.sources"]
+    assert [entries_by_id(api)[i] for i in sources] == ["My sister Ana plays the cello."]
+    # And the prompt numbered the messages with their days and authors
+    assert "[1] (2026-03-01) alice: My sister Ana plays the cello." in model.asked_for("Facts")[0]
+    # And the records are entries of the REST API: searchable, filterable by strategy
+    found = api.post(f"{ALICE}/memories/search", {"query": "cello", "filter": {"agentcore.strategy": FACTS.id}})
+    assert [e["content"]["parts"][0]["text"] for e in found.body["entries"]] == ["Alice's sister Ana plays the cello."]
+    # And the fact is in the knowledge graph, with the record it was learnt as
+    ana = api.get(f"{ALICE}/graph/entities/Ana/history").body
+    assert [(o["content"], o["source"]) for o in ana["observations"]] == [
+        ("Alice's sister Ana plays the cello.", facts[0]["memoryRecordId"])
+    ]
+    assert "Ana" in api.get(f"{ALICE}/graph/profile-card").body["text"]
+
+
+def entries_by_id(api: ApiClient) -> dict[str, str]:
+    listed = api.get(f"{ALICE}/memories", query={"limit": 100}).body["entries"]
+    return {e["id"]: e["content"]["parts"][0]["text"] for e in listed}
+
+
+def test_a_contradiction_updates_the_record_and_keeps_the_old_one_in_history(
+    api: ApiClient, container: Container, model: Model
+) -> None:
+    # Given a preference learnt from a first session
+    model.answers["Preferences"] = lambda _n, _p: {"preferences": [{"text": "Alice prefers tea.", "messages": [1]}]}
+    api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("I love tea.", "Noted.")})
+    run(container)
+    [tea] = records(api, "/preferences/alice/")
+    # When a later session contradicts it, and the model says the new one replaces it
+    model.answers["Preferences"] = lambda _n, _p: {
+        "preferences": [{"text": "Alice prefers coffee now.", "messages": [1]}]
+    }
+    model.answers["Decisions"] = lambda _n, _p: {"decisions": [{"memory": 0, "action": "UPDATE", "existing": 0}]}
+    api.put(f"{ALICE}/sessions/s2/memories", {"entries": said("I switched to coffee.", "Okay.")})
+    run(container)
+    # Then AgentCore lists only the current preference
+    [coffee] = records(api, "/preferences/alice/")
+    assert coffee["content"]["text"] == "Alice prefers coffee now."
+    assert "existing 0: Alice prefers tea." in model.asked_for("Decisions")[0]
+    # And the old record is kept, its valid time ended and naming its successor
+    old = api.get(f"/agentcore/memories/{APP}/memoryRecord/{tea['memoryRecordId']}").body["memoryRecord"]
+    assert old["content"]["text"] == "Alice prefers tea."
+    held = [
+        e
+        for e in api.get(f"{ALICE}/export").body["entries"]
+        if e["content"]["parts"][0]["text"] == "Alice prefers tea."
+    ]
+    assert held[0]["metadata"]["agentcore.superseded_by"] == coffee["memoryRecordId"]
+    assert held[0]["metadata"]["agentcore.valid_to"] >= held[0]["timestamp"]
+    # And the graph's history shows both, in order, the first no longer valid
+    history = api.get(f"{ALICE}/graph/entities/alice/history").body["observations"]
+    assert [(o["content"], o["valid_to"] is None) for o in history] == [
+        ("Alice prefers tea.", False),
+        ("Alice prefers coffee now.", True),
+    ]
+
+
+def test_a_repeat_writes_nothing_and_asks_no_consolidation(api: ApiClient, container: Container, model: Model) -> None:
+    model.answers["Facts"] = facts_about(("Ana plays the cello.", "Ana", [1]))
+    api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
+    run(container)
+    before = api.get(f"{ALICE}/export").body["entries"]
+    # When another session says the same thing again
+    api.put(f"{ALICE}/sessions/s2/memories", {"entries": said("Ana still plays the cello.", "Yes.")})
+    run(container)
+    # Then no record is added, and no consolidation call was needed for a word-for-word repeat
+    assert [r["content"]["text"] for r in records(api, "/facts/alice/")] == ["Ana plays the cello."]
+    assert model.asked_for("Decisions") == []
+
+    def facts(entries: list[dict[str, Any]]) -> list[str]:
+        return [e["id"] for e in entries if e["metadata"].get("agentcore.namespace") == "/facts/alice/"]
+
+    assert facts(api.get(f"{ALICE}/export").body["entries"]) == facts(before)
+
+
+def test_a_redelivered_step_writes_nothing_twice(api: ApiClient, container: Container, model: Model) -> None:
+    model.answers["Facts"] = facts_about(("Ana plays the cello.", "Ana", [1]))
+    api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
+    partition = UserRef(APP, "alice").scope(None).partition
+    run(container)
+    asked = len(model.asked)
+    # When the same pending row is delivered again (the stream delivers at least once), twice
+    steps = [container.local_extraction.drain()]
+    for _ in range(2):
+        container.local_extraction.notify(partition, "s1")
+        steps.append(container.local_extraction.drain())
+    # Then nothing is asked and nothing written again
+    assert len(model.asked) == asked
+    assert len(records(api, "/facts/alice/")) == 1
+    assert len(records(api, "/summaries/alice/s1/")) == 1
+
+
+def test_a_batch_committed_before_a_crash_is_not_written_again(
+    api: ApiClient, container: Container, model: Model, table: Table
+) -> None:
+    model.answers["Facts"] = facts_about(("Ana plays the cello.", "Ana", [1]))
+    api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
+    scope = UserRef(APP, "alice").scope(None)
+    pending = table.get(scope.partition, work.pending_sk("s1"))
+    run(container)
+    # Given the process died after the batch's commit, before it removed the pending row
+    assert pending is not None
+    table.put(pending)
+    # When the pending row is worked again
+    container.local_extraction.notify(scope.partition, "s1")
+    run(container)
+    # Then the batch is not written twice
+    assert len(records(api, "/facts/alice/")) == 1
+
+
+def test_a_failing_model_is_retried_with_backoff_then_parked_and_started_again(
+    api: ApiClient, container: Container, model: Model, clock: Clock
+) -> None:
+    learns(container, FACTS)
+    model.answers["Facts"] = lambda _n, _p: ScriptedFailure(503, "overloaded")
+    api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
+    # When the model fails on every attempt
+    states = [o.state for o in run(container)]
+    waits = []
+    for _ in range(extraction_service.MAX_ATTEMPTS - 1):
+        [(due, _, _)] = container.local_extraction.pending()
+        waits.append(round(due / 1000 - clock.now.timestamp()))
+        clock.advance(waits[-1])
+        states += [o.state for o in run(container)]
+    # Then the batch waited and was retried (with growing waits), then parked, and nothing was written
+    assert states == ["retry"] * (extraction_service.MAX_ATTEMPTS - 1) + ["parked"]
+    assert waits == [10, 40]
+    assert records(api, "/facts/alice/") == []
+    jobs = api.post(f"/agentcore/memories/{APP}/extractionJobs", {}).body["jobs"]
+    assert [(j["status"], j["actorId"], j["sessionId"], j["strategyId"]) for j in jobs] == [
+        ("FAILED", "alice", "s1", FACTS.id)
+    ]
+    assert "model_unavailable" in jobs[0]["failureReason"]
+    assert len(jobs[0]["messages"]["messagesList"]) == 2
+    # When the model recovers and the job is started again
+    model.answers["Facts"] = facts_about(("Ana plays the cello.", "Ana", [1]))
+    started = api.post(
+        f"/agentcore/memories/{APP}/extractionJobs/start", {"extractionJob": {"jobId": jobs[0]["jobID"]}}
+    )
+    assert started.status == 200, started.body
+    run(container)
+    # Then its records are written and it is no longer listed
+    assert [r["content"]["text"] for r in records(api, "/facts/alice/")] == ["Ana plays the cello."]
+    assert api.post(f"/agentcore/memories/{APP}/extractionJobs", {}).body["jobs"] == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I think Ana plays the cello",  # not JSON
+        '{"facts": [{"text": "Bob likes jazz.", "about": "Bob"}], "namespace": "/facts/bob/"}',  # names a namespace
+        '{"facts": [{"text": "Bob likes jazz.", "actorId": "bob"}]}',  # names another actor
+    ],
+)
+def test_an_answer_out_of_schema_changes_nothing(
+    api: ApiClient, container: Container, model: Model, answer: str
+) -> None:
+    learns(container, FACTS)
+    model.answers["Facts"] = lambda _n, _p: answer
+    api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
+    before = api.get(f"{ALICE}/export").body
+    # When the model answers out of schema on every attempt
+    outcomes = run(container)
+    # Then the batch is retried later, and nothing was written for anyone
+    assert [o.state for o in outcomes] == ["retry"]
+    assert len(model.asked_for("Facts")) == 2  # asked once more, told what was wrong
+    assert "Your previous answer was refused" in model.asked_for("Facts")[1]
+    assert api.get(f"{ALICE}/export").body == before
+    assert api.get(scope_path(APP, "bob") + "/export").body["entries"] == []
+
+
+def test_an_erasure_during_extraction_leaves_nothing(api: ApiClient, container: Container, model: Model) -> None:
+    learns(container, FACTS)
+    erased: list[int] = []
+
+    def erase_then_answer(_name: str, _prompt: str) -> Any:
+        # the user is erased while the model thinks (from another thread: another request)
+        worker = threading.Thread(target=lambda: erased.append(api.delete(ALICE).status))
+        worker.start()
+        worker.join(timeout=60)
+        return {"facts": [{"text": "Ana plays the cello.", "about": "Ana", "messages": [1]}]}
+
+    model.answers["Facts"] = erase_then_answer
+    api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
+    run(container)
+    # Then the erasure ran, and the answer that came after it wrote nothing: no record, no graph, no work
+    assert erased == [202]
+    held = api.get(f"{ALICE}/export").body
+    assert (held["entries"], held["graph"]["entities"], held["episodes"]) == ([], [], [])
+    assert container.table.query(UserRef(APP, "alice").scope(None).partition).items == []
+    assert api.post(f"/agentcore/memories/{APP}/extractionJobs", {}).body["jobs"] == []
+
+
+def test_without_a_model_nothing_is_noted_and_writes_work(table: Table) -> None:
+    without = Container(Settings(deletion_drain_seconds=0), table=table, background=False)
+    set_container(without)
+    try:
+        learns(without, FACTS)
+        api = ApiClient()
+        assert (
+            api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")}).status == 200
+        )
+        scope = UserRef(APP, "alice").scope(None)
+        assert table.get(scope.partition, work.pending_sk("s1")) is None
+    finally:
+        set_container(None)
+
+
+def test_a_token_budget_pauses_extraction_and_never_fails_a_write(
+    api: ApiClient, container: Container, model: Model
+) -> None:
+    learns(container, FACTS, token_budget=1)
+    model.answers["Facts"] = facts_about(("Ana plays the cello.", "Ana", [1]))
+    api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
+    run(container)  # spends more than one token
+    # When more is said after the budget is spent
+    reply = api.put(f"{ALICE}/sessions/s2/memories", {"entries": said("Ana also sings.", "Wow.")})
+    outcomes = run(container)
+    # Then the write was stored, and extraction paused with its reason, asking nothing
+    assert reply.status == 200
+    assert [(o.state, "token budget" in o.reason) for o in outcomes] == [("paused", True)]
+    assert [r["content"]["text"] for r in records(api, "/facts/alice/")] == ["Ana plays the cello."]
+
+
+def test_pending_work_survives_a_restart(table: Table, model: Model) -> None:
+    chat = OpenAICompatibleChatModel(model.server.url, model.server.model, timeout_seconds=10)
+    first = Container(Settings(deletion_drain_seconds=0), table=table, model=chat, background=False)
+    set_container(first)
+    try:
+        learns(first, FACTS)
+        model.answers["Facts"] = facts_about(("Ana plays the cello.", "Ana", [1]))
+        ApiClient().put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
+        # Given the process stopped before it ran anything
+        restarted = Container(Settings(deletion_drain_seconds=0), table=table, model=chat, background=False)
+        set_container(restarted)
+        # When a new process starts, it finds the pending work in the table and runs it
+        assert restarted.local_extraction.resume() == 1
+        restarted.local_extraction.drain()
+        assert [r["content"]["text"] for r in records(ApiClient(), "/facts/alice/")] == ["Ana plays the cello."]
+    finally:
+        set_container(None)
+
+
+def test_the_idle_trigger_waits_for_the_session_to_be_quiet(
+    api: ApiClient, container: Container, model: Model, clock: Clock
+) -> None:
+    learns(container, FACTS, trigger_messages=10, trigger_idle_seconds=30)
+    model.answers["Facts"] = facts_about(("Ana plays the cello.", "Ana", [1]))
+    api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
+    # When fewer messages than the trigger are new, the step waits until the session has been idle long enough
+    [outcome] = container.local_extraction.drain()
+    assert outcome.state == "waiting"
+    assert outcome.at_ms is not None
+    assert model.asked == []
+    # And runs once that moment is reached
+    clock.advance(30)
+    assert [o.state for o in container.local_extraction.drain()] == ["done"]
+    assert len(records(api, "/facts/alice/")) == 1
+
+
+def test_agentcore_events_are_learnt_from_too(api: ApiClient, container: Container, model: Model) -> None:
+    learns(container, FACTS)
+    model.answers["Facts"] = facts_about(("Alice sails a wooden boat.", "alice", [1]))
+    for i, (role, text) in enumerate([("USER", "I sail a wooden boat"), ("ASSISTANT", "Sounds fun")]):
+        reply = api.post(
+            f"/agentcore/memories/{APP}/events",
+            {
+                "actorId": "alice",
+                "sessionId": "trip",
+                "eventTimestamp": 1.77e9 + i,
+                "payload": [{"conversational": {"content": {"text": text}, "role": role}}],
+            },
+        )
+        assert reply.status == 201, reply.body
+    run(container)
+    found = api.post(
+        f"/agentcore/memories/{APP}/retrieve",
+        {"namespace": "/facts/alice/", "searchCriteria": {"searchQuery": "boat"}},
+    ).body["memoryRecordSummaries"]
+    assert [r["content"]["text"] for r in found] == ["Alice sails a wooden boat."]
+    assert re.search(r"\[1\] \(\d{4}-\d\d-\d\d\) user: I sail a wooden boat", model.asked_for("Facts")[0])

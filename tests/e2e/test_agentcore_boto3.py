@@ -286,18 +286,20 @@ def test_a_retry_with_the_same_client_token_writes_once(server: LiveServer) -> N
     assert len(client.list_memory_records(memoryId=memory, namespace="/facts/frank/")["memoryRecordSummaries"]) == 1
 
 
-def test_operations_that_need_a_model_say_so(server: LiveServer) -> None:
+def test_without_a_model_extraction_jobs_say_a_model_is_needed(server: LiveServer) -> None:
     client = agentcore(server)
     memory = memory_id()
-    for call, params in (
-        (client.start_memory_extraction_job, {"extractionJob": {"jobId": "job-1"}}),
-        (client.list_memory_extraction_jobs, {}),
-    ):
-        # When an extraction job is asked for / Then the model's ValidationException says a model is needed
-        error = error_of(call, memoryId=memory, **params)
-        assert error["Error"]["Code"] == "ValidationException"
-        assert "needs a model" in error["Error"]["Message"]
-        assert error["ResponseMetadata"]["HTTPStatusCode"] == 400
+    # When a job is started on a server with no model (MEMORY_MODEL unset) / Then the ValidationException says so
+    error = error_of(client.start_memory_extraction_job, memoryId=memory, extractionJob={"jobId": "job-1"})
+    assert error["Error"]["Code"] == "ValidationException"
+    assert "needs a model" in error["Error"]["Message"]
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 400
+    # And there are no failed jobs to list (extraction never ran), and ingesting content to extract needs one
+    assert client.list_memory_extraction_jobs(memoryId=memory)["jobs"] == []
+    ingested = {"inline": {"payload": [{"conversational": {"content": {"text": "hello"}, "role": "USER"}}]}}
+    when = time.time()
+    ingest = error_of(client.ingest_data, memoryId=memory, actorId="alice", contentTimestamp=when, source=ingested)
+    assert "needs a model" in ingest["Error"]["Message"]
 
 
 def test_bad_input_is_a_validation_exception_and_writes_nothing(server: LiveServer) -> None:

@@ -52,11 +52,13 @@ class Model:
             "Decisions": lambda _name, _prompt: {"decisions": []},
         }
         self.asked: list[tuple[str, str]] = []
+        self.system_prompts: list[str] = []
         self.server = ScriptedModelServer(self._answer)
 
     def _answer(self, request: dict[str, Any]) -> Any:
         name = request.get("response_format", {}).get("json_schema", {}).get("name", "")
         prompt = request["messages"][-1]["content"]
+        self.system_prompts.append(request["messages"][0]["content"])
         self.asked.append((name, prompt))
         answer = self.answers[name](name, prompt)
         return answer if isinstance(answer, str | ScriptedFailure) else json.dumps(answer)
@@ -449,3 +451,71 @@ def test_agentcore_events_are_learnt_from_too(api: ApiClient, container: Contain
     ).body["memoryRecordSummaries"]
     assert [r["content"]["text"] for r in found] == ["Alice sails a wooden boat."]
     assert re.search(r"\[1\] \(\d{4}-\d\d-\d\d\) user: I sail a wooden boat", model.asked_for("Facts")[0])
+
+
+def test_the_rest_route_sets_and_shows_what_an_app_learns(api: ApiClient, container: Container, model: Model) -> None:
+    path = "/v1/apps/rest-app/extraction"
+    # Given an app that learns nothing
+    assert api.get(path).body["state"]["status"] == "off"
+    # When it is given strategies, triggers and a budget
+    body = {
+        "strategies": [
+            {"type": "SEMANTIC", "name": "facts", "namespace": "/facts/{actorId}/", "instruction": "Keep dates."},
+            {"type": "SUMMARIZATION", "name": "summaries"},
+        ],
+        "trigger_messages": 2,
+        "token_budget": 1_000_000,
+    }
+    reply = api.put(path, body)
+    # Then it answers what it will learn, with AgentCore's default namespace where none was given
+    assert reply.status == 200, reply.body
+    assert [(s["name"], s["namespace"]) for s in reply.body["strategies"]] == [
+        ("facts", "/facts/{actorId}/"),
+        ("summaries", "/strategies/{memoryStrategyId}/actors/{actorId}/sessions/{sessionId}/"),
+    ]
+    assert reply.body["state"] == {
+        "status": "on",
+        "model": model.server.model,
+        "tokens_this_month": 0,
+        "message": "extraction runs after writes into sessions",
+    }
+    # And a strategy keeps its id when the configuration is written again
+    again = api.put(path, {**body, "token_budget": 2_000_000}).body
+    assert [s["id"] for s in again["strategies"]] == [s["id"] for s in reply.body["strategies"]]
+    # And the instruction reaches the prompt
+    api.put("/v1/apps/rest-app/users/alice/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
+    run(container)
+    assert any("Keep dates." in system for system in model.system_prompts)
+
+
+@pytest.mark.parametrize(
+    "strategies",
+    [
+        [{"type": "SEMANTIC", "name": "facts", "namespace": "/shared/facts/"}],  # names no actor
+        [{"type": "SEMANTIC", "name": "facts"}, {"type": "SUMMARIZATION", "name": "facts"}],  # one name twice
+        [{"type": "REFLECTION", "name": "facts"}],
+        [{"type": "SEMANTIC", "name": f"s{i}"} for i in range(7)],
+    ],
+)
+def test_a_bad_configuration_is_refused_and_changes_nothing(api: ApiClient, strategies: list[dict[str, Any]]) -> None:
+    path = "/v1/apps/rest-app/extraction"
+    before = api.get(path).body
+    reply = api.put(path, {"strategies": strategies})
+    assert reply.status == 422, reply.body
+    assert api.get(path).body == before
+
+
+def test_a_long_backlog_is_worked_in_bounded_steps(api: ApiClient, container: Container, model: Model) -> None:
+    learns(container, FACTS)
+    turns = extraction_service.BATCH_MESSAGES * extraction_service.BATCHES_PER_STEP + 10
+    stamps = [f"2026-03-01T10:{n // 60:02d}:{n % 60:02d}Z" for n in range(turns)]
+    entries = [text_entry(f"message number {n}", timestamp=stamp) for n, stamp in enumerate(stamps)]
+    api.put(f"{ALICE}/sessions/s1/memories", {"entries": entries})
+    # When the runner works the session
+    outcomes = run(container)
+    # Then the first step took as many batches as a step takes, and the next step the rest, at once
+    assert [o.state for o in outcomes] == ["waiting", "done"]
+    assert len(model.asked_for("Facts")) == extraction_service.BATCHES_PER_STEP + 1
+    last_prompt = model.asked_for("Facts")[-1]
+    assert f"message number {turns - 1}" in last_prompt
+    assert "message number 0" not in last_prompt

@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
+from agentmem import users as user_records
 from agentmem.container import Container, set_container
 from agentmem.keys import Scope, UserRef
 from agentmem.settings import Settings
@@ -361,8 +362,9 @@ class IsolationMachine(RuleBasedStateMachine):
 
     @staticmethod
     def _belongs_to(key: tuple[str, str], app: str, user: str) -> bool:
+        """The user's partitions, and the user's row in the app's list of users (agentmem/users.py)."""
         own, scopes = _user_partitions(app, user)
-        return key[0] == own or key[0].startswith(scopes)
+        return key[0] == own or key[0].startswith(scopes) or key == user_records.app_user_key(UserRef(app, user))
 
     @rule(who=users)
     def export_user(self, who: tuple[str, str]) -> None:

@@ -4,7 +4,7 @@
  */
 import { Transport, type TransportOptions } from "./http.js";
 import type { QueryValue } from "./routes.js";
-import type { Capabilities, Health, StoreOp, StoreResult, Usage } from "./types.js";
+import type { Capabilities, ExtractionIn, ExtractionOut, Health, StoreOp, StoreResult, Usage } from "./types.js";
 import { UserClient } from "./user.js";
 
 export type MemoryClientOptions = TransportOptions;
@@ -56,6 +56,16 @@ export class MemoryClient {
   /** The caller's own app's metering per UTC day (`days` back, default 31): `{ app, days: [...] }`. */
   usage(app: string, options: { days?: number | undefined } = {}): Promise<Usage> {
     return this.transport.route("usage", { app }, { query: { days: options.days ?? 31 } });
+  }
+
+  /** What `app` learns from its conversations (docs/extraction.md): strategies, triggers, budget and state. */
+  getExtraction(app: string): Promise<ExtractionOut> {
+    return this.transport.route("getExtraction", { app });
+  }
+
+  /** Set what `app` learns: its strategies (replaced whole), triggers and monthly token budget. */
+  putExtraction(app: string, config: ExtractionIn): Promise<ExtractionOut> {
+    return this.transport.route("putExtraction", { app }, { body: config });
   }
 
   /**

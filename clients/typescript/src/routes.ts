@@ -68,6 +68,8 @@ export const ROUTES = {
   capabilities: { on: "service", method: "GET", path: "/v1/capabilities", response: "Capabilities" },
   openapi: { on: "service", method: "GET", path: "/v1/openapi.json" },
   usage: { on: "service", method: "GET", path: "/v1/apps/{app}/usage", query: ["days"], response: "Usage" },
+  getExtraction: { on: "service", method: "GET", path: "/v1/apps/{app}/extraction", response: "ExtractionOut" },
+  putExtraction: { on: "service", method: "PUT", path: "/v1/apps/{app}/extraction", request: "ExtractionIn", response: "ExtractionOut" },
   storeBatch: { on: "service", method: "POST", path: "/v1/apps/{app}/store/batch", request: "StoreBatchRequest", response: "StoreBatchResults" },
 } as const satisfies Record<string, RouteSpec>;
 

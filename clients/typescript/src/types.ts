@@ -376,6 +376,10 @@ export interface UsageDay {
   compute_gb_ms: number;
   /** Titan v2 input tokens of the texts embedded (a cautious estimate). */
   embedding_tokens: number;
+  /** Calls to the extraction model (docs/extraction.md), and the tokens they read and wrote. */
+  model_calls?: number;
+  model_input_tokens?: number;
+  model_output_tokens?: number;
   estimated_cost_usd: EstimatedCost;
 }
 
@@ -384,6 +388,54 @@ export interface Usage {
   days: UsageDay[];
   /** How `estimated_cost_usd` is estimated: list prices, their region and dates; not a bill. */
   cost_basis: string;
+}
+
+// -- what an app learns (docs/extraction.md) ---------------------------------------------------------------
+
+export type StrategyKind = "SEMANTIC" | "USER_PREFERENCE" | "SUMMARIZATION" | "EPISODIC";
+
+export interface StrategyIn {
+  type: StrategyKind;
+  /** Unique in the app: `[a-zA-Z][a-zA-Z0-9_]{0,47}`. */
+  name: string;
+  /** A template naming `{actorId}` (and `{sessionId}`, `{memoryStrategyId}`); AgentCore's default when absent. */
+  namespace?: string | null;
+  /** Appended to the extraction prompt. */
+  instruction?: string | null;
+  consolidation_instruction?: string | null;
+}
+
+export interface ExtractionIn {
+  strategies: StrategyIn[];
+  trigger_messages?: number;
+  trigger_idle_seconds?: number;
+  /** Model tokens the app may spend per calendar month (UTC); null: no limit. */
+  token_budget?: number | null;
+}
+
+export interface StrategyOut {
+  id: string;
+  type: StrategyKind;
+  name: string;
+  namespace: string;
+  instruction: string | null;
+  consolidation_instruction: string | null;
+}
+
+export interface ExtractionState {
+  status: "off" | "on" | "needs_model" | "paused_budget";
+  model: string | null;
+  tokens_this_month: number;
+  message: string;
+}
+
+export interface ExtractionOut {
+  app: string;
+  strategies: StrategyOut[];
+  trigger_messages: number;
+  trigger_idle_seconds: number;
+  token_budget: number | null;
+  state: ExtractionState;
 }
 
 // -- the store (LangGraph's BaseStore over HTTP; docs/api.md "Store") ------------------------------------
@@ -482,6 +534,11 @@ export interface Schemas {
   AddEpisodesRequest: AddEpisodesRequest;
   AddObservationsRequest: AddObservationsRequest;
   Capabilities: Capabilities;
+  ExtractionIn: ExtractionIn;
+  ExtractionOut: ExtractionOut;
+  ExtractionState: ExtractionState;
+  StrategyIn: StrategyIn;
+  StrategyOut: StrategyOut;
   CreateEntitiesRequest: CreateEntitiesRequest;
   CreateRelationsRequest: CreateRelationsRequest;
   DeleteByQueryRequest: DeleteByQueryRequest;

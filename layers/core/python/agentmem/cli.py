@@ -125,6 +125,8 @@ def _worker_handler() -> Any:
     container = get_container()
     container.table.ping()
     container.memory.health()
+    if container.learns_locally:  # extraction's pending work, after a restart too (docs/extraction.md)
+        container.local_extraction.resume()
     return lambda_handler
 
 

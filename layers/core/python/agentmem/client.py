@@ -397,6 +397,30 @@ class _ServiceRoutes:
         return call("GET", f"/v1/apps/{_segment(app)}/usage", query={"days": days})
 
     @Route
+    def get_extraction(self, app: str) -> Call[dict[str, Any]]:
+        """What ``app`` learns from its conversations (docs/extraction.md): strategies, triggers, budget, state."""
+        return call("GET", f"/v1/apps/{_segment(app)}/extraction")
+
+    @Route
+    def put_extraction(
+        self,
+        app: str,
+        strategies: Sequence[Mapping[str, Any]],
+        *,
+        trigger_messages: int | None = None,
+        trigger_idle_seconds: int | None = None,
+        token_budget: int | None = None,
+    ) -> Call[dict[str, Any]]:
+        """Set what ``app`` learns: ``strategies`` (``{"type", "name", "namespace"?, "instruction"?}``, replaced
+        whole), its triggers and its monthly token budget."""
+        body: dict[str, Any] = {"strategies": list(strategies), "token_budget": token_budget}
+        if trigger_messages is not None:
+            body["trigger_messages"] = trigger_messages
+        if trigger_idle_seconds is not None:
+            body["trigger_idle_seconds"] = trigger_idle_seconds
+        return call("PUT", f"/v1/apps/{_segment(app)}/extraction", body)
+
+    @Route
     def store_batch(self, app: str, ops: Sequence[Mapping[str, Any]]) -> Call[list[Any]]:
         """Run store operations (get, put, search, list_namespaces) in one round trip: a result per op
         (``agentmem.langgraph`` builds on it)."""

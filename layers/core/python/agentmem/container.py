@@ -10,12 +10,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from agentmem.clock import utc_now
+from agentmem.errors import NotFound
 from agentmem.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from agentmem.agentcore.learning import LearnedRecords
-
     # Services and adapters are imported when first built, not when a handler module is imported.
+    from agentmem.agentcore.control import MemoryControl
+    from agentmem.agentcore.learning import LearnedRecords
     from agentmem.agentcore.service import AgentCoreService
     from agentmem.deletion.runners import DeletionRunner
     from agentmem.deletion.service import DeletionService
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from agentmem.extraction.service import ExtractionService
     from agentmem.graph.service import GraphMemoryService
     from agentmem.idempotency import IdempotencyStore
-    from agentmem.keys import Scope
+    from agentmem.keys import Scope, UserRef
     from agentmem.llm.port import ChatModel
     from agentmem.memory.service import MemoryService
     from agentmem.store.service import StoreService
@@ -209,6 +210,27 @@ class Container:
             clock_ms=lambda: int(self.clock().timestamp() * 1000),
         )
 
+    @cached_property
+    def memory_control(self) -> MemoryControl:
+        from agentmem.agentcore.control import MemoryControl
+        from agentmem.deletion.runners import start_erasure
+
+        def status(user: UserRef, deletion_id: str) -> str:
+            try:
+                return str(self.deletion.status(user, deletion_id)["status"])
+            except NotFound:
+                return "FAILED"
+
+        return MemoryControl(
+            self.table,
+            self.memories,
+            model_id=self.settings.model_id if self.model is not None else None,
+            erase=lambda user: start_erasure(self.deletion, self.deletion_runner, user).deletion_id,
+            erasure_status=status,
+            region=self.settings.aws_region,
+            clock=self.clock,
+        )
+
     @property
     def learns_locally(self) -> bool:
         """Extraction runs in this process: a model is configured and no queue takes the work elsewhere."""
@@ -225,7 +247,7 @@ class Container:
     def agentcore(self) -> AgentCoreService:
         from agentmem.agentcore.service import AgentCoreService
 
-        return AgentCoreService(self.table, self.memory, self.idempotency)
+        return AgentCoreService(self.table, self.memory, self.idempotency, memories=self.memories)
 
     @cached_property
     def graph(self) -> GraphMemoryService:

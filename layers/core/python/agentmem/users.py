@@ -52,6 +52,29 @@ transactions that hold one item (a condition check included), and if every write
 one mark and the one registry, a user's concurrent writes would cancel each other (docs/adr/0503)."""
 
 
+APP_USERS = "AU#"
+"""The partition ``AU#<app>`` lists every user of an app (``<user>``), written once with the user's first
+registered scope: what deleting a whole memory (an app) erases, user by user."""
+
+
+def app_users_partition(app: str) -> str:
+    return APP_USERS + escape(app)
+
+
+def app_user_item(user: UserRef) -> Item:
+    return {"pk": app_users_partition(user.app), "sk": escape(user.user), "user": user.user}
+
+
+def app_user_key(user: UserRef) -> Key:
+    return app_users_partition(user.app), escape(user.user)
+
+
+def app_users(table: Table, app: str, *, after: str | None = None, limit: int = 100) -> tuple[list[str], str | None]:
+    """A page of the app's users (in key order) and where the next page starts (None on the last)."""
+    page = table.query(app_users_partition(app), limit=limit, start_after=after)
+    return [str(item["user"]) for item in page.items], page.next_start
+
+
 def registry_sk(project_id: str | None) -> str:
     return SCOPE_REGISTRY + escape(project_id or "")
 
@@ -241,8 +264,9 @@ class GuardedTable:
             return
         shards = [{"pk": pk, "sk": sk} for pk, sk in (registry_shard_key(scope, k) for k in range(GUARD_SHARDS))]
         mark = Check(*deletion_mark_key(scope.user_ref), Condition(exists=False))
+        listed = Put(app_user_item(scope.user_ref))
         try:
-            self._table.transact_write([mark, Put(registry), *(Put(shard) for shard in shards)])
+            self._table.transact_write([mark, Put(registry), listed, *(Put(shard) for shard in shards)])
         except ConditionFailed:
             raise UserDeletionInProgress(_MARKED) from None
 

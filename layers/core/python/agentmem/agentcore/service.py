@@ -45,6 +45,8 @@ from agentmem.stores.table import Check, Condition, Item, Put, Table
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from agentmem.extraction.config import AppMemories
+
 LIST_READ = 1_000
 """Entries one page of ``ListEvents`` reads at most (a filter that matches few answers fewer, with a token)."""
 
@@ -65,11 +67,14 @@ class AgentCoreService:
         memory: MemoryService,
         idempotency: IdempotencyStore,
         *,
+        memories: AppMemories | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
+        """``memories``: the apps' memories (CreateMemory's), whose ``eventExpiryDuration`` events keep."""
         self._table = users.guarded(table)
         self._memory = memory
         self._idempotency = idempotency
+        self._memories = memories
         self._clock = clock
 
     def _once(
@@ -118,8 +123,11 @@ class AgentCoreService:
         entry = _entry({"role": role, "parts": parts}, author=role, timestamp=body.event_timestamp, metadata=metadata)
         self._memory.ensure_writable(actor.user)
 
+        config = self._memories.get(actor.user.app) if self._memories is not None else None
+        ttl = config.event_expiry_days * 86_400 if config is not None and config.event_expiry_days else None
+
         def create() -> dict[str, Any]:
-            stored = self._memory.add_entry(actor.scope, entry, session)
+            stored = self._memory.add_entry(actor.scope, entry, session, ttl_seconds=ttl)
             self._register(actor.user)
             return {"event": _event(memory_id, actor.user.user, _item_of(stored), include_payload=True)}
 

@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from agentmem import __version__
 from agentmem.api import middlewares, tenancy
 from agentmem.api.http import JSON, MAX_BODY_BYTES, documented, error_response, error_result, json_response, parse_body
-from agentmem.api.routes import agentcore, graph, mcp, memories, service, store, users
+from agentmem.api.routes import agentcore, extraction, graph, mcp, memories, service, store, users
 from agentmem.api.routes import tenancy as tenancy_routes
 from agentmem.budget import dumps
 from agentmem.errors import MemoryServiceError
@@ -81,6 +81,7 @@ app.include_router(graph.router)
 app.include_router(mcp.router)
 app.include_router(store.router)
 app.include_router(agentcore.router)
+app.include_router(extraction.router)
 
 
 def _request_id() -> str:

@@ -11,21 +11,25 @@ Who the caller is:
   required`` locally), the key is resolved here against the tenant records in the table;
 - with ``MEMORY_AUTH=none`` (the local default) there is no caller and no check.
 
-A missing, unknown or revoked key is 401; a key of another app is 403; a tenant over its daily quota
-is 429. Each request that passes is metered to the app and UTC day: a request, and the items stored and
-the texts embedded, as the services count them (:mod:`agentmem.tenancy.metering`).
+A key may act on its own app and on every memory its app created through AgentCore's ``CreateMemory``
+(agentmem/agentcore/control.py); any other app's is 403. ``CreateMemory`` and ``ListMemories`` name no
+app: they act for the caller's (:func:`caller_app`). A memory being deleted answers 409 to everything but
+the control plane. A missing, unknown or revoked key is 401; a tenant over its daily quota is 429. Each
+request that passes is metered to the app and UTC day: a request, and the items stored and the texts
+embedded, as the services count them (:mod:`agentmem.tenancy.metering`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from agentmem.agentcore.records import app_of_memory
 from agentmem.api.http import error_result, path_id
 from agentmem.container import get_container
-from agentmem.errors import Forbidden, MemoryServiceError, RateLimited
+from agentmem.errors import Conflict, Forbidden, MemoryServiceError, RateLimited
 from agentmem.keys import validate_id
 from agentmem.observability import logger
 from agentmem.tenancy.keys import ApiKey, presented_key
@@ -35,14 +39,29 @@ API_KEY_HEADER = "x-api-key"
 _APP_PATH = re.compile(r"^/v1/apps/([^/]+)(?:/|$)")
 _MEMORY_PATH = re.compile(r"^/agentcore/memories/([^/]+)(?:/|$)")
 """The AgentCore data plane (docs/agentcore.md): a memory id names an app."""
+_CONTROL_PATH = re.compile(r"^/agentcore/memories/(?:create|[^/]+/(?:details|update|delete))?/?$")
+"""The AgentCore control plane's memory operations (CreateMemory, ListMemories, Get/Update/DeleteMemory)."""
+_caller_app: ContextVar[str | None] = ContextVar("caller_app", default=None)
 _STORING_METHODS = {"POST", "PUT"}
 
 Resolve = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+def caller_app() -> str:
+    """The app of the key the current request carries ("" when auth is off): what CreateMemory makes the
+    owner of a new memory, and whose memories ListMemories lists."""
+    return _caller_app.get() or ""
+
+
+def is_control_path(path: str) -> bool:
+    return bool(_CONTROL_PATH.match(path))
+
+
 def app_of_path(path: str) -> str | None:
     """The app a path addresses; None outside ``/v1/apps/{app}`` and ``/agentcore/memories/{memoryId}`` or when
-    the segment is not a valid id."""
+    the segment is not a valid id (or names no memory: CreateMemory and ListMemories)."""
+    if path.rstrip("/") in ("/agentcore/memories", "/agentcore/memories/create"):
+        return None
     match = _APP_PATH.match(path)
     memory = _MEMORY_PATH.match(path) if match is None else None
     if match is None and memory is None:
@@ -83,22 +102,56 @@ def caller_of(event: Mapping[str, Any]) -> ApiKey | None:
 
 def guard(event: dict[str, Any], resolve: Resolve, request_id: str = "") -> dict[str, Any]:
     """Authenticate, authorise and meter one API Gateway event around ``resolve``."""
-    path_app = app_of_path(str(event.get("path") or ""))
-    if path_app is None:
-        return resolve(event)
+    path = str(event.get("path") or "")
+    control = is_control_path(path)
+    path_app = app_of_path(path)
     request_id = request_id or str((event.get("requestContext") or {}).get("requestId") or "")
+    if path_app is None and not control:
+        return resolve(event)
     try:
         caller = caller_of(event)
-        if caller is not None and caller.app != path_app:
-            raise Forbidden("this API key belongs to another app")
+        if path_app is None:  # CreateMemory, ListMemories: for the caller's app
+            path_app = caller.app if caller is not None else None
+        else:
+            _authorise(caller.app if caller is not None else None, path_app, control)
+    except MemoryServiceError as error:
+        return _refused(error, request_id)
+    token = _caller_app.set(caller.app if caller is not None else None)
+    try:
+        if path_app is None:
+            return resolve(event)
+        return _metered(event, resolve, path_app, caller, request_id)
+    finally:
+        _caller_app.reset(token)
+
+
+def _authorise(caller: str | None, app: str, control: bool) -> None:
+    """A key may act on its own app and on the memories its app owns; a deleting memory takes only the
+    control plane."""
+    memories = get_container().memories
+    memory = memories.get(app)
+    if caller is not None and caller != app and (memory is None or memory.owner != caller):
+        raise Forbidden("this API key belongs to another app, which does not own this memory")
+    if memory is not None and memory.deleting and not control:
+        raise Conflict("this memory is being deleted; nothing can be read or written", code="memory_deleting")
+
+
+def _refused(error: MemoryServiceError, request_id: str) -> dict[str, Any]:
+    if error.http_status >= 500:
+        logger.warning("tenant check failed", error_code=error.code)
+    return error_result(error.http_status, error.code, error.message, request_id)
+
+
+def _metered(
+    event: dict[str, Any], resolve: Resolve, path_app: str, caller: ApiKey | None, request_id: str
+) -> dict[str, Any]:
+    try:
         usage = record_usage(get_container().table, path_app, requests=1)
         quota = caller.quota_requests_per_day if caller else None
         if quota is not None and usage.requests > quota:
             raise RateLimited(f"the daily quota of {quota} requests of this app is used up")
     except MemoryServiceError as error:
-        if error.http_status >= 500:
-            logger.warning("tenant check failed", error_code=error.code)
-        return error_result(error.http_status, error.code, error.message, request_id)
+        return _refused(error, request_id)
     with counting() as meter:
         result = resolve(event)
     try:

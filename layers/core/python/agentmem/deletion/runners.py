@@ -24,6 +24,9 @@ from agentmem.observability import logger
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.client import SFNClient
 
+    from agentmem.deletion.service import DeletionService, DeletionStart
+    from agentmem.keys import UserRef
+
 WORKFLOW_FILE = "delete_user.asl.json"
 FUNCTION_PLACEHOLDER = "${DeletionStepsFunctionArn}"
 LOCAL_FUNCTION = "local:deletion-steps"
@@ -54,6 +57,20 @@ class DeletionRunner(Protocol):
     def is_active(self, deletion_id: str) -> bool:
         """Whether the run of ``deletion_id`` is still going (False lets a new request supersede it)."""
         ...
+
+
+def start_erasure(deletion: DeletionService, runner: DeletionRunner, user: UserRef) -> DeletionStart:
+    """Begin the erasure of ``user`` (or find the one running) and start its workflow; Unavailable (and the
+    request abandoned) when the workflow cannot be started."""
+    started = deletion.begin(user, is_active=runner.is_active)
+    if started.started:
+        try:
+            runner.start(started.deletion_id, user.app)
+        except Exception as exc:
+            logger.warning("deletion workflow not started", deletion_id=started.deletion_id, runner=runner.name)
+            deletion.abandon(user, started.deletion_id, "WorkflowNotStarted", type(exc).__name__)
+            raise Unavailable("the deletion workflow could not be started; retry the request") from exc
+    return started
 
 
 def default_lock_dir() -> Path:

@@ -29,6 +29,7 @@ from agentmem.budget import Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.deletion import records
 from agentmem.errors import ConditionFailed, InvalidInput, MalformedRequest, NotFound
+from agentmem.extraction import work as extraction_work
 from agentmem.graph import records as graph_records
 from agentmem.keys import Scope, UserRef, unescape
 from agentmem.memory import records as memory_records
@@ -214,10 +215,21 @@ class DeletionService:
 
     def delete_user_items_batch(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
         """Delete at most one batch of the user partition, keeping the scope registry and the mark, and the
-        user's rows in the app's AgentCore actor index (agentmem/agentcore/records.py)."""
+        rows naming the user in the app's partitions (:meth:`_app_rows`)."""
         keys = self._user_items(user, keep_registry=True, limit=self._batch_size)
-        self._table.batch_write(deletes=[*keys, *agentcore_records.actor_keys(self._table, user)])
+        self._table.batch_write(deletes=[*keys, *self._app_rows(user)])
         return {"deleted": len(keys), "more": len(keys) >= self._batch_size}
+
+    def _app_rows(self, user: UserRef) -> list[Key]:
+        """What names the user outside the user's own partitions: its rows in the app's AgentCore actor
+        index (agentmem/agentcore/records.py), the app's user list (agentmem/users.py) and the app's parked
+        extraction jobs (agentmem/extraction/work.py)."""
+        keys = agentcore_records.actor_keys(self._table, user)
+        keys += extraction_work.user_parked_keys(self._table, user)
+        listed = users.app_user_key(user)
+        if self._table.get(*listed) is not None:
+            keys.append(listed)
+        return keys
 
     def delete_vectors(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
         if self._vectors is None:
@@ -233,7 +245,7 @@ class DeletionService:
             for scope in users.registered_scopes(self._table, user)
         )
         remaining += len(self._user_items(user, keep_registry=True, limit=1))
-        remaining += len(agentcore_records.actor_keys(self._table, user))
+        remaining += len(self._app_rows(user))
         if self._vectors is not None:
             remaining += self._vectors.count_user(user)
         pk, sk = records.request_key(user.app, deletion_id)

@@ -4,6 +4,7 @@ looked at again, which the extraction function receives like a pending row's str
 from __future__ import annotations
 
 import json
+import math
 import time
 from typing import Any
 
@@ -26,7 +27,7 @@ class SqsWaker:
         return self._client
 
     def wake(self, partition: str, session: str, at_ms: int) -> None:
-        delay = max(0, min(MAX_DELAY_SECONDS, round((at_ms - time.time() * 1000) / 1000)))
+        delay = max(0, min(MAX_DELAY_SECONDS, math.ceil((at_ms - time.time() * 1000) / 1000)))
         self.client.send_message(
             QueueUrl=self._queue_url,
             MessageBody=json.dumps({"partition": partition, "session": session, "at_ms": at_ms}),

@@ -61,6 +61,9 @@ LEASE_MS = 10 * 60_000
 """How long a process holds a session it works on (longer than any step takes)."""
 BUDGET_RECHECK_MS = 3_600_000
 """How long extraction waits before looking again at an app over its token budget."""
+BATCHES_PER_STEP = 3
+"""Batches one step extracts at most; a session with more pending comes back at once for the rest (a step
+stays well within the extraction function's timeout)."""
 MAX_RECORDS_PER_BATCH = 24
 """Records (new and replaced) one batch commits at most: one transaction holds them with the cursor."""
 MAX_SOURCES = 32
@@ -194,7 +197,9 @@ class ExtractionService:
             return Outcome("busy", at_ms=now + 1000, reason="another process took this session")
         written = 0
         parked: list[str] = []
-        while messages:
+        for _ in range(BATCHES_PER_STEP):
+            if not messages:
+                break
             batch, messages = messages[:BATCH_MESSAGES], messages[BATCH_MESSAGES:]
             outcome, leased, raw = self._batch(scope, session, memory, leased, raw, batch)
             written += outcome.records
@@ -203,6 +208,8 @@ class ExtractionService:
             elif outcome.state != "done":
                 return replace(outcome, records=written)
         self._release(scope, session, leased, raw)
+        if messages:  # more than a step takes: the rest at once, in the next step
+            return Outcome("waiting", at_ms=self._now_ms(), records=written, reason="more messages are pending")
         self._clear_pending(scope, session, pending)
         return Outcome("parked" if parked else "done", records=written, reason="; ".join(parked))
 

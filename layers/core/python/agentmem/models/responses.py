@@ -294,6 +294,10 @@ class UsageDay(_Out):
     """Lambda duration of the requests' work at the API function's memory, in GB-milliseconds."""
     embedding_tokens: int
     """Titan v2 input tokens of the texts embedded (a cautious estimate: three characters a token)."""
+    model_calls: int = 0
+    """Calls to the extraction model (docs/extraction.md)."""
+    model_input_tokens: int = 0
+    model_output_tokens: int = 0
     estimated_cost_usd: EstimatedCost
 
 

@@ -12,9 +12,10 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from agentmem.agentcore import models
+from agentmem.agentcore import control_models, models
 from agentmem.agentcore.records import app_of_memory, model_needed
 from agentmem.api.http import JSON, json_response, path_id
+from agentmem.api.tenancy import caller_app
 from agentmem.container import get_container
 
 if TYPE_CHECKING:
@@ -126,6 +127,34 @@ def list_extraction_jobs(memory_id: str, body: models.ListExtractionJobsRequest)
 @router.post(MEMORY + "/ingest", **_HIDDEN)
 def ingest_data(memory_id: str) -> Response[dict[str, Any]]:
     raise model_needed("IngestData (extraction from ingested content)")
+
+
+# -- the control plane: memories (botocore's bedrock-agentcore-control, same endpoint) ----------------------
+
+
+@router.post(PREFIX + "/memories/create", **_HIDDEN)
+def create_memory(body: control_models.CreateMemoryRequest) -> Response[dict[str, Any]]:
+    return json_response(202, get_container().memory_control.create(caller_app(), body))
+
+
+@router.get(MEMORY + "/details", **_HIDDEN)
+def get_memory(memory_id: str) -> Response[dict[str, Any]]:
+    return json_response(200, get_container().memory_control.get(path_id(memory_id)))
+
+
+@router.post(PREFIX + "/memories", **_HIDDEN)
+def list_memories(body: control_models.ListMemoriesRequest) -> Response[dict[str, Any]]:
+    return json_response(200, get_container().memory_control.list_memories(caller_app(), body))
+
+
+@router.put(MEMORY + "/update", **_HIDDEN)
+def update_memory(memory_id: str, body: control_models.UpdateMemoryRequest) -> Response[dict[str, Any]]:
+    return json_response(202, get_container().memory_control.update(path_id(memory_id), body))
+
+
+@router.delete(MEMORY + "/delete", **_HIDDEN)
+def delete_memory(memory_id: str) -> Response[dict[str, Any]]:
+    return json_response(202, get_container().memory_control.delete(path_id(memory_id)))
 
 
 # -- errors in the model's shape -------------------------------------------------------------------

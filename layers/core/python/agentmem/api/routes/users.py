@@ -11,10 +11,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from agentmem.api.http import SCOPE_PATH, TENANT, WRITE, PathId, documented, json_response, path_id, user_from_path
 from agentmem.container import get_container
-from agentmem.errors import Unavailable
+from agentmem.deletion.runners import start_erasure
 from agentmem.keys import validate_id
 from agentmem.models.responses import DeletionStarted, DeletionStatus, ExportPage, Projects
-from agentmem.observability import logger
 from agentmem.users import list_projects
 
 router = Router()
@@ -26,17 +25,8 @@ router = Router()
     responses=documented(202, "the erasure, started or already running", *WRITE),
 )
 def delete_user(app: PathId, user: PathId) -> Response[DeletionStarted]:
-    ref = user_from_path(app, user)
     container = get_container()
-    runner = container.deletion_runner
-    started = container.deletion.begin(ref, is_active=runner.is_active)
-    if started.started:
-        try:
-            runner.start(started.deletion_id, ref.app)
-        except Exception as exc:
-            logger.warning("deletion workflow not started", deletion_id=started.deletion_id, runner=runner.name)
-            container.deletion.abandon(ref, started.deletion_id, "WorkflowNotStarted", type(exc).__name__)
-            raise Unavailable("the deletion workflow could not be started; retry the request") from exc
+    started = start_erasure(container.deletion, container.deletion_runner, user_from_path(app, user))
     return json_response(202, {"deletion_id": started.deletion_id, "status": started.status})
 
 

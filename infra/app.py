@@ -1,6 +1,8 @@
 """The CDK app: ``python3 infra/app.py`` (cdk.json) or ``make synth`` / ``make deploy``.
 
-Context: ``stage`` (dev|prod) and ``search_backend`` (opensearch|table); see infra/stack.py.
+Context: ``stage`` (dev|prod), ``search_backend`` (opensearch|table), ``extraction_model`` (a Bedrock model id
+or inference profile id; unset: no extraction), ``extraction_concurrency`` and ``extraction_model_regions``;
+see infra/stack.py.
 cdk-nag's AwsSolutions checks run on every synth (``Validations.of(app).add_plugins``).
 """
 
@@ -8,7 +10,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
@@ -30,17 +34,35 @@ def build_app(context: dict[str, object] | None = None) -> object:
     from aws_cdk import App, Environment, Validations
     from cdk_nag import AwsSolutionsChecks
 
-    from infra.stack import DeploymentOptions, MemoryServiceStack
+    from infra.stack import MemoryServiceStack
 
     app = App(context=context, outdir=os.environ.get("CDK_OUTDIR") or str(REPO_ROOT / "cdk.out"))
-    options = DeploymentOptions(
-        stage=str(app.node.try_get_context("stage") or "dev"),
-        search_backend=str(app.node.try_get_context("search_backend") or "opensearch"),
-    )
+    options = deployment_options(app.node.try_get_context)
     env = Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION"))
     MemoryServiceStack(app, f"AgentMemory-{options.stage}", options=options, env=env)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
+
+
+def deployment_options(context: Callable[[str], Any]) -> Any:
+    """The stack's options from the context values (``context(key)``: None when unset). ``-c key=value`` gives
+    strings, cdk.json may give numbers and lists; an empty ``extraction_model`` (what ``make synth`` passes
+    when EXTRACTION_MODEL is unset) or ``none`` means no extraction."""
+    from infra.components.compute import context_list
+    from infra.components.extraction import DEFAULT_RESERVED_CONCURRENCY
+    from infra.stack import DeploymentOptions
+
+    model = str(context("extraction_model") or "").strip()
+    concurrency = str(context("extraction_concurrency") or DEFAULT_RESERVED_CONCURRENCY).strip()
+    if not concurrency.isdigit():
+        raise ValueError(f"context extraction_concurrency must be a whole number, not {concurrency!r}")
+    return DeploymentOptions(
+        stage=str(context("stage") or "dev"),
+        search_backend=str(context("search_backend") or "opensearch"),
+        extraction_model=model if model not in ("", "none") else None,
+        extraction_concurrency=int(concurrency),
+        extraction_model_regions=tuple(context_list(context("extraction_model_regions"))),
+    )
 
 
 def main() -> None:

@@ -5,6 +5,12 @@ Context (``-c key=value`` or ``make synth STAGE=... SEARCH_BACKEND=...``):
   (table and key RETAINed, deletion protection, standby replicas, longer log retention).
 - ``search_backend``: ``opensearch`` (default; Serverless vector collection + stream indexer) or
   ``table`` (exact search over the vectors in the table: no OpenSearch, zero idle cost).
+- ``extraction_model``: a Bedrock model id (``amazon.nova-micro-v1:0``) or a geographic cross-Region inference
+  profile id (``us.amazon.nova-micro-v1:0``) turns on extraction of long-term memories (docs/extraction.md;
+  infra/components/extraction.py). Unset (the default): no extraction, nothing of it deployed.
+  ``extraction_concurrency`` caps the extraction function (reserved concurrency, default 5);
+  ``extraction_model_regions`` names a profile's destination Regions (comma-separated; the US Nova ones when
+  unset for a ``us.`` profile).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from constructs import Construct
 from agentmem.settings import Env
 from infra.components.api import Api, ApiSettings
 from infra.components.compute import Compute, ComputeSettings
+from infra.components.extraction import DEFAULT_RESERVED_CONCURRENCY, ExtractionSettings
 from infra.components.operations import Operations
 from infra.components.routes import CONSOLE_ROUTES, PUBLIC_ROUTES
 from infra.components.search import VectorSearch
@@ -32,12 +39,28 @@ SEARCH_BACKENDS = ("opensearch", "table")
 class DeploymentOptions:
     stage: str = "dev"
     search_backend: str = "opensearch"
+    extraction_model: str | None = None
+    extraction_concurrency: int = DEFAULT_RESERVED_CONCURRENCY
+    extraction_model_regions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
             raise ValueError(f"context stage must be one of {STAGES}, not {self.stage!r}")
         if self.search_backend not in SEARCH_BACKENDS:
             raise ValueError(f"context search_backend must be one of {SEARCH_BACKENDS}, not {self.search_backend!r}")
+        if self.extraction_model is None and self.extraction_model_regions:
+            raise ValueError("context extraction_model_regions needs extraction_model")
+        _ = self.extraction  # checked now, not halfway through the synth
+
+    @property
+    def extraction(self) -> ExtractionSettings | None:
+        if self.extraction_model is None:
+            return None
+        return ExtractionSettings(
+            self.extraction_model,
+            reserved_concurrency=self.extraction_concurrency,
+            model_regions=self.extraction_model_regions,
+        )
 
     @property
     def production(self) -> bool:
@@ -69,6 +92,7 @@ class MemoryServiceStack(Stack):
                 production=options.production,
                 search_backend=options.search_backend,
                 log_retention=options.log_retention,
+                extraction=options.extraction,
             ),
             storage=self.storage,
             search=self.search,
@@ -102,6 +126,7 @@ class MemoryServiceStack(Stack):
             state_machine=self.workflow.state_machine,
             indexer=self.compute.indexer,
             dlq=self.compute.dlq,
+            extraction=self.compute.extraction,
         )
         CfnOutput(self, "ApiUrl", value=self.api.rest_api.url)
         CfnOutput(self, "ConsoleUrl", value=self.api.rest_api.url_for_path("/console"))
@@ -124,8 +149,9 @@ def _acknowledge(scope: Construct, rule: str, reason: str) -> None:
 def acknowledge_findings(stack: MemoryServiceStack) -> None:
     """cdk-nag AwsSolutions findings accepted on purpose, each on the narrowest scope, with its reason."""
     xray = (
-        "Resource::* comes only from X-Ray active tracing (xray:PutTraceSegments, xray:PutTelemetryRecords), "
-        "which supports no resource-level permissions; every data action names the table, key or collection."
+        "Resource::* comes only from X-Ray active tracing (xray:PutTraceSegments, xray:PutTelemetryRecords) "
+        "and, for the stream consumers, dynamodb:ListStreams, none of which supports resource-level permissions; "
+        "every data action names the table, key, queue, model or collection."
     )
     for fn in stack.compute.functions:
         _acknowledge(fn.role, "AwsSolutions-IAM5[Resource::*]", xray)  # type: ignore[arg-type]
@@ -154,6 +180,12 @@ def acknowledge_findings(stack: MemoryServiceStack) -> None:
             stack.compute.dlq,
             "AwsSolutions-SQS3",
             "This queue IS the dead-letter destination of the stream indexer's event source mapping.",
+        )
+    if stack.compute.extraction is not None:
+        _acknowledge(
+            stack.compute.extraction.stream_failures,
+            "AwsSolutions-SQS3",
+            "This queue IS the on-failure destination of extraction's stream event source mapping.",
         )
     _acknowledge(
         stack.api.rest_api,

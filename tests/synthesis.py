@@ -1,5 +1,9 @@
 """Synthesize the CDK app once per test session (both deployment shapes in one app).
 
+The two shapes: ``prod`` with OpenSearch and extraction on (a cross-Region inference profile, so the
+Bedrock grant's widest form is the one checked), and ``dev`` table-only without extraction (the default
+``extraction_model``: nothing of extraction deployed).
+
 Shared by the infra tier (assertions, cdk-nag, cfn-lint) and the cloud rehearsal tier (the template
 driven against moto). Both tiers are put in one xdist group (``make test`` runs ``--dist loadgroup``),
 so one worker synthesizes once and runs them all. Bundling is off (``aws:cdk:bundling-stacks``: ``[]``):
@@ -23,6 +27,8 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 SYNTH_GROUP = "cdk-synth"
 PROD_OPENSEARCH = "AgentMemory-prod"
 DEV_TABLE = "AgentMemory-dev"
+EXTRACTION_MODEL = "us.amazon.nova-micro-v1:0"
+"""The extraction model of the prod shape (a US inference profile: its Regions are the stack's defaults)."""
 
 
 def mark_group(items: list[pytest.Item], folder: Path) -> None:
@@ -58,7 +64,8 @@ class Synthesized:
 
 
 def synthesize(outdir: Path) -> Synthesized:
-    """prod + OpenSearch and dev + table-only, with cdk-nag's AwsSolutions checks: synth raises on a finding."""
+    """prod + OpenSearch + extraction and dev + table-only, with cdk-nag's AwsSolutions checks: synth raises on a
+    finding."""
     from aws_cdk import App, Validations
     from cdk_nag import AwsSolutionsChecks
 
@@ -67,7 +74,9 @@ def synthesize(outdir: Path) -> Synthesized:
     app = App(outdir=str(outdir), context={"aws:cdk:bundling-stacks": [], "dependency_layer": "source"})
     stacks = {
         PROD_OPENSEARCH: MemoryServiceStack(
-            app, PROD_OPENSEARCH, options=DeploymentOptions(stage="prod", search_backend="opensearch")
+            app,
+            PROD_OPENSEARCH,
+            options=DeploymentOptions(stage="prod", search_backend="opensearch", extraction_model=EXTRACTION_MODEL),
         ),
         DEV_TABLE: MemoryServiceStack(app, DEV_TABLE, options=DeploymentOptions(stage="dev", search_backend="table")),
     }

@@ -1,4 +1,5 @@
-"""Compute: the Lambda functions (API, stream indexer, deletion steps, authorizer, console) and their layers.
+"""Compute: the Lambda functions (API, stream indexer, deletion steps, authorizer, console, and extraction when
+a model is configured: infra/components/extraction.py) and their layers.
 
 Every function: arm64, Python 3.14, X-Ray active tracing, its own log group with a retention, its own
 role holding only what it uses (explicit DynamoDB/KMS actions on the one table and key, no wildcard
@@ -25,6 +26,7 @@ from agentmem.keys import tenant_partition
 from agentmem.settings import API_MEMORY_MB, Env
 from agentmem.tenancy.keys import lookup_partition
 from infra import packaging
+from infra.components.extraction import Extraction, ExtractionSettings
 from infra.components.search import ERASER, INDEXER, SEARCHER, VectorSearch
 from infra.components.storage import DELETION_ACTIONS, Storage
 
@@ -47,6 +49,8 @@ class ComputeSettings:
     production: bool
     search_backend: str
     log_retention: logs.RetentionDays
+    extraction: ExtractionSettings | None = None
+    """The model extraction runs with (the ``extraction_model`` context), or None: no extraction."""
 
 
 class Compute(Construct):
@@ -132,6 +136,25 @@ class Compute(Construct):
             )
         self._allow_embeddings(self.api)
 
+        self.extraction: Extraction | None = None
+        if settings.extraction is not None:
+            self.extraction = Extraction(
+                self,
+                "Extraction",
+                settings=settings.extraction,
+                table=storage.table,
+                key=storage.key,
+                removal=self._removal,
+                new_function=self._function,
+            )
+            # The API writes the pending rows (and answers StartMemoryExtractionJob with one); it never calls
+            # the model nor sends to the queue, so it gets their settings and no grant.
+            for name, value in self.extraction.model_environment.items():
+                self.api.add_environment(name, value)
+            # Reads the session and the app's memory; writes records, the graph, its cursor and metering.
+            storage.grant_read_write(self.extraction.function.role)  # type: ignore[arg-type]
+            self._allow_embeddings(self.extraction.function)
+
         self.indexer: lambda_.Function | None = None
         self.dlq: sqs.Queue | None = None
         if search is not None:
@@ -168,13 +191,16 @@ class Compute(Construct):
                     on_failure=sources.SqsDlq(self.dlq),
                 )
             )
+            grants = {
+                self.api.role: SEARCHER,
+                self.deletion.role: ERASER,
+                self.indexer.role: INDEXER,
+            }
+            if self.extraction is not None:  # weighs candidates against similar records, writes new ones
+                grants[self.extraction.function.role] = SEARCHER
             search.allow(
-                {
-                    self.api.role: SEARCHER,  # type: ignore[dict-item]
-                    self.deletion.role: ERASER,  # type: ignore[dict-item]
-                    self.indexer.role: INDEXER,  # type: ignore[dict-item]
-                },
-                admins=_context_list(self.node.try_get_context("opensearch_admins")),
+                grants,  # type: ignore[arg-type]
+                admins=context_list(self.node.try_get_context("opensearch_admins")),
             )
         self.console = self._function(
             "Console",
@@ -185,8 +211,11 @@ class Compute(Construct):
             layers=[self.core_layer],
             environment={"POWERTOOLS_SERVICE_NAME": SERVICE_NAME},
         )
+        extraction = self.extraction.function if self.extraction is not None else None
         self.functions = [
-            fn for fn in (self.api, self.authorizer, self.deletion, self.indexer, self.console) if fn is not None
+            fn
+            for fn in (self.api, self.authorizer, self.deletion, self.indexer, extraction, self.console)
+            if fn is not None
         ]
 
     def _function(
@@ -200,22 +229,27 @@ class Compute(Construct):
         reserved_concurrency: int | None = None,
         layers: list[lambda_.ILayerVersion] | None = None,
         environment: dict[str, str] | None = None,
+        extra_environment: dict[str, str] | None = None,
+        scope: Construct | None = None,
     ) -> lambda_.Function:
+        """A function in ``scope`` (this construct by default) with the store's ``environment`` (or the one
+        given) plus ``extra_environment``, its own log group and its own role."""
+        scope = scope or self
         log_group = logs.LogGroup(
-            self,
+            scope,
             f"{construct_id}Logs",
             retention=self._settings.log_retention,
             removal_policy=self._removal,
         )
         role = iam.Role(
-            self,
+            scope,
             f"{construct_id}Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"agent memory {name} function",
         )
         log_group.grant_write(role)
         return lambda_.Function(
-            self,
+            scope,
             construct_id,
             description=f"Agent memory: {description}",
             runtime=packaging.RUNTIME,
@@ -228,7 +262,7 @@ class Compute(Construct):
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             role=role,
-            environment=dict(self.environment if environment is None else environment),
+            environment={**(self.environment if environment is None else environment), **(extra_environment or {})},
             reserved_concurrent_executions=reserved_concurrency,
         )
 
@@ -239,7 +273,7 @@ class Compute(Construct):
         fn.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[model_arn]))
 
 
-def _context_list(value: object) -> list[str]:
+def context_list(value: object) -> list[str]:
     """A context value given as a list or as a comma-separated string (``-c opensearch_admins=arn1,arn2``)."""
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]

@@ -1,7 +1,10 @@
 """Operations: alarms (to an encrypted SNS topic) and one dashboard.
 
-Alarms: API 5xx rate, API p95 latency, Lambda throttles, failed deletions, and with OpenSearch the
-indexer's DLQ depth and stream iterator age. Missing data is not breaching (an idle API is healthy).
+Alarms: API 5xx rate, API p95 latency, Lambda throttles, failed deletions, with OpenSearch the
+indexer's DLQ depth and stream iterator age, and with extraction the messages in its two failure queues
+(a wake that kept failing, a stream batch given up). Missing data is not breaching (an idle API is healthy).
+The extraction function's throttles raise no alarm: its reserved concurrency is a cap on purpose, and
+both of its event sources retry a throttled batch.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
+
+from infra.components.extraction import Extraction
 
 FIVE_MINUTES = Duration.minutes(5)
 
@@ -47,6 +52,7 @@ class Operations(Construct):
         state_machine: sfn.StateMachine,
         indexer: lambda_.Function | None,
         dlq: sqs.Queue | None,
+        extraction: Extraction | None = None,
         thresholds: Thresholds | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -68,10 +74,12 @@ class Operations(Construct):
         self._alarm("Api5xxRate", server_errors, limits.server_error_rate, "share of API requests answered 5xx")
         latency = rest_api.metric_latency(statistic="p95", period=FIVE_MINUTES)
         self._alarm("ApiLatencyP95", latency, limits.p95_latency_ms, "p95 API latency in ms")
+        capped = extraction.function if extraction is not None else None
+        uncapped = [fn for fn in functions if fn is not capped]
         throttles = cw.MathExpression(
-            expression="+".join(f"t{i}" for i in range(len(functions))),
+            expression="+".join(f"t{i}" for i in range(len(uncapped))),
             using_metrics={
-                f"t{i}": fn.metric_throttles(statistic="Sum", period=FIVE_MINUTES) for i, fn in enumerate(functions)
+                f"t{i}": fn.metric_throttles(statistic="Sum", period=FIVE_MINUTES) for i, fn in enumerate(uncapped)
             },
             label="Lambda throttles",
             period=FIVE_MINUTES,
@@ -98,6 +106,27 @@ class Operations(Construct):
         if indexer is not None:
             age = indexer.metric("IteratorAge", statistic="Maximum", period=FIVE_MINUTES)
             self._alarm("IndexerIteratorAge", age, limits.iterator_age_ms, "how far the indexer lags the table")
+        if extraction is not None:
+            failures = cw.MathExpression(
+                expression="wake+stream",
+                using_metrics={
+                    "wake": extraction.wake_dlq.metric_approximate_number_of_messages_visible(
+                        statistic="Maximum", period=FIVE_MINUTES
+                    ),
+                    "stream": extraction.stream_failures.metric_approximate_number_of_messages_visible(
+                        statistic="Maximum", period=FIVE_MINUTES
+                    ),
+                },
+                label="extraction failures",
+                period=FIVE_MINUTES,
+            )
+            self._alarm(
+                "ExtractionFailures",
+                failures,
+                limits.dlq_messages,
+                "wake messages and stream batches extraction gave up on",
+                sustained=False,
+            )
 
         self.dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=f"agent-memory-{stage}")
         self.dashboard.add_widgets(
@@ -141,6 +170,21 @@ class Operations(Construct):
                     title="Indexer",
                     left=[dlq.metric_approximate_number_of_messages_visible(period=FIVE_MINUTES)],
                     right=[indexer.metric("IteratorAge", statistic="Maximum", period=FIVE_MINUTES)],
+                )
+            )
+        if extraction is not None:
+            pipeline.append(
+                cw.GraphWidget(
+                    title="Extraction",
+                    left=[
+                        extraction.function.metric_invocations(period=FIVE_MINUTES),
+                        extraction.function.metric_throttles(period=FIVE_MINUTES),
+                    ],
+                    right=[
+                        extraction.wake_queue.metric_approximate_number_of_messages_visible(period=FIVE_MINUTES),
+                        extraction.wake_dlq.metric_approximate_number_of_messages_visible(period=FIVE_MINUTES),
+                        extraction.stream_failures.metric_approximate_number_of_messages_visible(period=FIVE_MINUTES),
+                    ],
                 )
             )
         self.dashboard.add_widgets(*pipeline)

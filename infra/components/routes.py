@@ -50,6 +50,8 @@ TENANT_ROUTES: list[tuple[str, str]] = [
     ("POST", GRAPH + "/tools/remember"),
     ("POST", GRAPH + "/tools/relate"),
     ("GET", "/v1/apps/{app}/usage"),
+    ("GET", "/v1/apps/{app}/extraction"),
+    ("PUT", "/v1/apps/{app}/extraction"),
     ("POST", "/v1/apps/{app}/store/batch"),
 ]
 

@@ -12,6 +12,13 @@
   signed it (each role has its own access key; moto's Step Functions signs with ``ak``), and the
   OpenSearch transport records every HTTP request of the function running it. ``violations`` checks
   them against the role policies and the collection's data-access policy of the template.
+- Event source mappings: :meth:`Deployment.pump_stream` reads the table's stream as a function's mapping
+  does (with the function's role, its batch size and its filter criteria from the template) and
+  :meth:`Deployment.deliver_queue` receives a queue's messages for the function that consumes it.
+- Bedrock: Titan embeddings are answered by a deterministic vector (moto answers ``{}``) and Converse, which
+  moto lacks, by :data:`CONVERSE` (a scripted tool-use answer per tool name), each checking the request's
+  shape. A Converse on an inference profile is authorized, as Bedrock does, on the profile and on its model
+  in the Region that serves it (the rehearsal's own).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from unittest import mock
 
 from tests.cloud.iam import Policy, matches
 from tests.cloud.template import ACCOUNT, REGION, Template
+from tests.event_filters import passes
 from tests.synthesis import Synthesized
 
 OPERATOR = "operator"
@@ -44,7 +52,9 @@ _IAM_PREFIX = {
     "sfn": "states",
     "secrets-manager": "secretsmanager",
 }
-_IAM_ACTION = {("lambda", "Invoke"): "InvokeFunction"}
+_IAM_ACTION = {("lambda", "Invoke"): "InvokeFunction", ("bedrock", "Converse"): "InvokeModel"}
+_INFERENCE_PROFILE = re.compile(r"^(?:us|us-gov|eu|apac|jp|au|ca|global)\.(.+)$")
+"""A system-defined cross-Region inference profile id (``us.amazon.nova-micro-v1:0``) and its model."""
 _TRANSACT = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
 
 
@@ -152,7 +162,14 @@ class Recorder:
         if service == "sfn":
             return [(action, params.get("stateMachineArn") or params["executionArn"])]
         if service == "bedrock-runtime":
-            return [(action, f"arn:aws:bedrock:{REGION}::foundation-model/{params['modelId']}")]
+            model_id = params["modelId"]
+            profile = _INFERENCE_PROFILE.match(model_id)
+            if profile is None:
+                return [(action, f"arn:aws:bedrock:{REGION}::foundation-model/{model_id}")]
+            return [
+                (action, f"arn:aws:bedrock:{REGION}:{ACCOUNT}:inference-profile/{model_id}"),
+                (action, f"arn:aws:bedrock:{REGION}::foundation-model/{profile.group(1)}"),
+            ]
         if service == "lambda":
             name = params["FunctionName"]
             return [(action, name if name.startswith("arn:") else arn.format("lambda", f"function:{name}"))]
@@ -261,7 +278,9 @@ class Deployment:
         self.collection_arn = ""
         self.data_policies: list[Any] = []
         self._lock = _ENVIRONMENT_LOCK
-        self._stream_positions: dict[str, str] = {}
+        self._stream_positions: dict[tuple[str, str], str] = {}
+        self.stream_deliveries: dict[str, list[dict[str, Any]]] = {}
+        """Function name -> every stream record its mapping's filter let through to it."""
 
     # -- bringing it up ------------------------------------------------------------------------------
 
@@ -270,6 +289,7 @@ class Deployment:
         import boto3
         import botocore.handlers
         from moto import mock_aws
+        from moto.bedrockruntime.responses import BedrockRuntimeResponse
         from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils as lambda_tasks
 
         from tests.moto_support import serialise_moto_dynamodb
@@ -287,6 +307,7 @@ class Deployment:
                 mock.patch("moto.awslambda_simple.models.LambdaSimpleBackend.invoke", self._route_invoke),
                 mock.patch.object(lambda_tasks, "execute_lambda_function_integration", locked_lambda_task),
                 mock.patch("moto.bedrockruntime.models.BedrockRuntimeBackend.invoke_model", _titan_embedding),
+                mock.patch.object(BedrockRuntimeResponse, "converse", _converse, create=True),
                 mock.patch("opensearchpy.transport.Transport.perform_request", self._opensearch_request()),
                 self._operator_environment(),
             ):
@@ -488,29 +509,59 @@ class Deployment:
 
         return perform_request
 
-    def pump_stream(self) -> list[dict[str, Any]]:
-        """The indexer's event source mapping: read new stream records as the indexer's role, invoke it
-        (its client reads the environment: under the lock, as function runs are)."""
-        with _ENVIRONMENT_LOCK:
-            return self._pump_stream()
+    def mapping(self, function: str, source: str) -> Mapping[str, Any]:
+        """The template's event source mapping of ``function`` whose source is the table's stream
+        (``source="stream"``) or the queue of that logical id."""
+        t = self.template
+        fn = self.functions[function]
+        wanted = (
+            {"Fn::GetAtt": [t.one("AWS::DynamoDB::Table"), "StreamArn"]}
+            if source == "stream"
+            else {"Fn::GetAtt": [source, "Arn"]}
+        )
+        found = [
+            props
+            for resource in t.of_type("AWS::Lambda::EventSourceMapping").values()
+            if (props := resource["Properties"])["FunctionName"] == {"Ref": fn.logical_id}
+            and props["EventSourceArn"] == wanted
+        ]
+        assert len(found) == 1, f"{self.stack}: {function} has {len(found)} mappings from {source}"
+        return found[0]
 
-    def _pump_stream(self) -> list[dict[str, Any]]:
+    def _role_client(self, service: str, fn: Function, **kw: Any) -> Any:
         import boto3
 
-        fn = self.functions["indexer"]
-        streams = boto3.client(
-            "dynamodbstreams",
+        return boto3.client(
+            service,
             region_name=REGION,
-            # botocore now resolves account-based endpoints (<account>.streams-ddb...); moto matches the regional one
-            endpoint_url=f"https://streams.dynamodb.{REGION}.amazonaws.com",
             aws_access_key_id=fn.access_key,
             aws_secret_access_key="lambda-role-secret",
             aws_session_token=f"session-of-{fn.role}",
+            **kw,
+        )
+
+    def pump_stream(self, function: str = "indexer") -> list[dict[str, Any]]:
+        """The function's event source mapping from the table's stream: read the new stream records as the
+        function's role, keep those its filter criteria let through, invoke it in batches of its batch size
+        (its client reads the environment: under the lock, as function runs are)."""
+        with _ENVIRONMENT_LOCK:
+            return self._pump_stream(function)
+
+    def _pump_stream(self, name: str) -> list[dict[str, Any]]:
+        fn = self.functions[name]
+        mapping = self.mapping(name, "stream")
+        size = int(mapping.get("BatchSize", 100))
+        filters = (mapping.get("FilterCriteria") or {}).get("Filters") or []
+        streams = self._role_client(
+            "dynamodbstreams",
+            fn,
+            # botocore now resolves account-based endpoints (<account>.streams-ddb...); moto matches the regional one
+            endpoint_url=f"https://streams.dynamodb.{REGION}.amazonaws.com",
         )
         responses = []
         for shard in streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]:
             shard_id = shard["ShardId"]
-            after = self._stream_positions.get(shard_id)
+            after = self._stream_positions.get((name, shard_id))
             iterator = streams.get_shard_iterator(
                 StreamArn=self.stream_arn,
                 ShardId=shard_id,
@@ -527,21 +578,72 @@ class Deployment:
                 if not page["Records"] or not page.get("NextShardIterator"):
                     break
                 iterator = page["NextShardIterator"]
-            for start in range(0, len(records), 100):  # the mapping's batch size
-                batch = records[start : start + 100]
-                event = {"Records": [{**_wire(r), "eventSourceARN": self.stream_arn} for r in batch]}
-                response = self.invoke("indexer", event)
+            wired = [{**_wire(r), "eventSourceARN": self.stream_arn} for r in records]
+            delivered = [r for r in wired if not filters or passes(filters, r)]
+            self.stream_deliveries.setdefault(name, []).extend(delivered)
+            for start in range(0, len(delivered), size):
+                batch = delivered[start : start + size]
+                response = self.invoke(name, {"Records": batch})
                 failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
-                processor = import_module("functions.indexer.handler").processor
-                errors = [repr(e[1]) for e in processor.exceptions if e] if failed else []
+                processor = getattr(import_module(f"functions.{name}.handler"), "processor", None)
+                errors = [repr(e[1]) for e in processor.exceptions if e] if failed and processor else []
                 names = [
                     r["eventName"] + " " + str(r["dynamodb"]["Keys"])
                     for r in batch
                     if r["dynamodb"]["SequenceNumber"] in failed
                 ]
                 responses.append({**response, "failed_records": names, "errors": errors})
-                self._stream_positions[shard_id] = batch[-1]["dynamodb"]["SequenceNumber"]
+            if records:
+                self._stream_positions[(name, shard_id)] = records[-1]["dynamodb"]["SequenceNumber"]
         return responses
+
+    def deliver_queue(self, function: str, queue: str, *, wait_seconds: int = 0) -> dict[str, Any] | None:
+        """The function's event source mapping from the queue (its logical id), once: receive a batch as the
+        function's role (waiting up to ``wait_seconds`` for a first message), invoke the function with it as
+        Lambda shapes an SQS event, and delete the messages it did not report failed. None: nothing came."""
+        import time
+
+        with _ENVIRONMENT_LOCK:
+            fn = self.functions[function]
+            mapping = self.mapping(function, queue)
+            url = self.template.physical[queue].ref
+            arn = self.template.physical[queue].attributes["Arn"]
+            sqs = self._role_client("sqs", fn)
+            deadline = time.monotonic() + wait_seconds
+            while True:
+                received = sqs.receive_message(
+                    QueueUrl=url,
+                    MaxNumberOfMessages=min(10, int(mapping.get("BatchSize", 10))),
+                    WaitTimeSeconds=max(0, min(20, round(deadline - time.monotonic()))),
+                    MessageSystemAttributeNames=["All"],
+                    MessageAttributeNames=["All"],
+                ).get("Messages", [])
+                if received or time.monotonic() >= deadline:
+                    break
+            if not received:
+                return None
+            event = {
+                "Records": [
+                    {
+                        "messageId": m["MessageId"],
+                        "receiptHandle": m["ReceiptHandle"],
+                        "body": m["Body"],
+                        "attributes": m.get("Attributes", {}),
+                        "messageAttributes": m.get("MessageAttributes", {}),
+                        "md5OfBody": m["MD5OfBody"],
+                        "eventSource": "aws:sqs",
+                        "eventSourceARN": arn,
+                        "awsRegion": REGION,
+                    }
+                    for m in received
+                ]
+            }
+            response = self.invoke(function, event)
+            failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+            for m in received:
+                if m["MessageId"] not in failed:
+                    sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+            return {**response, "event": event}
 
     # -- checking ------------------------------------------------------------------------------------
 
@@ -687,6 +789,64 @@ def _titan_embedding(backend: Any, payload: dict[str, Any], model_id: str) -> di
     dimension = int(payload.get("dimensions", 1024))
     vector = HashingEmbedder(dimension).embed([payload["inputText"]])[0]
     return {"embedding": vector, "inputTextTokenCount": len(payload["inputText"].split())}
+
+
+class ConverseScript:
+    """What the fake Bedrock chat model answers to Converse: per tool name (the answer's schema, e.g.
+    ``Facts``), a function of the request's parameters that returns the tool's input; every request kept."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, Callable[[Mapping[str, Any]], Any]] = {}
+        self.requests: list[dict[str, Any]] = []
+
+    def reset(self) -> None:
+        self.answers.clear()
+        self.requests.clear()
+
+
+CONVERSE = ConverseScript()
+
+
+def _converse(response: Any) -> Any:
+    """Bedrock's Converse as moto does not model it: the request checked as Converse checks a forced tool use
+    (messages, tools with a JSON input schema, a tool choice naming one of them), answered with that tool's
+    use, its input the script's answer, and the usage Bedrock reports."""
+    from moto.core.exceptions import ServiceException
+    from moto.core.responses import ActionResult
+
+    params = {
+        name: response._get_param(name) for name in ("modelId", "system", "messages", "inferenceConfig", "toolConfig")
+    }
+    config = params["toolConfig"] or {}
+    tools = [tool["toolSpec"] for tool in config.get("tools", [])]
+    chosen = (config.get("toolChoice") or {}).get("tool", {}).get("name")
+    if (
+        not params["modelId"]
+        or not params["messages"]
+        or chosen not in {tool["name"] for tool in tools}
+        or any("json" not in tool.get("inputSchema", {}) for tool in tools)
+    ):
+        raise ServiceException("ValidationException", "malformed Converse request")
+    CONVERSE.requests.append(params)
+    answer = CONVERSE.answers.get(chosen)
+    if answer is None:
+        raise ServiceException("ValidationException", f"the rehearsal scripted no answer for the tool {chosen}")
+    tool_input = answer(params)
+    asked = len(json.dumps([params["system"], params["messages"]])) // 4
+    answered = len(json.dumps(tool_input)) // 4
+    return ActionResult(
+        {
+            "output": {
+                "message": {
+                    "role": "assistant",
+                    "content": [{"toolUse": {"toolUseId": "tooluse_rehearsal", "name": chosen, "input": tool_input}}],
+                }
+            },
+            "stopReason": "tool_use",
+            "usage": {"inputTokens": asked, "outputTokens": answered, "totalTokens": asked + answered},
+            "metrics": {"latencyMs": 1},
+        }
+    )
 
 
 @dataclass(frozen=True)

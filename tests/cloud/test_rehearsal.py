@@ -77,8 +77,9 @@ def test_each_function_runs_with_the_environment_its_template_gives_it(flow: Flo
     d = flow.deployment
     table = d.template.physical[d.template.one("AWS::DynamoDB::Table")].ref
     secret = d.template.physical[d.template.one("AWS::SecretsManager::Secret")].ref
+    # (the prod shape runs extraction too: tests/synthesis.py)
     assert set(d.functions) == (
-        {"api", "authorizer", "deletion", "indexer", "console"}
+        {"api", "authorizer", "deletion", "indexer", "extraction", "console"}
         if flow.opensearch
         else {"api", "authorizer", "deletion", "console"}
     )
@@ -100,6 +101,9 @@ def test_each_function_runs_with_the_environment_its_template_gives_it(flow: Flo
             assert fn.variables.get(Env.OPENSEARCH_SERVICE) == "aoss", "the stack says the signing service itself"
         else:
             assert (settings.vector_index, settings.opensearch_endpoint) == ("exact", None), fn.name
+        # Only the API (which writes pending rows) and extraction are told of the model and the wake queue
+        learns = flow.opensearch and fn.name in ("api", "extraction")
+        assert (settings.model != "none", settings.extraction_queue_url is not None) == (learns, learns), fn.name
     assert Settings.from_env(d.functions["api"].variables).deletion_state_machine_arn == d.state_machine_arn
 
 

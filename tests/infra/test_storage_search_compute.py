@@ -67,7 +67,7 @@ def test_opensearch_serverless_vector_collection_with_three_policies(prod: Any, 
 
 
 def test_only_the_lambda_roles_that_search_are_in_the_data_access_policy(synthesized: Synthesized) -> None:
-    # Given the data access policy / Then its principals are exactly the api, deletion and indexer roles
+    # Given the data access policy / Then its principals are exactly the api, deletion, indexer and extraction roles
     stack = synthesized.stacks[PROD_OPENSEARCH]
     template = synthesized.templates[PROD_OPENSEARCH]
     policy = next(iter(resources(template, "AWS::OpenSearchServerless::AccessPolicy").values()))
@@ -78,10 +78,11 @@ def test_only_the_lambda_roles_that_search_are_in_the_data_access_policy(synthes
             ("api", stack.compute.api),
             ("deletion", stack.compute.deletion),
             ("indexer", stack.compute.indexer),
+            ("extraction", stack.compute.extraction.function),
             ("authorizer", stack.compute.authorizer),
         )
     }
-    for name in ("api", "deletion", "indexer"):
+    for name in ("api", "deletion", "indexer", "extraction"):
         assert roles[name] in text, f"{name} role missing from the data access policy"
     assert roles["authorizer"] not in text
     assert "index/agentmem-prod/*" in text
@@ -143,7 +144,7 @@ def test_every_function_is_arm64_python3_traced_with_both_layers_and_a_retained_
     assert len(console["Layers"]) == 1
     assert console["Layers"][0]["Ref"].startswith("ComputeCoreLayer")
     assert not any(name.startswith("MEMORY_") for name in console["Environment"]["Variables"])
-    prod.resource_count_is("AWS::Lambda::Function", 5)
+    prod.resource_count_is("AWS::Lambda::Function", 6)  # the five, and extraction
     prod.resource_count_is("AWS::Lambda::LayerVersion", 2)
     prod.all_resources_properties(
         "AWS::Lambda::LayerVersion",
@@ -152,8 +153,8 @@ def test_every_function_is_arm64_python3_traced_with_both_layers_and_a_retained_
 
 
 def test_handlers_point_at_the_functions_directory(prod: Any) -> None:
-    # Given the five functions / Then each handler is functions/<name>/handler.py's `handler`
-    for name in ("api", "authorizer", "deletion", "indexer", "console"):
+    # Given the six functions / Then each handler is functions/<name>/handler.py's `handler`
+    for name in ("api", "authorizer", "deletion", "indexer", "extraction", "console"):
         prod.has_resource_properties("AWS::Lambda::Function", {"Handler": f"{name}.handler.handler"})
         assert (packaging.FUNCTIONS_DIR / name / "handler.py").exists()
 

@@ -24,7 +24,7 @@ from agentmem.extraction import config
 from agentmem.extraction.config import AppMemories, AppMemory, Strategy, StrategyType
 from agentmem.extraction.service import NO_MODEL
 from agentmem.extraction.work import parked_partition
-from agentmem.keys import UserRef
+from agentmem.keys import UserRef, escape
 from agentmem.stores.table import Table, query_all
 
 ERASURES_PER_CALL = 50
@@ -77,7 +77,7 @@ class MemoryControl:
 
     def create(self, owner: str, body: cm.CreateMemoryRequest) -> dict[str, Any]:
         if body.client_token:
-            made = self._table.get(config.owned_partition(owner), "TOKEN#" + body.client_token)
+            made = self._table.get(_tokens_partition(owner), body.client_token)
             if made is not None:  # a retry of a create that was answered: the same memory
                 return {"memory": self._wire(self._memories.require(str(made["app"])))}
         now = self._now()
@@ -95,9 +95,7 @@ class MemoryControl:
         memory = self._memories.create(config.with_strategies(memory, strategies, now))
         if body.client_token:
             token_ttl = int(self._clock().timestamp()) + 86_400
-            self._table.put(
-                {"pk": config.owned_partition(owner), "sk": "TOKEN#" + body.client_token, "app": app, "ttl": token_ttl}
-            )
+            self._table.put({"pk": _tokens_partition(owner), "sk": body.client_token, "app": app, "ttl": token_ttl})
         return {"memory": self._wire(memory)}
 
     def get(self, memory_id: str) -> dict[str, Any]:
@@ -105,7 +103,12 @@ class MemoryControl:
         return {"memory": self._wire(memory)}
 
     def list_memories(self, owner: str, body: cm.ListMemoriesRequest) -> dict[str, Any]:
-        apps, after = self._memories.owned(owner, after=body.next_token, limit=body.max_results)
+        after_token = body.next_token
+        if after_token is not None and (
+            len(after_token.encode("utf-8", "surrogatepass")) > 1024 or not after_token.isprintable()
+        ):
+            raise InvalidInput("nextToken is not one this API returned", code="invalid_cursor")
+        apps, after = self._memories.owned(owner, after=after_token, limit=body.max_results)
         summaries = []
         for app in apps:
             memory = self._memories.get(app, fresh=True)
@@ -312,6 +315,11 @@ def _appended(change: dict[str, object] | None, current: str | None) -> str | No
                 if isinstance(inner, dict) and isinstance(inner.get("appendToPrompt"), str):
                     return str(inner["appendToPrompt"])
     return current
+
+
+def _tokens_partition(owner: str) -> str:
+    """CreateMemory's client tokens of one owner (a retry answers the memory the first call made), a day each."""
+    return f"MEMTOKENS#{escape(owner)}"
 
 
 def _wire_override(strategy: Strategy, model_id: str) -> dict[str, Any]:

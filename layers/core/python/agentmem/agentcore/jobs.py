@@ -8,7 +8,9 @@ from typing import Any
 
 from agentmem.agentcore import models
 from agentmem.agentcore import records as ac
+from agentmem.errors import InvalidInput
 from agentmem.extraction.service import ExtractionService
+from agentmem.extraction.work import PARKED_BY_ID
 
 LIST_READ = 1_000
 """Parked jobs one page reads at most (a filter that matches few answers fewer, with a token)."""
@@ -19,6 +21,8 @@ def list_jobs(extraction: ExtractionService, memory_id: str, body: models.ListEx
     wanted = body.filter or models.ExtractionJobFilter()
     jobs: list[dict[str, Any]] = []
     after = body.next_token
+    if after is not None and not (after.startswith(PARKED_BY_ID) and after[len(PARKED_BY_ID) :].isalnum()):
+        raise InvalidInput("nextToken is not one this API returned", code="invalid_cursor")
     read = 0
     while len(jobs) < body.max_results and read < LIST_READ:
         page, after = extraction.list_parked(app, after=after, limit=body.max_results)

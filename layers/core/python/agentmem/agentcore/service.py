@@ -14,7 +14,9 @@ import functools
 import hashlib
 import json
 import random
+import re
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -40,13 +42,15 @@ from agentmem.memory.service import MemoryService
 from agentmem.models.content import Content
 from agentmem.models.memory import MemoryEntry
 from agentmem.stores.retry import retry_on_conflict
-from agentmem.stores.table import Check, Condition, Item, Put, Table
+from agentmem.stores.table import MAX_SORT_KEY_BYTES, Check, Condition, Item, Put, Table
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from agentmem.extraction.config import AppMemories
 
+MAX_BRANCHES = 100
+"""Branches a ListEvents token carries at most (the branches met on the pages read so far)."""
 LIST_READ = 1_000
 """Entries one page of ``ListEvents`` reads at most (a filter that matches few answers fewer, with a token)."""
 
@@ -156,7 +160,7 @@ class AgentCoreService:
     ) -> dict[str, Any]:
         """The session's events newest first (as AgentCore lists them), filtered by branch and metadata."""
         actor = self._actor(memory_id, actor_id)
-        state = _decode_token(body.next_token) if body.next_token else {}
+        state = _decode_token(body.next_token, "", branches=True) if body.next_token else {}
         branch = body.filter.branch if body.filter else None
         allowed: dict[str, str | None] = state.get("branches") or {}
         if branch is not None and not allowed:
@@ -218,7 +222,7 @@ class AgentCoreService:
     def list_sessions(self, memory_id: str, actor_id: str, body: models.ListSessionsRequest) -> dict[str, Any]:
         """The actor's sessions in id order, each with when its first entry was written (one read each)."""
         actor = self._actor(memory_id, actor_id)
-        start = _decode_token(body.next_token).get("after") if body.next_token else None
+        start = _decode_token(body.next_token, memory_records.SESSION_INDEX)["after"] if body.next_token else None
         summaries: list[dict[str, Any]] = []
         more = False
         while True:
@@ -238,7 +242,7 @@ class AgentCoreService:
 
     def list_actors(self, memory_id: str, body: models.ListActorsRequest) -> dict[str, Any]:
         app = ac.app_of_memory(memory_id)
-        start = _decode_token(body.next_token).get("after") if body.next_token else None
+        start = _decode_token(body.next_token, ac.ACTOR_ROW)["after"] if body.next_token else None
         page = self._table.query(ac.index_partition(app), ac.ACTOR_ROW, limit=body.max_results, start_after=start)
         answer: dict[str, Any] = {"actorSummaries": [{"actorId": row["actor"]} for row in page.items]}
         if page.next_start is not None:
@@ -631,11 +635,37 @@ def _encode_token(state: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def _decode_token(token: str) -> dict[str, Any]:
+_FORGED = "nextToken is not one this API returned"
+
+
+_ENTRY_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+
+
+def _decode_token(token: str, after_prefix: str, *, branches: bool = False) -> dict[str, Any]:
+    """A page token this API gave: ``after``, a sort key beginning with ``after_prefix`` (and, for ListEvents,
+    ``branches``, branch key -> entry id or null); any other token is a ValidationException, never a read."""
     try:
         state = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode("utf-8"))
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise InvalidInput("nextToken is not one this API returned", code="invalid_cursor") from None
-    if not isinstance(state, dict):
-        raise InvalidInput("nextToken is not one this API returned", code="invalid_cursor")
+        raise InvalidInput(_FORGED, code="invalid_cursor") from None
+    after = state.get("after") if isinstance(state, dict) else None
+    allowed = {"after", "branches"} if branches else {"after"}
+    if (
+        not isinstance(state, dict)
+        or set(state) - allowed
+        or not isinstance(after, str)
+        or not after.startswith(after_prefix)
+        or len(after.encode("utf-8", "surrogatepass")) > MAX_SORT_KEY_BYTES
+        or any(unicodedata.category(ch) == "Cc" for ch in after)
+    ):
+        raise InvalidInput(_FORGED, code="invalid_cursor")
+    kept = state.get("branches") or {}
+    if branches and not _ENTRY_ID.fullmatch(after):  # ListEvents: the last entry id read
+        raise InvalidInput(_FORGED, code="invalid_cursor")
+    if branches and (
+        not isinstance(kept, dict)
+        or len(kept) > MAX_BRANCHES
+        or not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in kept.items())
+    ):
+        raise InvalidInput(_FORGED, code="invalid_cursor")
     return state

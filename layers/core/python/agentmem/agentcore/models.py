@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from agentmem.models.memory import utc_moment
+
 _ID_CHARS = r"[a-zA-Z0-9_/\-]"
 ACTOR_ID = re.compile(rf"[a-zA-Z0-9]{_ID_CHARS}*(?::{_ID_CHARS}+)*{_ID_CHARS}*")
 SESSION_ID = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_\-]*")
@@ -46,7 +48,7 @@ def _epoch(value: Any) -> Any:
 def _utc(value: datetime) -> datetime:
     if value.tzinfo is None:
         raise ValueError("a timestamp needs a time zone")
-    moment = value.astimezone(UTC)
+    moment = utc_moment(value, "a timestamp")
     if moment.year < 1970:
         raise ValueError("a timestamp must not be before 1970")
     return moment

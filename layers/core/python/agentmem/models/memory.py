@@ -34,14 +34,23 @@ def _id(field: str) -> AfterValidator:
     return AfterValidator(check)
 
 
+LAST_YEAR = 9000
+"""The latest year a stored time may fall in: every period read against it (the dates a search names, a
+month's spill into the next year, the fade of closeness) stays inside the calendar (9999)."""
+
+
 def utc_moment(value: datetime, field: str = "the time") -> datetime:
-    """``value`` in UTC; refuses a naive time or one that leaves the calendar once converted."""
+    """``value`` in UTC; refuses a naive time, one that leaves the calendar once converted, or one after
+    :data:`LAST_YEAR`."""
     if value.tzinfo is None:
         raise ValueError(f"{field} must carry a time zone (RFC 3339, e.g. 2026-06-01T09:30:00Z)")
     try:
-        return value.astimezone(UTC)
+        moment = value.astimezone(UTC)
     except OverflowError:
         raise ValueError(f"{field} is out of range once converted to UTC") from None
+    if moment.year > LAST_YEAR:
+        raise ValueError(f"{field} must be before the year {LAST_YEAR + 1}")
+    return moment
 
 
 def _utc(value: datetime) -> datetime:
@@ -169,6 +178,12 @@ class QueryRequest(BaseModel):
     project_id: ProjectId | None = None
     limit: int = Field(default=20, ge=1, le=100)
     cursor: str | None = Field(default=None, max_length=128)
+
+
+class ExtractSessionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    project_id: ProjectId | None = None
 
 
 class DeleteByQueryRequest(BaseModel):

@@ -73,6 +73,8 @@ def fold(text: str) -> str:
 
 
 def month_period(year: int, month: int) -> Period:
+    if (year, month) == (date.max.year, 12):  # December of the calendar's last year: no January after it
+        return Period(date(year, 12, 1), date.max)
     following = date(year + month // 12, month % 12 + 1, 1)
     return Period(date(year, month, 1), following - timedelta(days=1))
 
@@ -122,7 +124,15 @@ def named_periods(query: str) -> list[Period]:
 
 def _closeness(period: Period, first: date, last: date, after_days: int) -> float:
     """How close days ``first`` to ``last`` lie to ``period`` (widened by a day before it and
-    ``after_days`` after it): 1 when they meet it, fading to 0 over :data:`FADE_DAYS`."""
+    ``after_days`` after it): 1 when they meet it, fading to 0 over :data:`FADE_DAYS`; 0 where the widening
+    leaves the calendar (a period or a day at its very edge: stored times stop at 9000, queries do not)."""
+    try:
+        return _closeness_within(period, first, last, after_days)
+    except (OverflowError, ValueError):
+        return 0.0
+
+
+def _closeness_within(period: Period, first: date, last: date, after_days: int) -> float:
     start, end = period.first, period.last
     if period.every_year:
         try:

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import re
 import secrets
@@ -70,11 +71,11 @@ MODEL_NEEDED = "model_not_configured"
 
 
 def model_needed(operation: str) -> InvalidInput:
-    """What an operation that needs a model answers: this service runs no extraction model."""
+    """What an operation that needs a model answers when none is configured."""
     return InvalidInput(
-        f"{operation} needs a model, and none is configured: this service runs no long-term extraction strategy "
-        "(semantic, summary, user preference, episodic). Write records with BatchCreateMemoryRecords; see "
-        "docs/agentcore.md",
+        f"{operation} needs a model, and none is configured (MEMORY_MODEL; in the cloud, EXTRACTION_MODEL at "
+        "deploy): strategies are kept but nothing is extracted. See docs/extraction.md; records can be written "
+        "with BatchCreateMemoryRecords",
         code=MODEL_NEEDED,
     )
 
@@ -234,7 +235,10 @@ def user_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 def typed_value(value: Any, dates: Sequence[str], key: str) -> dict[str, Any] | None:
     """A stored metadata value as a ``MemoryRecordMetadataValue``."""
     if key in dates and isinstance(value, str):
-        return {"dateTimeValue": epoch(value)}
+        try:
+            return {"dateTimeValue": epoch(value)}
+        except ValueError:  # not a time after all (metadata written around this API): shown as a string
+            return {"stringValue": value}
     if isinstance(value, bool):
         return {"stringValue": str(value).lower()}
     if isinstance(value, str):
@@ -276,6 +280,17 @@ def payload_parts(payload: Sequence[Any]) -> tuple[list[dict[str, Any]], list[st
     return parts, kinds
 
 
+def _blob_value(blob: Any) -> tuple[Any] | None:
+    """The JSON value an ``inline_data`` part of ours holds (in a 1-tuple: it may be null); None when it holds
+    none (not base64 of UTF-8 JSON)."""
+    if not isinstance(blob, dict) or not isinstance(blob.get("data"), str):
+        return None
+    try:
+        return (json.loads(base64.b64decode(blob["data"], validate=True).decode("utf-8")),)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+
+
 def payload_of(content: Mapping[str, Any], metadata: Mapping[str, Any], author: str | None) -> list[dict[str, Any]]:
     """An entry's content as an event's payload: as written through this API, or, for an entry written
     through the REST API, each text part a conversational item of its author's role and any other part a
@@ -292,9 +307,9 @@ def payload_of(content: Mapping[str, Any], metadata: Mapping[str, Any], author: 
             payload.append({"conversational": {"content": {"text": text}, "role": role}})
             continue
         blob = part.get("inline_data") or part.get("inlineData")
-        if kind in ("blob", "json") and isinstance(blob, dict):
-            value = json.loads(base64.b64decode(blob["data"]).decode("utf-8"))
-            payload.append({"json": {"content": value}} if kind == "json" else {"blob": value})
-        else:
+        value = _blob_value(blob) if kind in ("blob", "json") else None
+        if value is not None:
+            payload.append({"json": {"content": value[0]}} if kind == "json" else {"blob": value[0]})
+        else:  # a part this API did not write (or metadata that does not match it): given as it is stored
             payload.append({"blob": part})
     return payload

@@ -24,9 +24,9 @@ from agentmem.models.memory import (
     MAX_TEXT_BYTES,
     FilterDocument,
     MemoryEntry,
-    Metadata,
     SearchMode,
     SessionId,
+    ToldMetadata,
 )
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ class _SearchMemory(_Strict):
 class _AddMemory(_Strict):
     text: StrictStr = Field(min_length=1, max_length=MAX_TEXT_BYTES)
     session_id: SessionId | None = None
-    metadata: Metadata | None = None
+    metadata: ToldMetadata | None = None
 
 
 class _ProfileCard(_Strict):

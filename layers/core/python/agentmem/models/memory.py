@@ -109,6 +109,34 @@ def _aware(field: str) -> AfterValidator:
 
 Metadata = Annotated[dict[str, Any], AfterValidator(check_metadata)]
 
+RESERVED_METADATA_PREFIXES = ("agentcore.", "store.")
+"""Metadata keys this service writes itself (AgentCore's events and records, the LangGraph store's items):
+the REST and MCP writes may not set them, since the views that read them trust what they hold."""
+
+
+def check_told_metadata(metadata: dict[str, Any] | None) -> None:
+    """Refuse metadata keys of :data:`RESERVED_METADATA_PREFIXES` (a write through the REST API or MCP)."""
+    for key in metadata or {}:
+        if key.startswith(RESERVED_METADATA_PREFIXES):
+            raise ValueError(
+                f"metadata key {key!r}: keys beginning with {' or '.join(map(repr, RESERVED_METADATA_PREFIXES))} "
+                "are this service's own (AgentCore's records and events, the store's items); choose another key"
+            )
+
+
+def _told(entry: MemoryEntry) -> MemoryEntry:
+    check_told_metadata(entry.metadata)
+    return entry
+
+
+def _told_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    check_told_metadata(metadata)
+    return metadata
+
+
+ToldMetadata = Annotated[dict[str, Any], AfterValidator(check_metadata), AfterValidator(_told_metadata)]
+"""Metadata of a write through MCP: as :data:`Metadata`, with none of the service's own keys."""
+
 
 class MemoryEntry(BaseModel):
     """What an agent asks to remember: ADK's MemoryEntry, with our metadata and expiry."""
@@ -143,10 +171,14 @@ class StoredEntry(BaseModel):
         return self.model_dump(exclude={k for k in ("score", "indexing") if getattr(self, k) is None})
 
 
+ToldEntry = Annotated["MemoryEntry", AfterValidator(_told)]
+"""An entry written through the REST API: its metadata keys are not the service's own."""
+
+
 class PutSessionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    entries: list[MemoryEntry] = Field(max_length=MAX_ENTRIES_PER_REQUEST)
+    entries: list[ToldEntry] = Field(max_length=MAX_ENTRIES_PER_REQUEST)
     project_id: ProjectId | None = None
     ttl_seconds: TtlSeconds | None = None
 
@@ -154,7 +186,7 @@ class PutSessionRequest(BaseModel):
 class AddEntryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    entry: MemoryEntry
+    entry: ToldEntry
     project_id: ProjectId | None = None
     session_id: SessionId | None = None
     ttl_seconds: TtlSeconds | None = None

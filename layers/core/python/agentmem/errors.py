@@ -68,6 +68,17 @@ class ConditionFailed(Conflict):
     code = "condition_failed"
 
 
+class MethodNotAllowed(MemoryServiceError):
+    """The path is served, by other methods (``allowed``: the ``Allow`` header)."""
+
+    code = "method_not_allowed"
+    http_status = 405
+
+    def __init__(self, allowed: list[str]) -> None:
+        super().__init__(f"this path takes {', '.join(allowed)}", details={"allow": allowed})
+        self.allowed = allowed
+
+
 class RateLimited(MemoryServiceError):
     code = "rate_limited"
     http_status = 429

@@ -17,11 +17,20 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agentmem import __version__
 from agentmem.api import middlewares, tenancy
-from agentmem.api.http import JSON, MAX_BODY_BYTES, documented, error_response, error_result, json_response, parse_body
+from agentmem.api.http import (
+    JSON,
+    MAX_BODY_BYTES,
+    documented,
+    error_response,
+    error_result,
+    json_response,
+    parse_body,
+    served_methods,
+)
 from agentmem.api.routes import agentcore, extraction, graph, mcp, memories, service, store, users
 from agentmem.api.routes import tenancy as tenancy_routes
 from agentmem.budget import dumps
-from agentmem.errors import MemoryServiceError
+from agentmem.errors import MemoryServiceError, MethodNotAllowed
 from agentmem.observability import logger, metrics, trace_handler
 from agentmem.users import writes_end_with
 
@@ -96,7 +105,11 @@ def _request_id() -> str:
 
 
 def _location(loc: Any) -> str:
-    parts = [str(p) for p in loc or () if p not in ("body", "query", "path")]
+    """Where a validation error is: its location's kind (body, query, path) left out, never a field that
+    shares that name (a body's ``query``)."""
+    parts = [str(p) for p in loc or ()]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
     return ".".join(parts) or "request"
 
 
@@ -104,7 +117,8 @@ def _location(loc: Any) -> str:
 def _domain_error(exc: MemoryServiceError) -> Response[Any]:
     if exc.http_status >= 500:
         logger.warning("dependency failure", error_code=exc.code)
-    return error_response(exc.http_status, exc.code, exc.message, _request_id(), exc.details)
+    headers = {"Allow": ", ".join(exc.allowed)} if isinstance(exc, MethodNotAllowed) else None
+    return error_response(exc.http_status, exc.code, exc.message, _request_id(), exc.details, headers)
 
 
 @app.exception_handler(RequestValidationError)
@@ -125,6 +139,10 @@ def _bad_encoding(exc: UnicodeDecodeError) -> Response[Any]:
 
 @app.not_found
 def _not_found(exc: Exception) -> Response[Any]:
+    served = served_methods(app, str(app.current_event.path))
+    if served:  # the path is one of ours, by another method
+        refused: Response[Any] = _domain_error(MethodNotAllowed(served))
+        return refused
     return error_response(404, "route_not_found", "no such route; see /v1/openapi.json", _request_id())
 
 

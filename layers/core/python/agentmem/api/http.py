@@ -103,8 +103,25 @@ def no_content() -> Response[Any]:
     return Response(status_code=204, content_type=JSON, body="")
 
 
-def error_response(status_code: int, code: str, message: str, request_id: str, details: Any = None) -> Response[Any]:
-    return Response(status_code, JSON, dumps(error_body(code, message, request_id, details)))
+def error_response(
+    status_code: int,
+    code: str,
+    message: str,
+    request_id: str,
+    details: Any = None,
+    headers: dict[str, str] | None = None,
+) -> Response[Any]:
+    return Response(status_code, JSON, dumps(error_body(code, message, request_id, details)), headers=headers)
+
+
+def served_methods(resolver: Any, path: str, *, named: bool = False) -> list[str]:
+    """The methods the resolver's routes serve ``path`` with; ``named``: only routes whose last segment is
+    that name, not a placeholder (``POST .../memories/search``, not ``GET .../memories/<entry_id>``)."""
+    methods: set[str] = set()
+    for route in [*resolver._static_routes, *resolver._dynamic_routes]:
+        if route.rule.match(path) and not (named and route.path.rstrip("/").rsplit("/", 1)[-1].startswith("<")):
+            methods.add(str(route.method).upper())
+    return sorted(methods)
 
 
 def error_result(status_code: int, code: str, message: str, request_id: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from agentmem.agentcore.records import app_of_memory, model_needed
 from agentmem.api.http import JSON, json_response, path_id
 from agentmem.api.tenancy import caller_app
 from agentmem.container import get_container
+from agentmem.errors import InvalidInput
 
 if TYPE_CHECKING:
     from agentmem.agentcore.service import AgentCoreService
@@ -126,7 +127,11 @@ def list_extraction_jobs(memory_id: str, body: models.ListExtractionJobsRequest)
 
 @router.post(MEMORY + "/ingest", **_HIDDEN)
 def ingest_data(memory_id: str) -> Response[dict[str, Any]]:
-    raise model_needed("IngestData (extraction from ingested content)")
+    raise InvalidInput(
+        "IngestData is not offered here: write the content as events (CreateEvent), which the memory's strategies "
+        "learn from (docs/extraction.md)",
+        code="operation_not_offered",
+    )
 
 
 # -- the control plane: memories (botocore's bedrock-agentcore-control, same endpoint) ----------------------
@@ -167,7 +172,7 @@ _REASONS = {
 
 def _exception(status: int, code: str) -> tuple[int, str]:
     """The model's exception (and its status) for an error of this API."""
-    if code == "route_not_found":
+    if code in ("route_not_found", "method_not_allowed"):  # no operation has that method and path
         return 404, "UnknownOperationException"
     if status in (400, 413, 422):
         return 400, "ValidationException"

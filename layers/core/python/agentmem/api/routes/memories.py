@@ -18,19 +18,22 @@ from agentmem.api.http import (
     no_content,
     path_id,
     scope_from_path,
+    served_methods,
     user_from_path,
 )
 from agentmem.container import get_container
+from agentmem.errors import MethodNotAllowed
 from agentmem.keys import validate_id
 from agentmem.memory import filters
 from agentmem.models.memory import (
     AddEntryRequest,
     DeleteByQueryRequest,
+    ExtractSessionRequest,
     PutSessionRequest,
     QueryRequest,
     SearchRequest,
 )
-from agentmem.models.responses import Deleted, Entry, EntryPage, SearchResults, SessionStored
+from agentmem.models.responses import Deleted, Entry, EntryPage, ExtractionQueued, SearchResults, SessionStored
 from agentmem.observability import MetricUnit, metrics
 
 if TYPE_CHECKING:
@@ -123,6 +126,7 @@ def _entry_page(page: service.EntryPage) -> Response[EntryPage]:
     responses=documented(200, "the entry", *TENANT, 404),
 )
 def get_entry(app: PathId, user: PathId, entry_id: PathId) -> Response[Entry]:
+    _refuse_named_routes()
     stored = get_container().memory.get_entry(user_from_path(app, user), path_id(entry_id))
     return json_response(200, stored.to_json())
 
@@ -133,6 +137,7 @@ def get_entry(app: PathId, user: PathId, entry_id: PathId) -> Response[Entry]:
     responses=documented(204, "deleted", *WRITE, 404),
 )
 def delete_entry(app: PathId, user: PathId, entry_id: PathId) -> Response[Any]:
+    _refuse_named_routes()
     get_container().memory.delete_entry(user_from_path(app, user), path_id(entry_id))
     return no_content()
 
@@ -159,6 +164,24 @@ def delete_session(app: PathId, user: PathId, session: PathId, project_id: Proje
     return json_response(200, {"deleted": deleted})
 
 
+@router.post(
+    SCOPE_PATH + "/sessions/<session>/extract",
+    summary="Learn from a session now: extract what its messages not yet learnt from hold (docs/extraction.md)",
+    responses=documented(202, "queued, or off when the app learns nothing", *WRITE),
+)
+def extract_session(
+    app: PathId, user: PathId, session: PathId, body: ExtractSessionRequest
+) -> Response[ExtractionQueued]:
+    scope = scope_from_path(app, user, body.project_id)
+    session_id = validate_id(path_id(session), "session_id")
+    container = get_container()
+    container.memory.ensure_writable(scope.user_ref)
+    queued = container.model is not None and container.extraction.request(scope, session_id)
+    if queued and container.learns_locally:
+        container.local_extraction.notify(scope.partition, session_id)
+    return json_response(202, {"session_id": session_id, "status": "queued" if queued else "off"})
+
+
 @router.delete(
     SCOPE_PATH + "/projects/<project>",
     summary="Delete a project and everything in it",
@@ -167,3 +190,10 @@ def delete_session(app: PathId, user: PathId, session: PathId, project_id: Proje
 def delete_project(app: PathId, user: PathId, project: PathId) -> Response[Deleted]:
     deleted = get_container().memory.delete_project(user_from_path(app, user), path_id(project))
     return json_response(200, {"deleted": deleted})
+
+
+def _refuse_named_routes() -> None:
+    """``GET .../memories/search`` is the search route by the wrong method, not an entry named "search"."""
+    named = served_methods(router.api_resolver, router.current_event.path, named=True)
+    if named:
+        raise MethodNotAllowed(named)

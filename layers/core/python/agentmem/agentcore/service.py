@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from agentmem import held_items, users
 from agentmem.agentcore import models
 from agentmem.agentcore import records as ac
+from agentmem.budget import Budget
 from agentmem.clock import format_timestamp, new_id, parse_timestamp, utc_now
 from agentmem.errors import (
     ConditionFailed,
@@ -172,11 +173,16 @@ class AgentCoreService:
         events: list[dict[str, Any]] = []
         last: str | None = None
         exhausted = True
+        budget = Budget()  # a page's events within the response budget, however large their payloads
         page = body.max_results + 1 if where is None and branch is None else 100  # a filter reads more to match
         for read, item in enumerate(self._session_items(actor.scope, prefix, start, page), 1):
-            last = item["id"]
             if memory_records.matches(item, where, now) and self._on_branch(actor, item, branch, allowed):
-                events.append(_event(memory_id, actor_id, item, include_payload=body.include_payloads))
+                event = _event(memory_id, actor_id, item, include_payload=body.include_payloads)
+                if not budget.take(event):  # the next page starts with this event
+                    exhausted = False
+                    break
+                events.append(event)
+            last = item["id"]
             if len(events) >= body.max_results or read >= LIST_READ:
                 exhausted = False
                 break
@@ -357,6 +363,7 @@ class AgentCoreService:
         if ref is None:  # the actor never had a record
             return {"memoryRecordSummaries": []}
         page = self._memory.query(actor.scope, where, limit=body.max_results, cursor=body.next_token)
+        # The memory service's page is within the response budget; a record is shorter than its entry.
         summaries = [_record(ac.record_id(e.id, ref), _item_of(e), None) for e in page.entries]
         answer: dict[str, Any] = {"memoryRecordSummaries": summaries}
         if page.next_cursor:
@@ -374,8 +381,9 @@ class AgentCoreService:
         if ref is None:
             return {"memoryRecordSummaries": []}
         result = self._memory.search(actor.scope, criteria.search_query, top_k=top_k, where=where)
+        budget = Budget()
         summaries = [_record(ac.record_id(e.id, ref), _item_of(e), e.score) for e in result.entries]
-        return {"memoryRecordSummaries": summaries}
+        return {"memoryRecordSummaries": [s for s in summaries if budget.take(s)]}
 
     def _record_scope(
         self, memory_id: str, namespace: str | None, path: str | None

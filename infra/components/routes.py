@@ -26,6 +26,7 @@ TENANT_ROUTES: list[tuple[str, str]] = [
     ("POST", SCOPE + "/memories/query"),
     ("POST", SCOPE + "/memories/delete"),
     ("DELETE", SCOPE + "/sessions/{session}"),
+    ("POST", SCOPE + "/sessions/{session}/extract"),
     ("DELETE", SCOPE + "/projects/{project}"),
     ("DELETE", SCOPE),
     ("GET", SCOPE + "/deletions/{deletion_id}"),

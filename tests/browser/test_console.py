@@ -467,3 +467,25 @@ def test_erasing_a_user_shows_progress_and_the_apis_receipt(site: Site, console:
         assert http.get(f"{scope(APP, 'bob')}/memories").json()["entries"] == []
         assert http.get(f"{scope(APP, 'bob')}/graph").json()["entities"] == []
         assert http.get(f"{scope(APP, 'bob')}/projects").json() == {"projects": [], "next_cursor": None}
+
+
+def test_a_fact_learnt_from_a_conversation_is_marked_with_its_record(site: Site, console: Console) -> None:
+    from agentmem.graph.service import GraphMemoryService
+    from agentmem.keys import Scope
+    from agentmem.stores.sqlite_table import SqliteTable
+
+    # Given a fact extraction learnt as a memory record (written as extraction writes it, into the server's file)
+    table = SqliteTable(str(site.server.db_path))
+    try:
+        GraphMemoryService(table).remember(Scope(APP, "lea", None), "Lea", ["sails a wooden boat"], source="mem-x")
+    finally:
+        table.close()
+    with site.http() as http:
+        http.post(f"{scope(APP, 'lea')}/graph/tools/remember", json={"entity": "Lea", "facts": ["lives in Porto"]})
+    page = console.sign_in(site.key, APP, "lea", view="graph")
+    page.locator("#entity-list li[data-name='Lea'] button").click()
+    # Then the learnt fact says so, with its record, and the fact told directly does not
+    learnt = page.locator("tr.fact", has_text="sails a wooden boat").locator(".learnt")
+    expect(learnt).to_have_count(1)
+    assert "mem-x" in (learnt.get_attribute("title") or "")
+    expect(page.locator("tr.fact", has_text="lives in Porto").locator(".learnt")).to_have_count(0)

@@ -294,12 +294,12 @@ def test_without_a_model_extraction_jobs_say_a_model_is_needed(server: LiveServe
     assert error["Error"]["Code"] == "ValidationException"
     assert "needs a model" in error["Error"]["Message"]
     assert error["ResponseMetadata"]["HTTPStatusCode"] == 400
-    # And there are no failed jobs to list (extraction never ran), and ingesting content to extract needs one
+    # And there are no failed jobs to list (extraction never ran), and IngestData says it is not offered
     assert client.list_memory_extraction_jobs(memoryId=memory)["jobs"] == []
     ingested = {"inline": {"payload": [{"conversational": {"content": {"text": "hello"}, "role": "USER"}}]}}
     when = time.time()
     ingest = error_of(client.ingest_data, memoryId=memory, actorId="alice", contentTimestamp=when, source=ingested)
-    assert "needs a model" in ingest["Error"]["Message"]
+    assert "IngestData is not offered" in ingest["Error"]["Message"]
 
 
 def test_bad_input_is_a_validation_exception_and_writes_nothing(server: LiveServer) -> None:

@@ -5,7 +5,6 @@ the tokens lead through every event once."""
 
 from __future__ import annotations
 
-
 from agentmem.budget import LAMBDA_RESPONSE_LIMIT, RESPONSE_BUDGET_BYTES
 from tests.support import ApiClient
 

@@ -519,3 +519,19 @@ def test_a_long_backlog_is_worked_in_bounded_steps(api: ApiClient, container: Co
     last_prompt = model.asked_for("Facts")[-1]
     assert f"message number {turns - 1}" in last_prompt
     assert "message number 0" not in last_prompt
+
+
+def test_a_session_is_learnt_from_on_demand(api: ApiClient, container: Container, model: Model) -> None:
+    learns(container, FACTS, trigger_messages=50, trigger_idle_seconds=3000)
+    model.answers["Facts"] = facts_about(("Ana plays the cello.", "Ana", [1]))
+    api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
+    # Given a session below its triggers, nothing is extracted
+    assert [o.state for o in run(container)] == ["waiting"]
+    # When extraction is asked for it
+    reply = api.post(f"{ALICE}/sessions/s1/extract", {})
+    # Then it is queued and runs at once, whatever the triggers say
+    assert (reply.status, reply.body) == (202, {"session_id": "s1", "status": "queued"})
+    assert [o.state for o in run(container)] == ["done"]
+    assert [r["content"]["text"] for r in records(api, "/facts/alice/")] == ["Ana plays the cello."]
+    # And an app that learns nothing says so
+    assert api.post(scope_path("other-app", "alice") + "/sessions/s1/extract", {}).body["status"] == "off"

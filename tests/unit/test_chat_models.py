@@ -396,3 +396,23 @@ def test_a_container_given_a_model_uses_it() -> None:
     settings = Settings(model="bedrock")
     # Then that model is the container's
     assert Container(settings, model=double).model is double
+
+
+def test_the_schema_sent_leaves_long_bounds_to_the_answers_validation() -> None:
+    from pydantic import BaseModel, Field
+
+    from agentmem.llm.port import GRAMMAR_MAX_LENGTH, schema_of
+
+    class Long(BaseModel):
+        summary: str = Field(max_length=4000)
+        title: str = Field(max_length=80)
+        items: list[int] = Field(max_length=8)
+
+    # Given bounds a grammar would unroll into thousands of rules / Then the sent schema omits them, keeps the rest
+    sent = schema_of(Long)["properties"]
+    assert "maxLength" not in sent["summary"]
+    assert sent["title"]["maxLength"] == 80 <= GRAMMAR_MAX_LENGTH
+    assert sent["items"]["maxItems"] == 8
+    # And the answer's model still refuses what is too long
+    with pytest.raises(ValueError, match="at most 4000"):
+        Long.model_validate({"summary": "x" * 4001, "title": "t", "items": []})

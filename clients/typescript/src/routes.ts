@@ -36,6 +36,7 @@ export const ROUTES = {
   deleteEntry: { on: "user", method: "DELETE", path: `${SCOPE}/memories/{entry_id}` },
   deleteEntries: { on: "user", method: "POST", path: `${SCOPE}/memories/delete`, request: "DeleteByQueryRequest", response: "Deleted" },
   deleteSession: { on: "user", method: "DELETE", path: `${SCOPE}/sessions/{session}`, query: ["project_id"], response: "Deleted" },
+  extractSession: { on: "user", method: "POST", path: `${SCOPE}/sessions/{session}/extract`, request: "ExtractSessionRequest", response: "ExtractionQueued" },
   deleteProject: { on: "user", method: "DELETE", path: `${SCOPE}/projects/{project}`, response: "Deleted" },
   // erasure and export
   deleteUser: { on: "user", method: "DELETE", path: SCOPE, response: "DeletionStarted" },

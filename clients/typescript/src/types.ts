@@ -360,6 +360,8 @@ export interface EstimatedCost {
   dynamodb_reads: number;
   dynamodb_writes: number;
   embeddings: number;
+  /** The extraction model's tokens at the configured Bedrock model's list price; 0 when unpriced (see `cost_basis`). */
+  extraction_model?: number;
   total: number;
 }
 
@@ -427,6 +429,16 @@ export interface ExtractionState {
   model: string | null;
   tokens_this_month: number;
   message: string;
+}
+
+export interface ExtractSessionRequest {
+  project_id?: string | null;
+}
+
+/** `queued`: learnt from shortly, whatever the triggers say; `off`: the app learns nothing. */
+export interface ExtractionQueued {
+  session_id: string;
+  status: "queued" | "off";
 }
 
 export interface ExtractionOut {
@@ -535,6 +547,8 @@ export interface Schemas {
   AddObservationsRequest: AddObservationsRequest;
   Capabilities: Capabilities;
   ExtractionIn: ExtractionIn;
+  ExtractionQueued: ExtractionQueued;
+  ExtractSessionRequest: ExtractSessionRequest;
   ExtractionOut: ExtractionOut;
   ExtractionState: ExtractionState;
   StrategyIn: StrategyIn;

@@ -10,6 +10,7 @@ import type {
   Entry,
   EntryPage,
   ExportPage,
+  ExtractionQueued,
   Filter,
   JsonRpcMessage,
   Metadata,
@@ -136,6 +137,11 @@ export class UserClient extends UserGraph {
   async deleteSession(sessionId: string, options: Write = {}): Promise<number> {
     const call = { query: { project_id: options.projectId }, idempotencyKey: options.idempotencyKey };
     return (await this.call("deleteSession", { session: sessionId }, call)).deleted;
+  }
+
+  /** Learn from a session now (docs/extraction.md): `{ session_id, status: "queued" | "off" }`. */
+  extractSession(sessionId: string, options: Pick<Write, "projectId"> = {}): Promise<ExtractionQueued> {
+    return this.call("extractSession", { session: sessionId }, { body: { project_id: options.projectId } });
   }
 
   /** Delete a project's entries: how many. */

@@ -188,6 +188,11 @@ class _UserRoutes:
         return self._delete(f"/sessions/{_segment(session_id)}", project_id).then(_deleted)
 
     @Route
+    def extract_session(self, session_id: str, *, project_id: str | None = None) -> Call[dict[str, Any]]:
+        """Learn from a session now (docs/extraction.md): ``{"session_id", "status": "queued"|"off"}``."""
+        return self._post(f"/sessions/{_segment(session_id)}/extract", {"project_id": project_id})
+
+    @Route
     def delete_project(self, project_id: str) -> Call[int]:
         return self._delete(f"/projects/{_segment(project_id)}").then(_deleted)
 

@@ -261,7 +261,14 @@ export async function render(ctx, root) {
     return h(
       'tr',
       { class: `fact ${label}`, dataset: { id: fact.id, entity: entityName } },
-      h('td', { class: 'fact-text', text: fact.content }),
+      h(
+        'td',
+        { class: 'fact-text' },
+        fact.content,
+        fact.source
+          ? h('span', { class: 'learnt', title: `learnt from a conversation: memory record ${fact.source}`, text: 'learnt' })
+          : null,
+      ),
       h('td', { class: 'status', text: status }),
       h('td', { class: 'nowrap', text: when(fact.valid_from) }),
       h('td', { class: 'nowrap', text: fact.valid_to ? when(fact.valid_to) : 'open' }),

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentmem.extraction.config import StrategyType
 
 MAX_RECORD_CHARS = 1_000
-MAX_CANDIDATES = 20
+MAX_CANDIDATES = 8
 """Records one model call may propose (a longer list does not validate)."""
 MAX_SUMMARY_CHARS = 4_000
 
@@ -29,7 +29,7 @@ class Fact(_Answer):
     text: str = Field(min_length=1, max_length=MAX_RECORD_CHARS)
     about: str | None = Field(default=None, max_length=120)
     about_type: str | None = Field(default=None, max_length=40)
-    messages: list[int] = Field(default_factory=list, max_length=50)
+    messages: list[int] = Field(default_factory=list, max_length=20)
 
 
 class Facts(_Answer):
@@ -39,7 +39,7 @@ class Facts(_Answer):
 class Preference(_Answer):
     text: str = Field(min_length=1, max_length=MAX_RECORD_CHARS)
     category: str | None = Field(default=None, max_length=60)
-    messages: list[int] = Field(default_factory=list, max_length=50)
+    messages: list[int] = Field(default_factory=list, max_length=20)
 
 
 class Preferences(_Answer):
@@ -54,7 +54,7 @@ class Episode(_Answer):
     situation: str = Field(max_length=MAX_RECORD_CHARS)
     actions: str = Field(max_length=MAX_RECORD_CHARS)
     outcome: str = Field(max_length=MAX_RECORD_CHARS)
-    messages: list[int] = Field(default_factory=list, max_length=50)
+    messages: list[int] = Field(default_factory=list, max_length=20)
 
 
 class Episodes(_Answer):

@@ -55,9 +55,15 @@ class Steps:
         return outcome
 
 
+NOTIFY_DELAY_MS = 1_000
+"""How long the background thread lets a session's writes gather before it looks (one step for a burst of
+writes, not one per write: the step shares the process with the requests)."""
+
+
 class LocalRunner:
     """The local server's runner: a heap of (when, partition, session), worked by one background thread
-    (or, with ``background=False``, by whoever calls :meth:`drain`: the tests)."""
+    (or, with ``background=False``, by whoever calls :meth:`drain`: the tests). A session already due no
+    later than asked is not queued again."""
 
     def __init__(
         self,
@@ -72,19 +78,24 @@ class LocalRunner:
         self._background = background
         self._clock_ms = clock_ms
         self._due: list[tuple[int, str, str]] = []
+        self._earliest: dict[tuple[str, str], int] = {}
         self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopping = False
 
     def wake(self, partition: str, session: str, at_ms: int) -> None:
         with self._lock:
+            if self._earliest.get((partition, session), at_ms + 1) <= at_ms:
+                return
+            self._earliest[(partition, session)] = at_ms
             heapq.heappush(self._due, (at_ms, partition, session))
             self._lock.notify()
         self._ensure_thread()
 
     def notify(self, partition: str, session: str) -> None:
-        """A write into the session landed (its pending row with it): look at it now."""
-        self.wake(partition, session, self._clock_ms())
+        """A write into the session landed (its pending row with it): look at it shortly (at once when
+        drained by hand)."""
+        self.wake(partition, session, self._clock_ms() + (NOTIFY_DELAY_MS if self._background else 0))
 
     def resume(self) -> int:
         """Look again at every session with a pending row (after a restart); the number found."""
@@ -122,8 +133,9 @@ class LocalRunner:
                     return
                 _, partition, session = heapq.heappop(self._due)
                 # the same session queued twice (two writes): one step does both
-                self._due = [d for d in self._due if (d[1], d[2]) != (partition, session) or d[0] > limit]
+                self._due = [d for d in self._due if (d[1], d[2]) != (partition, session)]
                 heapq.heapify(self._due)
+                self._earliest.pop((partition, session), None)
             yield partition, session
 
     def _run(self, partition: str, session: str) -> Outcome:

@@ -47,8 +47,8 @@ from agentmem.observability import logger
 from agentmem.stores.table import Check, Condition, Item, Put, Table, WriteOp, query_all
 from agentmem.tenancy import metering
 
-BATCH_MESSAGES = 20
-"""Messages one model call reads at most."""
+BATCH_MESSAGES = 30
+"""Messages one model call reads at most (a LoCoMo session, about 21 turns, is one batch)."""
 EARLIER_MESSAGES = 2
 """Messages before the batch shown as context (never extracted from twice)."""
 NEIGHBOURS = 3
@@ -67,6 +67,9 @@ stays well within the extraction function's timeout)."""
 MAX_RECORDS_PER_BATCH = 24
 """Records (new and replaced) one batch commits at most: one transaction holds them with the cursor."""
 MAX_SOURCES = 32
+ANSWER_TOKENS = {"records": 400, "summary": 300, "decisions": 200}
+"""The most output tokens each kind of call may take: eight records of some twenty words, a 150-word summary,
+a decision per candidate (a model that repeats itself stops there, and its answer is asked for again)."""
 NO_MODEL = "no extraction model is configured (MEMORY_MODEL): strategies are kept, nothing is extracted"
 
 State = Literal["done", "waiting", "retry", "parked", "paused", "busy"]
@@ -147,6 +150,15 @@ class ExtractionService:
             return []
         return [work.pending_item(scope, session, self._now_ms())]
 
+    def request(self, scope: Scope, session: str) -> bool:
+        """Extraction on demand: the session's messages not yet learnt from are extracted at its next step,
+        whatever the triggers say (its pending row, written with ``force``). False when the app learns nothing."""
+        notes = self.pending_items(scope, session)
+        if not notes:
+            return False
+        self._table.batch_write(puts=[{**note, "force": True} for note in notes])
+        return True
+
     # -- one step ------------------------------------------------------------------------------------
 
     def step(self, partition: str, session: str, *, force: bool = False) -> Outcome:
@@ -161,6 +173,7 @@ class ExtractionService:
 
     def _step(self, scope: Scope, session: str, *, force: bool) -> Outcome:
         pending = self._raw.get(scope.partition, work.pending_sk(session))
+        force = force or bool(pending and pending.get("force"))
         memory = self._memories.get(scope.app)
         if memory is None or not memory.strategies or memory.deleting:
             self._clear_pending(scope, session, pending)
@@ -335,6 +348,7 @@ class ExtractionService:
             answer_type,
             system=prompts.system_prompt(strategy.type, scope.user, strategy.extraction_instruction),
             prompt=prompts.conversation(batch, earlier),
+            max_output_tokens=ANSWER_TOKENS["records"],
         )
         usage = asked.usage
         by_number = {m.number: m.entry_id for m in batch}
@@ -357,6 +371,7 @@ class ExtractionService:
                 prompt=prompts.consolidation_prompt(
                     [candidates[i].text for i in open_], [[e.text for e in neighbours[i]] for i in open_]
                 ),
+                max_output_tokens=ANSWER_TOKENS["decisions"],
             )
             usage = usage + asked_again.usage
             renumbered = dict(enumerate(open_))
@@ -380,6 +395,7 @@ class ExtractionService:
             prompts.Summary,
             system=system,
             prompt=prompts.summary_prompt(batch, previous.text if previous else None),
+            max_output_tokens=ANSWER_TOKENS["summary"],
         )
         text = asked.answer.summary.strip()  # type: ignore[attr-defined]
         if not text:

@@ -111,9 +111,29 @@ class Structured(Generic[Answer]):
     usage: Usage
 
 
+GRAMMAR_MAX_LENGTH = 300
+"""The longest ``maxLength`` and ``maxItems`` a schema sent to an endpoint states: endpoints that constrain
+generation with a grammar (llama.cpp's server) unroll a bound into as many rules, and a bound of thousands
+makes them refuse the grammar or fail. Longer bounds are checked on the answer instead, by its model."""
+
+
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of an answer model, inlined (no ``$ref``: small endpoints follow flat schemas)."""
-    return _inline(model.model_json_schema())
+    """The JSON schema of an answer model as sent to an endpoint: inlined (no ``$ref``: small endpoints follow
+    flat schemas), with bounds beyond :data:`GRAMMAR_MAX_LENGTH` left to the answer's validation."""
+    loosened: dict[str, Any] = _loosened(_inline(model.model_json_schema()))
+    return loosened
+
+
+def _loosened(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            k: _loosened(v)
+            for k, v in node.items()
+            if not (k in ("maxLength", "maxItems") and isinstance(v, int) and v > GRAMMAR_MAX_LENGTH)
+        }
+    if isinstance(node, list):
+        return [_loosened(v) for v in node]
+    return node
 
 
 def structured(

@@ -33,7 +33,7 @@ from agentmem.search.context import CONTEXT_ENTRIES, context_of, continued
 from agentmem.search.inverted_index import MAX_QUERY_TERMS, MAX_TERMS_PER_DOCUMENT, terms_per_document
 from agentmem.search.tokenize import tokenize
 from agentmem.stores.retry import retry_on_conflict
-from agentmem.stores.table import Condition, Item, Table, WriteOp, query_all
+from agentmem.stores.table import Condition, Item, Put, Table, WriteOp, query_all
 from agentmem.vectors.exact import ExactVectorIndex
 from agentmem.vectors.port import VectorIndex
 
@@ -132,22 +132,21 @@ class MemoryService:
         if not prepared:
             self._table.put(users.registry_item(scope))  # the session head is written in a registered scope
         indexing = self._writer.write(prepared, session_id, generation)
-        if self._commit_generation(scope, session_id, generation):
+        # Another service's notes (extraction's pending row) land with the new generation, in its commit.
+        notes = self._sessions.notes(scope, session_id) if self._sessions is not None and prepared else []
+        if self._commit_generation(scope, session_id, generation, notes):
             older = [i for i, g in self._session_rows(scope, session_id) if g < generation]
             self._removal.delete_ids(scope, older, self._now(), session_id=session_id)
-            if self._sessions is not None and prepared:  # noted once the new generation is the session's
-                notes = self._sessions.notes(scope, session_id)
-                if notes:
-                    self._table.batch_write(puts=notes)
-                    self._sessions.written(scope, session_id)
+            if notes and self._sessions is not None:
+                self._sessions.written(scope, session_id)
         else:
             # A later ingest of this session committed first: ours is replaced by it, as if it ran before.
             self._removal.delete_ids(scope, [p.item["id"] for p in prepared], self._now(), session_id=session_id)
         return SessionWriteResult(session_id=session_id, stored=len(prepared), skipped=skipped, indexing=indexing)
 
-    def _commit_generation(self, scope: Scope, session_id: str, generation: str) -> bool:
+    def _commit_generation(self, scope: Scope, session_id: str, generation: str, notes: Sequence[Item] = ()) -> bool:
         """Make ``generation`` the session's current one unless a later one already is (optimistic,
-        bounded: Conflict when it keeps losing)."""
+        bounded: Conflict when it keeps losing), writing ``notes`` with it."""
         sk = records.session_head_sk(session_id)
 
         def attempt() -> bool:
@@ -156,7 +155,11 @@ class MemoryService:
             if current is not None and current > generation:
                 return False
             condition = Condition(exists=False) if head is None else Condition(equals={"generation": current})
-            self._table.put({"pk": scope.partition, "sk": sk, "generation": generation}, condition)
+            committed = Put({"pk": scope.partition, "sk": sk, "generation": generation}, condition)
+            if notes:
+                self._table.transact_write([committed, *(Put(note) for note in notes)])
+            else:
+                self._table.put(committed.item, condition)
             return True
 
         return retry_on_conflict(attempt, what="the session")

@@ -84,6 +84,13 @@ class Deleted(_Out):
     deleted: int
 
 
+class ExtractionQueued(_Out):
+    session_id: str
+    status: Literal["queued", "off"]
+    """``queued``: the session's messages not yet learnt from will be, shortly, whatever the triggers say;
+    ``off``: the app learns nothing (no strategy, or no model: GET /v1/apps/{app}/extraction says which)."""
+
+
 # -- erasure and export ----------------------------------------------------------------------------
 
 
@@ -278,6 +285,9 @@ class EstimatedCost(_Out):
     dynamodb_reads: float
     dynamodb_writes: float
     embeddings: float
+    extraction_model: float = 0.0
+    """The extraction model's tokens at the configured Bedrock model's list price; 0 when that model is not
+    priced (``Usage.cost_basis`` says so): a model elsewhere, or a local one, which costs nothing per token."""
     total: float
 
 

@@ -91,3 +91,40 @@ def test_an_index_created_before_told_takes_writes_without_it_until_create_index
     finally:
         set_container(None)
         legacy.client.indices.delete(index=name)
+
+
+def test_reading_dates_is_bounded_per_entry_and_per_request(
+    api: ApiClient, container: Container, monkeypatch: object
+) -> None:
+    """Issue 33, point 8: a 6 MB session of "3 days ago" repeated read every character for dates (27 s, a
+    503 the clients retried). Now an entry's beginning is read, and a request reads at most its share."""
+    import pytest
+
+    from agentmem.search import told
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    read: list[int] = []
+    resolve = told.told_periods
+
+    def counted(text: str, said_on: object) -> list[object]:
+        read.append(len(text))
+        return resolve(text, said_on)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(told, "told_periods", counted)
+    # Given a session of 500 entries of 12 KB of relative dates (6 MB)
+    text = "I saw her 3 days ago. " * 560
+    entries = [text_entry(text, timestamp="2023-06-05T09:00:00Z") for _ in range(500)]
+    reply = api.put(f"{PATH}/sessions/dates/memories", {"entries": entries})
+    # Then it is stored, every entry read from its beginning only, the request within its share
+    assert reply.status == 200, reply.body
+    assert reply.body["stored"] == 500
+    assert max(read) <= told.ENTRY_CHARS
+    assert sum(read) <= told.REQUEST_CHARS
+    # And the entries read within the request's share keep the day they tell of; the rest keep none
+    from agentmem.keys import Scope
+    from agentmem.memory import records
+
+    items = container.table.query(Scope("app", "alice").partition, records.ENTRY).items
+    told_days = [item.get(records.TOLD) for item in items]
+    assert told_days.count("2023-06-02/2023-06-02") == told.REQUEST_CHARS // told.ENTRY_CHARS
+    assert len(items) == 500

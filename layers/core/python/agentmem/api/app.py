@@ -32,6 +32,7 @@ from agentmem.api.routes import tenancy as tenancy_routes
 from agentmem.budget import dumps
 from agentmem.errors import MemoryServiceError, MethodNotAllowed
 from agentmem.observability import logger, metrics, trace_handler
+from agentmem.search import told
 from agentmem.users import writes_end_with
 
 
@@ -215,7 +216,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     """The API's Lambda entry point (and the local server's). Its writes end a second before its time does
     (:func:`~agentmem.users.writes_end_with`)."""
     try:
-        with writes_end_with(context):
+        with writes_end_with(context), told.reading():
             response: dict[str, Any] = _handle(event, context)
         return response
     finally:

@@ -28,16 +28,36 @@ weekday named alone ("on Saturday": before or after?).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from datetime import date, timedelta
 
 from agentmem.search import when
 
 MAX_TOLD = 8
 """Periods kept per entry at most (the first in the text)."""
+ENTRY_CHARS = 2_000
+"""The characters of an entry read for the dates it tells of: its beginning (a turn tells its dates early;
+past that, a text is a document, read for its words only)."""
+REQUEST_CHARS = 200_000
+"""The characters one request reads for dates, all its entries together (:func:`reading`): past that, its
+further entries keep no dates. Reading them is bounded work, as embedding them is."""
+
+_left: ContextVar[list[int] | None] = ContextVar("told_characters_left", default=None)
+
+
+@contextlib.contextmanager
+def reading(limit: int = REQUEST_CHARS) -> Iterator[None]:
+    """Bound the characters read for dates inside (one request)."""
+    token = _left.set([limit])
+    try:
+        yield
+    finally:
+        _left.reset(token)
 
 _Resolve = Callable[[re.Match[str], date], "when.Period | None"]
 _WEEKDAYS = {
@@ -425,8 +445,16 @@ def told_periods(text: str, said_on: date) -> list[when.Period]:
 
 
 def stored(text: str, said_on: date) -> str:
-    """The periods ``text`` tells of, as an entry stores them (:func:`encode`)."""
-    return encode(told_periods(text, said_on))
+    """The periods the beginning of ``text`` (:data:`ENTRY_CHARS`) tells of, as an entry stores them
+    (:func:`encode`); none once the request's characters (:func:`reading`) are spent."""
+    read = text[:ENTRY_CHARS]
+    left = _left.get()
+    if left is not None:
+        if left[0] <= 0:
+            return ""
+        read = read[: left[0]]
+        left[0] -= len(read)
+    return encode(told_periods(read, said_on))
 
 
 def encode(periods: list[when.Period]) -> str:

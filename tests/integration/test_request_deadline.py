@@ -124,3 +124,61 @@ def test_an_erasure_started_by_a_request_with_little_time_left_still_completes(
     # Then it runs to the end, its own writes (mark, receipt) not refused, and nothing of the user is left
     assert wait_for_status(api, SCOPE, started["deletion_id"])["status"] == "SUCCEEDED"
     assert api.get(f"{SCOPE}/memories").body["entries"] == []
+
+
+class SlowWrites:
+    """The real table, each write taking ``seconds`` (a slow transaction), reads as fast as ever."""
+
+    WRITES = ("put", "delete", "batch_write", "transact_write", "transact_write_each", "increment")
+
+    def __init__(self, table: Table, seconds: float) -> None:
+        self._table = table
+        self.seconds = seconds
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._table, name)
+        if name not in self.WRITES:
+            return method
+
+        def slow(*args: Any, **kwargs: Any) -> Any:
+            import time
+
+            time.sleep(self.seconds)
+            return method(*args, **kwargs)
+
+        return slow
+
+
+def test_a_write_that_began_in_time_finishes_with_its_log_and_never_answers_503(table: Table) -> None:
+    """Issue 33, point 2: a request whose time ran out between its items and its change-log row answered
+    503 ("nothing was written") while its items were stored, unlogged: a process that held the user never
+    saw them. Now a request that began writing in time finishes; the one that did not begin writes nothing."""
+    from agentmem.container import set_container
+
+    # Given a process that holds ana's memories (it searched them), and another whose writes are slow
+    holder = Container(Settings(deletion_drain_seconds=0), table=table)
+    set_container(holder)
+    try:
+        _invoke(InvocationEndingIn(60_000), "POST", f"{SCOPE}/memories", {"entry": text_entry("ana likes tea")})
+        status, _ = _invoke(InvocationEndingIn(60_000), "POST", f"{SCOPE}/memories/search", {"query": "lyon"})
+        assert status == 200
+        writer = Container(Settings(deletion_drain_seconds=0), table=SlowWrites(table, 0.3))  # type: ignore[arg-type]
+        set_container(writer)
+        # When a write begins with its time nearly up: its first write starts in time, the rest run late
+        status, stored = _invoke(
+            InvocationEndingIn(1_500), "POST", f"{SCOPE}/memories", {"entry": text_entry("ana moved to Lyon")}
+        )
+        # Then it answers as written, and the process that held ana sees it (its log row landed with it)
+        assert status == 201, stored
+        set_container(holder)
+        status, found = _invoke(InvocationEndingIn(60_000), "POST", f"{SCOPE}/memories/search", {"query": "lyon"})
+        assert [e["id"] for e in found["entries"]] == [stored["id"]]
+        # And a request whose time is up before its first write still writes nothing, with 503
+        set_container(writer)
+        before = stored_keys(table)
+        status, refused = _invoke(InvocationEndingIn(1_100), "POST", f"{SCOPE}/memories", {"entry": text_entry("late")})
+        assert (status, refused["error"]["code"]) == (503, "deadline_exceeded")
+        assert "nothing was written" in refused["error"]["message"]
+        assert [k for k in stored_keys(table) if k not in before and not k[1].startswith("USAGE#")] == []
+    finally:
+        set_container(None)

@@ -167,28 +167,44 @@ _TRANSACTION_BYTES = 3_000_000
 WRITE_MARGIN_SECONDS = 1.0
 """A request's writes end this long before its time does, so that none starts too late to finish."""
 _writes_end: ContextVar[float | None] = ContextVar("agentmem_writes_end", default=None)
+_wrote: ContextVar[list[bool] | None] = ContextVar("agentmem_request_wrote", default=None)
 
 
 @contextlib.contextmanager
 def writes_end_with(context: Any) -> Iterator[None]:
-    """Within, :class:`GuardedTable` starts no write (503 ``deadline_exceeded``) once the invocation of
-    ``context`` (Lambda's, or the local server's :class:`~agentmem.local.events.LocalContext`) has less than
-    :data:`WRITE_MARGIN_SECONDS` left. An erasure waits for the requests begun before its mark for longer
-    than that (MEMORY_DELETION_DRAIN_SECONDS): none of their writes can land after it. A thread started
-    within (the local erasure runner's) starts in an empty context: the deadline does not follow it."""
+    """Within, a request whose time is nearly up starts no write: :class:`GuardedTable` refuses its *first*
+    write (503 ``deadline_exceeded``, nothing written) once the invocation of ``context`` (Lambda's, or the
+    local server's :class:`~agentmem.local.events.LocalContext`) has less than :data:`WRITE_MARGIN_SECONDS`
+    left. A request that has begun writing finishes, whatever the time: what it announces (the change log
+    row every other process reads) lands with what it wrote, so a 503 always means nothing was written.
+    Every write remains checked against the user's deletion mark and scope registry, so none of them lands
+    in a user an erasure has marked. A thread started within (the local erasure runner's) starts in an empty
+    context: the deadline does not follow it."""
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     end = time.monotonic() + remaining() / 1000 - WRITE_MARGIN_SECONDS if remaining is not None else None
     token = _writes_end.set(end)
+    wrote = _wrote.set([False])
     try:
         yield
     finally:
+        _wrote.reset(wrote)
         _writes_end.reset(token)
 
 
 def _refuse_late_writes() -> None:
+    """Refuse a request's first write once its time is nearly up (:func:`writes_end_with`)."""
     end = _writes_end.get()
+    wrote = _wrote.get()
+    if wrote is not None and wrote[0]:
+        return
     if end is not None and time.monotonic() >= end:
-        raise DeadlineExceeded("the request's time ran out before it could write; retry it")
+        raise DeadlineExceeded("the request's time ran out before it could write; nothing was written; retry it")
+
+
+def _began_writing() -> None:
+    wrote = _wrote.get()
+    if wrote is not None:
+        wrote[0] = True
 
 
 def _only_deletes(ops: Sequence[WriteOp]) -> bool:
@@ -289,19 +305,23 @@ class GuardedTable:
             self.transact_write([op])
         else:
             self._table.put(item, condition)
+            _began_writing()
 
     def delete(self, pk: str, sk: str, condition: Condition | None = None) -> None:
         self._table.delete(pk, sk, condition)
+        _began_writing()
 
     def batch_write(self, puts: Sequence[Item] = (), deletes: Sequence[Key] = ()) -> None:
         if puts:
             _refuse_late_writes()
         if deletes:
             self._table.batch_write(deletes=deletes)
+            _began_writing()
         unique = self._registered(list({(item["pk"], item["sk"]): item for item in puts}.values()))
         ops = [Put(item) for item in unique]
         if not _guards(ops, 0):
             self._table.batch_write(puts=unique)
+            _began_writing()
             return
         chunks: list[list[WriteOp]] = [[]]
         size = 0
@@ -327,12 +347,14 @@ class GuardedTable:
         checks = _guards(ops, random.randrange(GUARD_SHARDS))
         if not checks:
             self._table.transact_write(ops)
+            _began_writing()
             return
         try:
             self._table.transact_write([*checks, *ops])
         except ConditionFailed:
             self._raise_if_guarded(checks)
             raise
+        _began_writing()
 
     def transact_write_each(self, batches: Sequence[Sequence[WriteOp]]) -> list[ConditionFailed | None]:
         """Each batch with its own checks; a batch refused by a check raises UserDeletionInProgress."""
@@ -340,6 +362,8 @@ class GuardedTable:
             _refuse_late_writes()
         checks = [_guards(ops, random.randrange(GUARD_SHARDS)) for ops in batches]
         outcomes = self._table.transact_write_each([[*c, *ops] for c, ops in zip(checks, batches, strict=True)])
+        if any(outcome is None for outcome in outcomes):
+            _began_writing()
         for guard, outcome in zip(checks, outcomes, strict=True):
             if outcome is not None:
                 self._raise_if_guarded(guard)
@@ -355,7 +379,9 @@ class GuardedTable:
         _refuse_late_writes()
         op = Add(pk, sk, deltas, condition)
         if not _guards([op], 0):
-            return self._table.increment(pk, sk, deltas, condition)
+            added = self._table.increment(pk, sk, deltas, condition)
+            _began_writing()
+            return added
         self.transact_write([op])
         return self._table.get(pk, sk) or {"pk": pk, "sk": sk}
 

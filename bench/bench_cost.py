@@ -14,6 +14,11 @@ bench/cost_model.py and printed):
   on-demand rules); Titan v2 tokens of the texts embedded; Step Functions transitions of the erasure's
   execution; CloudWatch log bytes the functions wrote (Powertools' lines, EMF metrics, Lambda's three
   platform lines, the gateway's access log line); stream records the indexer read.
+- Extraction of long-term memories (issue 34): the real pipeline over LoCoMo's dev conversations (the sample
+  conversation at a hundredth), sessions written whole and turn by turn, with a scripted model of a model's answer
+  lengths: the model's tokens per 1,000 turns by strategy, counted from its requests (bench/extraction_use.py), or
+  a real model's where ``make bench ONLY=extraction`` wrote bench/out/extraction.json; priced at Nova Micro, Nova
+  Lite and Claude Haiku list prices, beside AgentCore's long-term record rates for the same records.
 - Prices: agentmem/costs/prices.csv, one line each with region, date and source.
 The figures are printed and written to bench/out/cost.json (not committed).
 """
@@ -50,6 +55,8 @@ from agentmem.embeddings.bedrock import estimated_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out" / "cost.json"
+EXTRACTION_OUT = ROOT / "bench" / "out" / "extraction.json"
+"""A real model's tokens and records per turn (``make bench ONLY=extraction``), preferred where present."""
 SYNTH_DIR = ROOT / ".data" / "bench-cost-cdk.out"
 APP = "shop"
 USER = "alice"
@@ -733,6 +740,99 @@ def workload_bill(
     return total, lines
 
 
+def report_extraction(uses: list[cost_model.ExtractionUse]) -> dict[str, Any]:
+    """Extraction per 1,000 turns for each way turns arrive: tokens and dollars per strategy and together at each
+    model's list price, the target, and the same records at AgentCore's long-term rates."""
+    models = cost_model.EXTRACTION_MODELS
+    together = cost_model.TOGETHER
+    print("\nextraction of long-term memories, per 1,000 turns (issue 34; prices from agentmem/costs/prices.csv):")
+    print("| turns arrive | strategy | model calls | input tokens | output tokens | " + " | ".join(models) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(models))
+    out: dict[str, Any] = {"models": dict(models), "arrivals": {}, "workloads": {}}
+    for use in uses:
+        figures: dict[str, Any] = {"source": use.source, "strategies": {}}
+        for strategy, (tokens_in, tokens_out) in use.tokens.items():
+            usd = {name: cost_model.model_cost(model, tokens_in, tokens_out) for name, model in models.items()}
+            figures["strategies"][strategy] = {
+                "model_calls": use.calls[strategy],
+                "input_tokens": tokens_in,
+                "output_tokens": tokens_out,
+                "usd": usd,
+            }
+            print(
+                f"| {use.arrival} | {strategy} | {use.calls[strategy]:,.0f} | {tokens_in:,.0f} | {tokens_out:,.0f} | "
+                + " | ".join(f"${value:.4f}" for value in usd.values())
+                + " |"
+            )
+        figures.update(
+            records=use.records,
+            dynamodb_read_units=use.read_units,
+            dynamodb_write_units=use.write_units,
+            titan_tokens=use.titan_tokens,
+            metered_tokens={"input": use.metered_tokens[0], "output": use.metered_tokens[1]},
+            ours_usd={name: cost_model.extraction_cost(use, model) for name, model in models.items()},
+            agentcore_usd={name: cost_model.agentcore_extraction(use, model) for name, model in models.items()},
+        )
+        out["arrivals"][use.arrival] = figures
+    for use in uses:
+        print(f"  {use.arrival}: {use.source}")
+    target = cost_model.EXTRACTION_TARGET_USD_PER_1K_TURNS
+    target_model = models[cost_model.EXTRACTION_TARGET_MODEL]
+    at_target = {use.arrival: cost_model.model_cost(target_model, *use.tokens[together]) for use in uses}
+    met = all(usd <= target for usd in at_target.values())
+    out["target"] = {"usd_per_1k_turns": target, "model": target_model, "usd": at_target, "met": met}
+    print(
+        f"target: the three strategies at {cost_model.EXTRACTION_TARGET_MODEL} list price at most ${target:.2f} per "
+        f"1,000 turns: "
+        + "; ".join(f"{arrival} ${usd:.4f}" for arrival, usd in at_target.items())
+        + (" (met)" if met else " (NOT met)")
+    )
+    print("\nthe same long-term records, held a month, per 1,000 turns: our service beside AgentCore Memory")
+    print(
+        "| turns arrive | records | ours: DynamoDB RRU / WRU, Titan tokens | model | ours (model + DynamoDB + Titan) "
+        "| AgentCore built-in (model included) | AgentCore self-managed (records + the model's tokens) |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for use in uses:
+        ours_units = f"{use.read_units:,.0f} / {use.write_units:,.0f}, {use.titan_tokens:,.0f}"
+        for name, model in models.items():
+            ours = sum(cost_model.extraction_cost(use, model).values())
+            theirs = cost_model.agentcore_extraction(use, model)
+            print(
+                f"| {use.arrival} | {use.records:,.0f} | {ours_units} | {name} | ${ours:.4f} | "
+                f"${theirs['built_in']:.4f} | ${theirs['self_managed']:.4f} |"
+            )
+    print(
+        f"(AgentCore: ${price('agentcore.memory_records_month').usd} per 1,000 records a month with built-in "
+        f"strategies, ${price('agentcore.memory_records_month_self_managed').usd} with override or self-managed ones, "
+        "whose model Bedrock bills apart; records are billed every month they are held, ours are DynamoDB items. Not "
+        "in ours: the extraction function's duration, mostly its wait on the model (Bedrock's latency, not measured "
+        f"here): ${price('lambda.arm64_gb_second').usd:.10f} per GB-second, over "
+        + ", ".join(f"{use.calls[together]:,.0f} model calls ({use.arrival})" for use in uses)
+        + " per 1,000 turns)"
+    )
+    return out
+
+
+def extraction_month(workload: Workload, use: cost_model.ExtractionUse) -> dict[str, Any]:
+    """A month of ``workload``'s turns extracted (as ``use`` measured), and its records held that month."""
+    turns = workload.users * workload.sessions * workload.turns
+    scale = turns / 1000
+    models = cost_model.EXTRACTION_MODELS
+    ours = {name: scale * sum(cost_model.extraction_cost(use, model).values()) for name, model in models.items()}
+    agentcore = {
+        name: {part: scale * usd for part, usd in cost_model.agentcore_extraction(use, model).items()}
+        for name, model in models.items()
+    }
+    micro = cost_model.EXTRACTION_TARGET_MODEL
+    print(
+        f"  extraction, three strategies ({turns:,} turns, {use.arrival}; {scale * use.records:,.0f} records held "
+        f"that month): ours at {micro} ${ours[micro]:,.2f}; AgentCore built-in ${agentcore[micro]['built_in']:,.2f}, "
+        f"self-managed with {micro} ${agentcore[micro]['self_managed']:,.2f}"
+    )
+    return {"turns": turns, "records": scale * use.records, "ours_usd": ours, "agentcore_usd": agentcore}
+
+
 def init_ms() -> float:
     """A cold start's INIT: importing the API function's handler in a fresh interpreter (scaled to the
     API's CPU share), median of three."""
@@ -752,8 +852,11 @@ def init_ms() -> float:
 
 
 def main() -> None:
+    import extraction_use
+
     from tests import opensearch_node
 
+    runs = extraction_use.measure_all(lambda line: print(line, file=sys.stderr, flush=True))
     results: dict[str, Any] = {}
     node = opensearch_node.start()
     try:
@@ -764,10 +867,11 @@ def main() -> None:
     start = init_ms()
     for measured in results.values():
         measured["init_ms"] = start
-    report(results)
+    uses = [extraction_use.with_real_model(extraction_use.per_thousand_turns(run), EXTRACTION_OUT) for run in runs]
+    report(results, uses)
 
 
-def report(results: dict[str, Any]) -> None:
+def report(results: dict[str, Any], extraction: list[cost_model.ExtractionUse] | None = None) -> None:
     print(f"prices: agentmem/costs/prices.csv ({len(prices())} lines): {costs.basis()}")
     print(f"memories per user: {MEMORIES:,}; facts: {FACTS}; each call measured {REPEATS} times after a warm-up")
     print("\n$ per 1,000 calls (warm; authorizer uncached; X-Ray at 5%):")
@@ -808,6 +912,8 @@ def report(results: dict[str, Any]) -> None:
         fl = cost_model.floor(measured["facts"])
         out["floors"][backend] = {"usd_month": fl.total, "parts": fl.parts}
         print(f"\n{backend}: fixed monthly floor ${fl.total:,.2f}: " + "; ".join(fl.arithmetic))
+    if extraction:
+        out["extraction"] = report_extraction(extraction)
     for users in (100, 10_000, 1_000_000):
         workload = Workload(users)
         agentcore, agentcore_lines = cost_model.agentcore_bill(workload)
@@ -825,6 +931,8 @@ def report(results: dict[str, Any]) -> None:
         print(f"  AgentCore Memory: ${agentcore:,.2f} a month (${agentcore / users:.4f} a user)")
         for line in agentcore_lines:
             print(f"    {line}")
+        if extraction:
+            out["extraction"]["workloads"][str(users)] = extraction_month(workload, extraction[0])
     print("\nwhen OpenSearch pays off: the 10,000-user workload with more memories held per user (a month)")
     print("| memories a user | table | opensearch | cheaper |")
     print("|---|---|---|---|")

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from agentmem.costs import price
+from agentmem.costs import chat_model_prices, price
 
 MONTH_HOURS = 730
 MONTH_SECONDS = MONTH_HOURS * 3600
@@ -178,6 +178,76 @@ def agentcore_bill(workload: Workload) -> tuple[float, list[str]]:
         f"{records:,.0f} records held x ${price('agentcore.memory_records_month').usd}/1k = ${parts[2]:,.2f}",
     ]
     return sum(parts), arithmetic
+
+
+# -- extraction (issue 34: what it costs) -------------------------------------------------------------
+
+EXTRACTION_MODELS = {
+    "Nova Micro": "amazon.nova-micro-v1:0",
+    "Nova Lite": "amazon.nova-lite-v1:0",
+    "Claude 3 Haiku": "anthropic.claude-3-haiku-20240307-v1:0",
+    "Claude Haiku 4.5": "global.anthropic.claude-haiku-4-5-20251001-v1:0",
+}
+"""The Bedrock models extraction is priced at, on demand (prices.csv: ``bedrock.chat.<id>.input_tokens`` and
+``.output_tokens``; Claude Haiku 4.5 through its global inference profile, the cheaper of its two)."""
+EXTRACTION_TARGET_MODEL = "Nova Micro"
+EXTRACTION_TARGET_USD_PER_1K_TURNS = 0.05
+"""Issue 34's target: the three strategies together, at Nova Micro's list price, per 1,000 turns."""
+TOGETHER = "together"
+
+
+@dataclass
+class ExtractionUse:
+    """What extraction used per 1,000 turns, as the bench counted it (bench/extraction_use.py)."""
+
+    arrival: str
+    tokens: dict[str, tuple[float, float]]
+    """Model input and output tokens per 1,000 turns, by strategy and :data:`TOGETHER`."""
+    calls: dict[str, float]
+    """Model calls per 1,000 turns, by strategy and :data:`TOGETHER`."""
+    records: float
+    """Long-term records held per 1,000 turns."""
+    read_units: float = 0.0
+    """DynamoDB request units and Titan tokens extraction's steps metered, per 1,000 turns."""
+    write_units: float = 0.0
+    titan_tokens: float = 0.0
+    metered_tokens: tuple[float, float] = (0.0, 0.0)
+    """Input and output tokens per 1,000 turns as the app's usage meter has them (as the endpoint reported them)."""
+    source: str = ""
+
+
+def model_cost(model_id: str, input_tokens: float, output_tokens: float) -> float:
+    """US dollars of a Bedrock model's tokens at its on-demand list price."""
+    prices = chat_model_prices("bedrock", model_id)
+    assert prices is not None, f"prices.csv has no price for Bedrock model {model_id}"
+    return prices.of(input_tokens, output_tokens)
+
+
+def extraction_cost(use: ExtractionUse, model_id: str) -> dict[str, float]:
+    """US dollars of 1,000 turns' extraction (the three strategies together) with our service, per part: the
+    model's tokens at ``model_id``, and the DynamoDB request units and Titan tokens extraction's steps metered.
+    Not in it: the extraction function's duration (mostly its wait on the model: Bedrock's latency, which is not
+    measured here; each second at 1 GB costs ``lambda.arm64_gb_second``) and its invocations (one a step)."""
+    input_tokens, output_tokens = use.tokens[TOGETHER]
+    return {
+        "model": model_cost(model_id, input_tokens, output_tokens),
+        "dynamodb_reads": price("dynamodb.read_request_units").of(use.read_units),
+        "dynamodb_writes": price("dynamodb.write_request_units").of(use.write_units),
+        "embeddings": price("bedrock.titan_embed_v2_tokens").of(use.titan_tokens),
+    }
+
+
+def agentcore_extraction(use: ExtractionUse, model_id: str) -> dict[str, float]:
+    """The same long-term records (those of 1,000 turns, held a month) at AgentCore Memory's rates: with its
+    built-in strategies, whose record price includes the model; with override or self-managed strategies, records
+    at the lower rate and the model's tokens billed by Bedrock apart (here the tokens counted for our service, at
+    ``model_id``)."""
+    input_tokens, output_tokens = use.tokens[TOGETHER]
+    return {
+        "built_in": price("agentcore.memory_records_month").of(use.records),
+        "self_managed": price("agentcore.memory_records_month_self_managed").of(use.records)
+        + model_cost(model_id, input_tokens, output_tokens),
+    }
 
 
 def concurrency(rate: float, seconds_per_call: float) -> float:

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from agentmem import costs
 from agentmem.container import Container
 from agentmem.stores.table import Table
 from agentmem.tenancy import TenantService
@@ -181,6 +182,42 @@ def test_authorizer_context_is_trusted_and_enforced(tenants: TenantService, clie
     # Then its own app is served without a header lookup, another app is 403
     assert client.invoke(own).status == 200
     assert client.invoke(other).status == 403
+
+
+def test_usage_prices_the_extraction_models_tokens_at_the_configured_bedrock_model(table: Table) -> None:
+    from agentmem.container import set_container
+    from agentmem.settings import Settings
+    from agentmem.tenancy.metering import record_usage
+
+    # Given a day of extraction for app M: its model's calls and tokens
+    record_usage(table, "M", model_calls=5, model_input_tokens=200_000, model_output_tokens=50_000)
+    prices = costs.prices()
+    nova = (
+        200_000 * prices["bedrock.chat.amazon.nova-micro-v1:0.input_tokens"].usd / 1000
+        + 50_000 * prices["bedrock.chat.amazon.nova-micro-v1:0.output_tokens"].usd / 1000
+    )
+    configured = {
+        "Nova Micro on Bedrock": (Settings(model="bedrock", model_id="amazon.nova-micro-v1:0"), nova, "Bedrock model"),
+        "a local model": (
+            Settings(model="openai", model_url="http://127.0.0.1:1/v1", model_id="llama3.2"),
+            0.0,
+            "unpriced",
+        ),
+    }
+    for name, (settings, expected, basis) in configured.items():
+        # When the usage is read with that model configured
+        set_container(Container(settings, table=table))
+        try:
+            reply = ApiClient().get("/v1/apps/M/usage")
+        finally:
+            set_container(None)
+        # Then its tokens are priced at the model's list price, or at nothing, and the basis says which
+        assert reply.status == 200, name
+        [day] = reply.body["days"]
+        assert (day["model_input_tokens"], day["model_output_tokens"]) == (200_000, 50_000)
+        assert day["estimated_cost_usd"]["extraction_model"] == pytest.approx(expected, abs=1e-6), name
+        assert day["estimated_cost_usd"]["total"] >= day["estimated_cost_usd"]["extraction_model"], name
+        assert basis in reply.body["cost_basis"], name
 
 
 def test_without_auth_the_local_default_serves_and_meters_by_path(container: Container, api: ApiClient) -> None:

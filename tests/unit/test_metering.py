@@ -116,6 +116,56 @@ def test_a_days_cost_is_its_counts_at_list_prices(tmp_path: Path) -> None:
         table.close()
 
 
+def test_the_extraction_models_tokens_are_priced_at_the_configured_bedrock_models_list_price(tmp_path: Path) -> None:
+    table = SqliteTable(tmp_path / "model.db")
+    try:
+        # Given a day of extraction: its model's calls and tokens
+        record_usage(table, "A", requests=10, model_calls=4, model_input_tokens=300_000, model_output_tokens=40_000)
+        [day] = read_usage(table, "A")
+        # When it is priced with Nova Micro on Bedrock configured / Then its tokens at Nova Micro's list prices
+        nova = costs.chat_model_prices("bedrock", "amazon.nova-micro-v1:0")
+        assert nova is not None
+        prices = costs.prices()
+        cost = day.to_json(nova)["estimated_cost_usd"]
+        expected = (
+            300_000 * prices["bedrock.chat.amazon.nova-micro-v1:0.input_tokens"].usd / 1000
+            + 40_000 * prices["bedrock.chat.amazon.nova-micro-v1:0.output_tokens"].usd / 1000
+        )
+        assert cost["extraction_model"] == pytest.approx(expected, abs=1e-6)
+        assert cost["total"] == pytest.approx(sum(v for k, v in cost.items() if k != "total"), abs=1e-5)
+        # And without a priced model the tokens cost nothing in the estimate (the other parts unchanged)
+        unpriced = day.to_json()["estimated_cost_usd"]
+        assert unpriced["extraction_model"] == 0.0
+        assert unpriced["api_gateway"] == cost["api_gateway"]
+    finally:
+        table.close()
+
+
+def test_only_a_bedrock_model_the_prices_file_lists_is_priced_and_the_basis_says_which() -> None:
+    # Given the models the cost bench prices extraction at / Then each has its input and output price
+    for model_id in (
+        "amazon.nova-micro-v1:0",
+        "amazon.nova-lite-v1:0",
+        "anthropic.claude-3-haiku-20240307-v1:0",
+        "global.anthropic.claude-haiku-4-5-20251001-v1:0",
+        "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+    ):
+        prices = costs.chat_model_prices("bedrock", model_id)
+        assert prices is not None, model_id
+        assert prices.output.usd / prices.output.per > prices.input.usd / prices.input.per, model_id
+        assert f"Bedrock model {model_id}" in costs.basis("bedrock", model_id)
+    # And a model elsewhere, none, or a Bedrock model the file does not list is unpriced, and said to be
+    for model, model_id in (
+        ("openai", "llama3.2"),
+        ("openai", "amazon.nova-micro-v1:0"),
+        ("none", "amazon.nova-micro-v1:0"),
+        ("bedrock", "amazon.nova-pro-v1:0"),
+    ):
+        assert costs.chat_model_prices(model, model_id) is None, (model, model_id)
+        assert "unpriced" in costs.basis(model, model_id), (model, model_id)
+    assert "a local model costs nothing per token" in costs.basis("openai", "llama3.2")
+
+
 def test_every_price_names_its_region_date_and_source() -> None:
     for price in costs.prices().values():
         assert price.usd > 0, price

@@ -104,7 +104,7 @@ export async function render(ctx, root) {
           : h('tr', {}, h('td', { colspan: String(COLUMNS.length + 1), class: 'empty', text: 'No usage in this period.' })),
       ),
     );
-    basis.textContent = `Estimated cost: ${usage.cost_basis}. It prices the requests, their DynamoDB request units, Lambda time and embedding tokens; the authorizer, logs, traces, storage and the deployment's fixed monthly costs are not in it.`;
+    basis.textContent = `Estimated cost: ${usage.cost_basis}. It prices the requests, their DynamoDB request units, Lambda time, embedding tokens and the extraction model's tokens (as the basis says); the authorizer, logs, traces, storage and the deployment's fixed monthly costs are not in it.`;
   }
 
   span.addEventListener('change', () => {

@@ -59,6 +59,7 @@ def reading(limit: int = REQUEST_CHARS) -> Iterator[None]:
     finally:
         _left.reset(token)
 
+
 _Resolve = Callable[[re.Match[str], date], "when.Period | None"]
 _WEEKDAYS = {
     # Monday = 0 ... Sunday = 6, as date.weekday()

@@ -61,10 +61,12 @@ class UsageDay:
     model_input_tokens: int = 0
     model_output_tokens: int = 0
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self, model: costs.TokenPrices | None = None) -> dict[str, object]:
+        """The day's counters and their estimated cost, the extraction model's tokens at ``model``'s prices
+        (:func:`agentmem.costs.chat_model_prices` of the model configured; unpriced without)."""
         counted = asdict(self)
         metered = costs.Metered(**{k: v for k, v in counted.items() if k in costs.Metered.__dataclass_fields__})
-        return {**counted, "estimated_cost_usd": costs.estimate(metered)}
+        return {**counted, "estimated_cost_usd": costs.estimate(metered, model)}
 
 
 @dataclass

@@ -25,6 +25,11 @@ router = Router()
 )
 def usage(app: PathId, days: Annotated[int, Query(ge=1, le=366)] = 31) -> Response[Usage]:
     tenant = validate_id(path_id(app), "app")
-    history = read_usage(get_container().table, tenant, days=days)
-    days_json = [day.to_json() for day in history]
-    return json_response(200, {"app": tenant, "days": days_json, "cost_basis": costs.basis()})
+    container = get_container()
+    history = read_usage(container.table, tenant, days=days)
+    settings = container.settings
+    model = costs.chat_model_prices(settings.model, settings.model_id)
+    days_json = [day.to_json(model) for day in history]
+    return json_response(
+        200, {"app": tenant, "days": days_json, "cost_basis": costs.basis(settings.model, settings.model_id)}
+    )

@@ -36,7 +36,7 @@ from agentmem.errors import (
     UserDeletionInProgress,
 )
 from agentmem.idempotency import IdempotencyStore, StoredResponse
-from agentmem.keys import Scope, UserRef, escape, unescape, validate_id
+from agentmem.keys import Scope, UserRef, escape, scope_of_partition, unescape, validate_id
 from agentmem.memory import filters
 from agentmem.memory import records as memory_records
 from agentmem.memory.service import MemoryService
@@ -87,7 +87,9 @@ class AgentCoreService:
     ) -> dict[str, Any]:
         """``work``'s answer, once per ``clientToken`` (botocore sends one with every call and the same one
         with its retries): a retry replays the first answer instead of writing again (agentmem/idempotency.py,
-        the store of the REST API's Idempotency-Key, in the user's partition)."""
+        the store of the REST API's Idempotency-Key, in the user's partition). The record holds the keys of
+        ``user``'s items only: a batch's records of other actors are not named in it, so nothing of theirs
+        outlives their erasure (their record ids in the answer name a random ref, gone with them)."""
         if not token:
             return work()
         key = "agentcore:" + token
@@ -103,9 +105,10 @@ class AgentCoreService:
         except BaseException:
             self._idempotency.release(user, key)
             raise
+        own = [(pk, sk) for pk, sk in held if _owned_by(user, pk)]  # the record names no other actor (erasure)
         try:
             recorded = StoredResponse(200, json.dumps(answer), "application/json")
-            self._idempotency.complete(user, key, fingerprint, recorded, started_ms=started_ms, holds=held)
+            self._idempotency.complete(user, key, fingerprint, recorded, started_ms=started_ms, holds=own)
         except PayloadTooLarge:  # an answer too large to keep: the write stands, a retry runs again
             self._idempotency.release(user, key)
         return answer
@@ -462,6 +465,12 @@ class AgentCoreService:
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
+
+
+def _owned_by(user: UserRef, partition: str) -> bool:
+    """A partition of ``user``'s: its own, or one of its scopes."""
+    scope = scope_of_partition(partition)
+    return partition == user.partition or (scope is not None and scope.user_ref == user)
 
 
 # -- conversions -----------------------------------------------------------------------------------

@@ -388,7 +388,8 @@ def _records(rest: Rest, scope: str) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     cursor = None
     while True:
-        body = {"filter": {"agentcore.kind": "record"}, "limit": 100, **({"cursor": cursor} if cursor else {})}
+        current = {"agentcore.kind": "record", "agentcore.valid_to": {"$exists": False}}  # not replaced since
+        body = {"filter": current, "limit": 100, **({"cursor": cursor} if cursor else {})}
         page: Any = rest.call("POST", f"{scope}/memories/query", body, 200)
         records += page["entries"]
         cursor = page["next_cursor"]

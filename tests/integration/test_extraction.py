@@ -535,3 +535,26 @@ def test_a_session_is_learnt_from_on_demand(api: ApiClient, container: Container
     assert [r["content"]["text"] for r in records(api, "/facts/alice/")] == ["Ana plays the cello."]
     # And an app that learns nothing says so
     assert api.post(scope_path("other-app", "alice") + "/sessions/s1/extract", {}).body["status"] == "off"
+
+
+def test_a_turn_written_late_with_an_earlier_time_is_still_learnt_from(
+    api: ApiClient, container: Container, model: Model, clock: Clock
+) -> None:
+    learns(container, FACTS, trigger_messages=1)
+
+    def event(text: str, when: float) -> None:
+        payload = [{"conversational": {"content": {"text": text}, "role": "USER"}}]
+        body = {"actorId": "alice", "sessionId": "trip", "eventTimestamp": when, "payload": payload}
+        assert api.post(f"/agentcore/memories/{APP}/events", body).status == 201
+
+    # Given two turns learnt from
+    event("I sail on Sundays", 1_770_000_100)
+    event("The boat is blue", 1_770_000_200)
+    run(container)
+    # When a turn is written afterwards with an earlier time (a client backfilling, a clock behind)
+    clock.advance(1)
+    event("I bought the boat in Porto", 1_770_000_000)
+    run(container)
+    # Then it is read in its own step, and the turns read before are not read again
+    assert "I bought the boat in Porto" in model.asked_for("Facts")[-1]
+    assert "The boat is blue" not in model.asked_for("Facts")[-1].split("Messages:")[1]

@@ -83,6 +83,8 @@ class Message:
     """The day it was said (``YYYY-MM-DD``): relative dates in it are read against this day."""
     timestamp: str = ""
     """When it was said (RFC 3339)."""
+    written: int = 0
+    """When its session row was written (epoch milliseconds; 0 for a row written before that was kept)."""
 
 
 _SYSTEM = {

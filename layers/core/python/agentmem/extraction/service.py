@@ -189,8 +189,8 @@ class ExtractionService:
             return retried
         head = self._generation(scope, session)
         if head != cursor.generation:
-            cursor = replace(cursor, last="", generation=head)
-        messages = self._messages_after(scope, session, cursor.last, head)
+            cursor = replace(cursor, last="", written=0, generation=head)
+        messages = self._messages_after(scope, session, cursor, head)
         if not messages:
             self._clear_pending(scope, session, pending)
             return Outcome("done")
@@ -252,6 +252,7 @@ class ExtractionService:
         parked = [self._parked_job(scope, session, sid, why, batch) for sid, why in result.failed.items()]
         advanced = replace(
             cursor,
+            written=batch[-1].written,
             last=batch[-1].entry_id,
             attempts=0,
             retry_ms=0,
@@ -481,21 +482,27 @@ class ExtractionService:
         head = self._raw.get(scope.partition, memory_records.session_head_sk(session))
         return str(head.get("generation") or "") if head else ""
 
-    def _messages_after(self, scope: Scope, session: str, last: str, generation: str) -> list[prompts.Message]:
+    def _messages_after(
+        self, scope: Scope, session: str, cursor: work.Cursor, generation: str
+    ) -> list[prompts.Message]:
+        """The session's messages past the cursor, in the order they were written (then by id): a turn written
+        after extraction read past it, with an earlier time than those read, is read all the same."""
         prefix = memory_records.session_prefix(session)
-        rows = query_all(self._raw, scope.partition, prefix) if not last else self._rows_after(scope, prefix, last)
-        ids = [r["sk"][len(prefix) :] for r in rows if (r.get("generation") or "") in ("", generation)]
-        found = {i["id"]: i for i in self._raw.batch_get([(scope.partition, memory_records.entry_sk(i)) for i in ids])}
-        return _messages([found[i] for i in ids if i in found], self._clock())
-
-    def _rows_after(self, scope: Scope, prefix: str, last: str) -> list[Item]:
-        rows: list[Item] = []
-        start: str | None = prefix + last
-        while start is not None:
-            page = self._raw.query(scope.partition, prefix, limit=500, start_after=start)
-            rows += page.items
-            start = page.next_start
-        return rows
+        position = (cursor.written, cursor.last)
+        rows = [
+            (int(r.get(memory_records.WRITTEN) or 0), r["sk"][len(prefix) :])
+            for r in query_all(self._raw, scope.partition, prefix)
+            if (r.get("generation") or "") in ("", generation)
+        ]
+        pending = sorted(row for row in rows if row > position)
+        found = {
+            i["id"]: i for i in self._raw.batch_get([(scope.partition, memory_records.entry_sk(i)) for _, i in pending])
+        }
+        written = {i: w for w, i in pending}
+        return [
+            replace(m, written=written[m.entry_id])
+            for m in _messages([found[i] for _, i in pending if i in found], self._clock())
+        ]
 
     def _earlier(self, scope: Scope, session: str, first: str) -> list[prompts.Message]:
         prefix = memory_records.session_prefix(session)

@@ -54,6 +54,9 @@ def cursor_sk(session: str) -> str:
 class Cursor:
     """How far a session was extracted (see the module's docstring)."""
 
+    written: int = 0
+    """With ``last``, where extraction has read to, in the order entries were written (their session rows'
+    write times, then ids): a turn written late with an earlier time is still read."""
     last: str = ""
     """The id of the last entry extracted ("" for none)."""
     generation: str = ""

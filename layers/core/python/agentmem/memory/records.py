@@ -83,9 +83,19 @@ def session_prefix(session_id: str) -> str:
     return f"{SESSION_INDEX}{escape(session_id)}#"
 
 
-def session_index_item(scope: Scope, session_id: str, entry_id: str, generation: str) -> Item:
-    """One row per entry of a session, tagged with the ingest (generation) that wrote it."""
-    return {"pk": scope.partition, "sk": session_prefix(session_id) + entry_id, "generation": generation}
+WRITTEN = "w"
+"""When a session row was written (epoch milliseconds): the order entries came in, which their ids (ordered
+by the time they say they were said) need not follow. Rows written before it was kept have none."""
+
+
+def session_index_item(
+    scope: Scope, session_id: str, entry_id: str, generation: str, written_ms: int | None = None
+) -> Item:
+    """One row per entry of a session, tagged with the ingest (generation) that wrote it and when."""
+    row: Item = {"pk": scope.partition, "sk": session_prefix(session_id) + entry_id, "generation": generation}
+    if written_ms is not None:
+        row[WRITTEN] = written_ms
+    return row
 
 
 def session_head_sk(session_id: str) -> str:

@@ -192,9 +192,10 @@ class EntryWriter:
             return None
         vectors_ok = self.embed(prepared)
         scope = prepared[0].scope
+        written_ms = int(self._clock().timestamp() * 1000)
         side_items: list[Item] = [users.registry_item(scope), *notes]
         for p in prepared:
-            side_items.extend(side_items_of(p, session_id, generation))
+            side_items.extend(side_items_of(p, session_id, generation, written_ms))
         entries = [p.item for p in prepared]
         check_items([*side_items, *entries])  # a rejected write must leave nothing behind
         if self._table.batches_in_order:  # one commit, still in this order
@@ -287,11 +288,14 @@ class EntryWriter:
         return None if vectors_ok else PENDING
 
 
-def side_items_of(p: PreparedEntry, session_id: str | None = None, generation: str = "") -> list[Item]:
-    """What points at an entry: its id pointer, and its session row; they expire with it (DynamoDB TTL too)."""
+def side_items_of(
+    p: PreparedEntry, session_id: str | None = None, generation: str = "", written_ms: int | None = None
+) -> list[Item]:
+    """What points at an entry: its id pointer, and its session row (with when it was written); they expire
+    with it (DynamoDB TTL too)."""
     own = [records.pointer_item(p.scope, p.item["id"])]
     if session_id is not None:
-        own.append(records.session_index_item(p.scope, session_id, p.item["id"], generation))
+        own.append(records.session_index_item(p.scope, session_id, p.item["id"], generation, written_ms))
     if TTL_ATTRIBUTE in p.item:
         own = [{**item, TTL_ATTRIBUTE: p.item[TTL_ATTRIBUTE]} for item in own]
     return own

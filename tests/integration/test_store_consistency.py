@@ -7,7 +7,9 @@ through the real handler:
 - deleting an item's memory through the memory routes deletes the item;
 - a batch is checked whole before its first write: a key too long as stored, or a user being erased,
   refuses it with nothing written; a namespace within the documented bounds is stored;
-- a batch's reads share one budget of items read, and its answers one of bytes;
+- a batch's reads share one budget of read units (what a ranked search reads under it included), and its
+  answers one of bytes; a namespace listing reads keys, not values;
+- each holds for a value kept in its key row and for one large enough to live in a value row of its own;
 - metadata planted through the memory routes never breaks, nor enters, a store search.
 
 Overlap is made certain, not left to the scheduler: a wrapper of the real table holds each writer after
@@ -16,11 +18,12 @@ it read the key row until the other has read it too (what two Lambda containers 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from agentmem import users
+from agentmem import capacity, users
 from agentmem.container import Container
 from agentmem.keys import UserRef
 from agentmem.memory import records as memory_records
@@ -50,6 +53,20 @@ def store_entries(table: Table) -> list[Item]:
 
 def key_rows(table: Table) -> list[Item]:
     return table.query(ANA.scope(None).partition, records.KEY_ROW).items
+
+
+def value_rows(table: Table) -> list[Item]:
+    return table.query(ANA.scope(None).partition, records.VALUE_ROW).items
+
+
+Value = Callable[..., dict[str, Any]]
+
+
+@pytest.fixture(params=["inline", "apart"])
+def value(request: pytest.FixtureRequest) -> Value:
+    """Values of either layout: kept in the key row, or over INLINE_VALUE_BYTES and kept in a value row."""
+    pad = {} if request.param == "inline" else {"notes": "n" * (records.INLINE_VALUE_BYTES + 10)}
+    return lambda **fields: {**fields, **pad}
 
 
 def everything_shown(api: ApiClient) -> str:
@@ -86,12 +103,12 @@ class _Meeting:
 
 
 def test_overlapping_puts_of_a_key_leave_one_item_and_a_delete_leaves_nothing(
-    api: ApiClient, table: Table, container: Container
+    api: ApiClient, table: Table, container: Container, value: Value
 ) -> None:
-    run(api, put("k", {"content": "the first secret"}))
+    run(api, put("k", value(content="the first secret")))
     store = StoreService(_Meeting(table, 2), container.memory)  # type: ignore[arg-type]
     threads = [
-        threading.Thread(target=store.batch, args=("demo", [_op(put("k", {"content": f"secret {n}"}))]))
+        threading.Thread(target=store.batch, args=("demo", [_op(put("k", value(content=f"secret {n}")))]))
         for n in ("one", "two")
     ]
     for thread in threads:
@@ -100,22 +117,26 @@ def test_overlapping_puts_of_a_key_leave_one_item_and_a_delete_leaves_nothing(
         thread.join(30)
     (row,) = key_rows(table)
     assert [e["id"] for e in store_entries(table)] == [row["entry_id"]]  # no orphan entry beside the item
+    assert [v[records.REVISION] for v in value_rows(table)] == ([row[records.REVISION]] if "notes" in value() else [])
+    (got,) = run(api, {"op": "get", "user": "ana", "namespace": ["notes"], "key": "k"})
+    assert got["value"] in (value(content="secret one"), value(content="secret two"))
     run(api, put("k", None))
     assert key_rows(table) == []
+    assert value_rows(table) == []
     assert store_entries(table) == []
     assert "secret" not in everything_shown(api)
 
 
 def test_a_refresh_that_lost_to_a_delete_or_a_put_does_nothing(
-    api: ApiClient, table: Table, container: Container
+    api: ApiClient, table: Table, container: Container, value: Value
 ) -> None:
     store = container.store
-    run(api, put("gone", {"content": "a secret to forget"}, ttl_minutes=60))
-    run(api, put("kept", {"content": "old words"}, ttl_minutes=60))
+    run(api, put("gone", value(content="a secret to forget"), ttl_minutes=60))
+    run(api, put("kept", value(content="old words"), ttl_minutes=60))
     read_gone, read_kept = (
         table.get(ANA.scope(None).partition, records.key_row_sk(["notes"], k)) for k in ("gone", "kept")
     )
-    run(api, put("gone", None), put("kept", {"content": "new words"}, ttl_minutes=60))
+    run(api, put("gone", None), put("kept", value(content="new words"), ttl_minutes=60))
     assert read_gone is not None
     assert read_kept is not None
     store._refresh(ANA.scope(None), read_gone)  # the refresh of a read that began before the writes
@@ -124,15 +145,16 @@ def test_a_refresh_that_lost_to_a_delete_or_a_put_does_nothing(
         api, *({"op": "get", "user": "ana", "namespace": ["notes"], "key": k} for k in ("gone", "kept"))
     )
     assert got_gone is None
-    assert got_kept["value"] == {"content": "new words"}
+    assert got_kept["value"] == value(content="new words")
     assert "secret" not in everything_shown(api)
     assert len(store_entries(table)) == 1
+    assert len(value_rows(table)) == len(key_rows(table)) * ("notes" in value())
 
 
 def test_a_refresh_moves_the_expiry_of_the_item_and_its_entry(
-    api: ApiClient, table: Table, container: Container
+    api: ApiClient, table: Table, container: Container, value: Value
 ) -> None:
-    run(api, put("k", {"content": "refreshed words"}, ttl_minutes=60))
+    run(api, put("k", value(content="refreshed words"), ttl_minutes=60))
     row = table.get(ANA.scope(None).partition, records.key_row_sk(["notes"], "k"))
     assert row is not None
     aged = {**row, "expires_at": "2000-01-01T00:00:00.000Z"}  # as read long ago (its expiry long past)
@@ -142,13 +164,16 @@ def test_a_refresh_moves_the_expiry_of_the_item_and_its_entry(
     after = table.get(ANA.scope(None).partition, row["sk"])
     assert after is not None
     assert after["expires_at"] == entry[memory_records.EXPIRES_AT] > "2001"
+    assert [(v["expires_at"], v["ttl"]) for v in value_rows(table)] == (
+        [(after["expires_at"], after["ttl"])] if "notes" in value() else []
+    )
 
 
 @pytest.mark.parametrize("route", ["DELETE /memories/{id}", "delete by filter"])
 def test_deleting_an_items_memory_deletes_the_item(
-    api: ApiClient, table: Table, container: Container, route: str
+    api: ApiClient, table: Table, container: Container, route: str, value: Value
 ) -> None:
-    run(api, put("k", {"content": "the secret plan", "kind": "plan"}, ttl_minutes=60))
+    run(api, put("k", value(content="the secret plan", kind="plan"), ttl_minutes=60))
     (entry,) = store_entries(table)
     if route == "DELETE /memories/{id}":
         assert api.delete(scope_path("demo", "ana") + f"/memories/{entry['id']}").status == 204
@@ -157,6 +182,7 @@ def test_deleting_an_items_memory_deletes_the_item(
         assert reply.status == 200, reply.body
         assert reply.body["deleted"] == 1
     assert key_rows(table) == []
+    assert value_rows(table) == []
     assert run(api, {"op": "get", "user": "ana", "namespace": ["notes"], "key": "k", "refresh_ttl": True}) == [None]
     assert "secret" not in everything_shown(api)
 
@@ -190,20 +216,79 @@ def test_a_batch_is_refused_whole_before_it_writes(api: ApiClient, table: Table,
     assert store_entries(table) == []
 
 
-def test_a_batchs_reads_share_one_budget_and_nothing_is_written_over_it(
+def test_a_batchs_reads_are_counted_in_read_units_under_its_searches_and_nothing_is_written_over_them(
     api: ApiClient, table: Table, container: Container
 ) -> None:
-    run(api, *(put(f"k{i:03}", {"content": f"item {i}"}) for i in range(100)))
-    scans = [
-        {"op": "search", "user": "ana", "namespace_prefix": [], "limit": 100}
-        for _ in range(BATCH_READ_BUDGET // 100 + 1)
-    ]
-    assert len(scans) <= 100
-    reply = api.post(BATCH, {"ops": [*scans[:99], put("late", {"content": "never written"})]})
+    for namespace in ("n0", "n1", "n2"):  # the words of ana's searches rank items of every namespace
+        run(api, *(put(f"k{i:03}", {"content": f"the cat number {i} sat on the mat"}, [namespace]) for i in range(100)))
+    search = {"op": "search", "user": "ana", "namespace_prefix": ["n0"], "query": "cat mat", "limit": 10}
+    with capacity.measuring() as one:
+        (alone,) = run(api, search)
+    assert len(alone) == 10
+    assert one.read_units > 10  # a ranked search reads more than the hits it answers: those reads are charged
+
+    with capacity.measuring() as refused:
+        reply = api.post(BATCH, {"ops": [*[search] * 99, put("late", {"content": "never written"})]})
     assert (reply.status, reply.error_code) == (422, "batch_reads_too_much")
+    assert "read units" in reply.body["error"]["message"]
+    assert refused.read_units <= BATCH_READ_BUDGET + 100  # the budget and the call that went over it
     assert run(api, {"op": "get", "user": "ana", "namespace": ["notes"], "key": "late"}) == [None]
-    half = run(api, *scans[:40])
-    assert [len(r) for r in half] == [100] * 40
+
+    fits = int(BATCH_READ_BUDGET // one.read_units) // 2
+    assert run(api, *[search] * fits) == [alone] * fits
+
+
+def test_listing_namespaces_reads_keys_not_values(api: ApiClient, table: Table, container: Container) -> None:
+    big = {"content": "a long note", "blob": "b" * 250_000}  # 250 KB: 62 read units where it is read
+    for start in range(0, 24, 4):
+        run(api, *(put("k", big, [f"ns{i:02}"], text="a long note") for i in range(start, start + 4)))
+    listing = {"op": "list_namespaces", "user": "ana"}
+    with capacity.measuring() as read:
+        (listed,) = run(api, listing)
+    assert listed == [[f"ns{i:02}"] for i in range(24)]
+    assert read.read_units <= 2 * 24  # a probe of a key row per namespace, and the registry: no value read
+
+    with capacity.measuring() as read:
+        results = run(api, *[listing] * 100)
+    assert results == [listed] * 100
+    assert read.read_units <= BATCH_READ_BUDGET
+
+    got, found = (
+        run(api, {"op": "get", "user": "ana", "namespace": ["ns03"], "key": "k"})[0],
+        run(api, {"op": "search", "user": "ana", "namespace_prefix": ["ns03"], "query": "long note"})[0],
+    )
+    exported: list[dict[str, Any]] = []
+    cursor: dict[str, str] = {}
+    while True:  # the pages of the export, each within the response budget
+        page = api.get(scope_path("demo", "ana") + "/export", query=cursor).body
+        exported += page["store"]
+        if page["next_cursor"] is None:
+            break
+        cursor = {"cursor": page["next_cursor"]}
+    assert got["value"] == big
+    assert [f["value"] for f in found] == [big]
+    assert len(exported) == 24
+    assert all(item["value"] == big for item in exported)
+
+
+def test_a_value_that_shrinks_or_grows_moves_between_its_rows(
+    api: ApiClient, table: Table, container: Container
+) -> None:
+    large = {"content": "words", "blob": "x" * (records.INLINE_VALUE_BYTES + 1)}
+    run(api, put("k", large))
+    assert len(value_rows(table)) == 1
+    run(api, put("k", {"content": "small now"}))
+    assert value_rows(table) == []
+    got = run(api, {"op": "get", "user": "ana", "namespace": ["notes"], "key": "k"})
+    assert got[0]["value"] == {"content": "small now"}
+    assert run(api, {"op": "search", "user": "ana", "namespace_prefix": []}) == [got]
+    run(api, put("k", large))
+    (row,) = key_rows(table)
+    (held,) = value_rows(table)
+    assert "value" not in row
+    assert held[records.REVISION] == row[records.REVISION]
+    filtered = {"op": "search", "user": "ana", "namespace_prefix": [], "filter": {"content": "words"}}
+    assert [item["value"] for item in run(api, filtered)[0]] == [large]
 
 
 def test_answers_over_the_response_budget_are_cut_or_refused_before_a_write(

@@ -14,7 +14,8 @@ Developer Guide, "Read/write capacity mode", "DynamoDB transactions"; list price
 - inside ``TransactWriteItems`` every item, condition checks included, costs twice its units.
 
 A measurement is opened with :func:`measuring`; what is charged while it is open adds to it (and to any
-measurement around it), in this thread and in the threads the adapters start for one call.
+measurement around it), in this thread and in the threads the adapters start for one call. One opened
+with :func:`bounded` also refuses the call that takes its reads past a bound.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import contextlib
 import math
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,9 @@ class Consumption:
     items_read: int = 0
     items_written: int = 0
     calls: Counter[str] = field(default_factory=Counter)
+    read_bound: float | None = None
+    """Read units past which the call that read them raises ``refusal()`` (:func:`bounded`)."""
+    refusal: Callable[[], Exception] | None = None
 
     def add(self, other: Consumption) -> None:
         self.read_units += other.read_units
@@ -58,7 +62,21 @@ _lock = threading.Lock()
 @contextlib.contextmanager
 def measuring() -> Iterator[Consumption]:
     """Measure the Table calls made inside (nested measurements each see them)."""
-    consumption = Consumption()
+    with _opened(Consumption()) as consumption:
+        yield consumption
+
+
+@contextlib.contextmanager
+def bounded(read_units: float, refusal: Callable[[], Exception]) -> Iterator[Consumption]:
+    """Measure the Table calls made inside, and make the call whose reads take them past ``read_units``
+    raise ``refusal()`` once its answer is read: what is read inside is at most the bound and one call
+    (a page of a query, a batch read)."""
+    with _opened(Consumption(read_bound=read_units, refusal=refusal)) as consumption:
+        yield consumption
+
+
+@contextlib.contextmanager
+def _opened(consumption: Consumption) -> Iterator[Consumption]:
     token = _open.set((*_open.get(), consumption))
     try:
         yield consumption
@@ -81,6 +99,9 @@ def _charge(call: str, *, read: float = 0.0, write: float = 0.0, items_read: int
             consumption.items_read += items_read
             consumption.items_written += items_written
             consumption.calls[call] += 1
+    for consumption in measurements:
+        if consumption.refusal is not None and consumption.read_units > (consumption.read_bound or 0):
+            raise consumption.refusal()
 
 
 # -- item sizes, as DynamoDB counts them -------------------------------------------------------------

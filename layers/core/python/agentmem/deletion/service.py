@@ -28,12 +28,13 @@ from agentmem.agentcore import records as agentcore_records
 from agentmem.budget import Budget
 from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.deletion import records
-from agentmem.errors import ConditionFailed, InvalidInput, MalformedRequest, NotFound
+from agentmem.errors import ConditionFailed, Conflict, InvalidInput, MalformedRequest, NotFound
 from agentmem.extraction import work as extraction_work
 from agentmem.graph import records as graph_records
 from agentmem.keys import Scope, UserRef, unescape
 from agentmem.memory import records as memory_records
 from agentmem.store import records as store_records
+from agentmem.stores.retry import CONTENTION_CODE
 from agentmem.stores.table import Condition, Item, Key, Page, Put, Table, prefix_upper_bound
 from agentmem.vectors.port import VectorIndex
 
@@ -331,7 +332,7 @@ class DeletionService:
                     # Expired entries still held are exported too, with their expires_at (API.md).
                     result = reads.query(scope.partition, prefix, start_after=start, limit=200)
                     for item in result.items:
-                        exported = _export_item(item)
+                        exported = _export_item(item, reads)
                         if exported is not None:
                             section, value = exported
                             if count >= EXPORT_PAGE_ITEMS or not budget.take(value):  # resume at this item
@@ -420,6 +421,12 @@ class _ReadBudget:
         self.left -= max(1, len(page.items))
         return page
 
+    def get(self, pk: str, sk: str) -> Item | None:
+        """The item, expired or not (a query of its key as a prefix, the first sort key in it)."""
+        found = self._table.query(pk, sk, limit=1, include_expired=True).items
+        self.left -= 1
+        return found[0] if found and found[0]["sk"] == sk else None
+
 
 def _encode_cursor(scope_order: str, after: str) -> str:
     raw = json.dumps([scope_order, after], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -446,7 +453,7 @@ def _decode_cursor(user: UserRef, cursor: str) -> tuple[Scope, str | None]:
         raise refused from None
 
 
-def _export_item(item: Item) -> tuple[str, Any] | None:
+def _export_item(item: Item, reads: _ReadBudget) -> tuple[str, Any] | None:
     kind = records.classify(item)
     if kind == "entries":
         return "entries", memory_records.entry_from_item(item).to_json()
@@ -455,8 +462,23 @@ def _export_item(item: Item) -> tuple[str, Any] | None:
     if kind == "graph_items":
         return records.graph_kind(item), _plain(item)
     if store_records.is_key_row(item):
-        return "store", store_records.item_json(item)
+        return _store_item(item, reads)
     return None
+
+
+def _store_item(row: Item, reads: _ReadBudget) -> tuple[str, Any] | None:
+    """A key row with its value; a value that lives apart is read from its row, and when the key was put
+    again between the two reads, both are read again (the item as it is now; None: deleted since)."""
+    for _ in range(3):
+        value_row_key = store_records.value_row_key(row)
+        value_row = reads.get(*value_row_key) if value_row_key is not None else None
+        if value_row_key is None or store_records.is_value_of(value_row, row):
+            return "store", store_records.item_json(row, store_records.value_of(row, value_row))
+        again = reads.get(row["pk"], row["sk"])
+        if again is None:
+            return None
+        row = again
+    raise Conflict("a store item is being changed by other requests; retry the page", code=CONTENTION_CODE)
 
 
 def _plain(item: Item) -> dict[str, Any]:

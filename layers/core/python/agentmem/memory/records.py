@@ -38,6 +38,8 @@ EXPIRES_AT = filters.EXPIRES_AT
 BOUND_ROW = "bound_row"
 """The sort key of a row in the entry's partition that exists for this entry only (a store item's key
 row): deleting the entry deletes it, if its :data:`BOUND_ENTRY` still names the entry."""
+BOUND_VALUE_ROW = "bound_value_row"
+"""The sort key of a second such row (a store item's value row, for a large value), deleted with the first."""
 BOUND_ENTRY = "entry_id"
 TOLD = "told"
 """The periods an entry tells of, resolved against the day it was said (``first/last`` ISO dates,

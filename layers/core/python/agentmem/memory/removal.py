@@ -17,7 +17,7 @@ from agentmem.memory.search import MemorySearch
 from agentmem.observability import logger
 from agentmem.search import changes
 from agentmem.search.inverted_index import InvertedIndex
-from agentmem.stores.table import Condition, Item, Key, Table
+from agentmem.stores.table import Condition, Delete, Item, Key, Table
 
 DELETE_PAGE = 200
 """Entries read and deleted per round."""
@@ -131,10 +131,11 @@ class EntryRemoval:
     def _delete_bound_row(self, item: Item) -> None:
         """The row an entry is bound to (a store item's key row) goes with it, unless it has moved on to
         another entry meanwhile."""
-        row = item.get(records.BOUND_ROW)
-        if isinstance(row, str):
+        still_bound = Condition(equals={records.BOUND_ENTRY: item["id"]})
+        rows = [row for row in (item.get(records.BOUND_ROW), item.get(records.BOUND_VALUE_ROW)) if isinstance(row, str)]
+        if rows:
             with contextlib.suppress(ConditionFailed):
-                self._table.delete(item["pk"], row, Condition(equals={records.BOUND_ENTRY: item["id"]}))
+                self._table.transact_write([Delete(item["pk"], row, still_bound) for row in rows])
 
     def _forget_vectors(self, scope: Scope, entry_ids: Sequence[str]) -> None:
         """Remove deleted entries from the vector index; a failure is harmless (hits of gone entries are skipped)."""

@@ -109,6 +109,8 @@ class MemorySearch:
         if mode != "keyword":
             try:
                 selected = self._ranked(scope, query, mode, top_k, min_score, where, now, known, warnings)
+            except InvalidInput:  # the request's own fault (a read budget it spent): no fallback answers it
+                raise
             except Exception as error:  # embedder or index down: keyword matching still answers
                 logger.warning("semantic search failed; keyword fallback", extra={"error": type(error).__name__})
                 warnings = [f"{mode} search is unavailable right now; these are keyword results"]

@@ -1,7 +1,10 @@
 """How store items are laid out: one key row per item in the scope partition, beside its entry.
 
 The key row (``KV#<namespace>/|<key>``) holds the JSON value, the times and a ``revision`` (new at
-every write: concurrent writes of a key are conditioned on the revision they read); the entry it
+every write: concurrent writes of a key are conditioned on the revision they read). A value over
+:data:`INLINE_VALUE_BYTES` lives apart, in a value row (``KW#`` and the same path) of the same revision
+and expiry written and deleted with it: a key row is then within one read unit, so listing namespaces
+and scanning keys read keys, not values (DynamoDB bills a read by the whole item). The entry it
 points at (``entry_id``) holds the text that search ranks, with metadata naming the item
 (``store.namespace``, ``store.key``), the namespace prefixes it lies under (``store.prefixes``, so a
 search is narrowed by the engine's own filter) and the value's scalar fields (``value.<field>``, so
@@ -26,6 +29,11 @@ from agentmem.models.memory import MAX_METADATA_KEYS, MAX_METADATA_STRING_BYTES
 from agentmem.stores.table import TTL_ATTRIBUTE, Item
 
 KEY_ROW = "KV#"
+VALUE_ROW = "KW#"
+VALUE_APART = "value_apart"
+"""On a key row whose value lives in its value row."""
+INLINE_VALUE_BYTES = 2_048
+"""The largest value (as JSON, UTF-8) kept in its key row."""
 PREFIXES = "store.prefixes"
 NAMESPACE = "store.namespace"
 KEY = "store.key"
@@ -44,6 +52,10 @@ def namespace_prefix_sk(path: Sequence[str]) -> str:
 
 def key_row_sk(path: Sequence[str], key: str) -> str:
     return namespace_prefix_sk(path) + "|" + _encode(key)
+
+
+def value_row_sk(row_sk: str) -> str:
+    return VALUE_ROW + row_sk[len(KEY_ROW) :]
 
 
 def prefix_token(scope: Scope, path: Sequence[str]) -> str:
@@ -72,7 +84,8 @@ def key_row(
     expires_at: datetime | None,
     ttl_seconds: int | None,
     revision: str,
-) -> Item:
+) -> tuple[Item, Item | None]:
+    """The key row, and the value row when the value lives apart."""
     row: Item = {
         "pk": scope.partition,
         "sk": key_row_sk(path, key),
@@ -88,7 +101,22 @@ def key_row(
         row["expires_at"] = format_timestamp(expires_at)
         row[TTL_ATTRIBUTE] = math.ceil(expires_at.timestamp())
         row["ttl_seconds"] = ttl_seconds
-    return row
+    if len(row["value"].encode("utf-8")) <= INLINE_VALUE_BYTES:
+        return row, None
+    apart: Item = {"pk": row["pk"], "sk": value_row_sk(row["sk"]), "value": row.pop("value"), REVISION: revision}
+    apart.update((name, row[name]) for name in ("entry_id", "expires_at", TTL_ATTRIBUTE) if name in row)
+    row[VALUE_APART] = True
+    return row, apart
+
+
+def value_row_key(row: Item) -> tuple[str, str] | None:
+    """The key of the row that holds ``row``'s value, when it is not ``row`` itself."""
+    return (row["pk"], value_row_sk(row["sk"])) if row.get(VALUE_APART) else None
+
+
+def is_value_of(value_row: Item | None, row: Item) -> bool:
+    """``value_row`` holds the value of ``row`` as it was read (not of a later put of the key)."""
+    return value_row is not None and value_row.get(REVISION) == row.get(REVISION)
 
 
 def row_sk_of_hit(metadata: dict[str, Any]) -> str | None:
@@ -110,18 +138,21 @@ def is_key_row(item: Item) -> bool:
     return str(item["sk"]).startswith(KEY_ROW)
 
 
-def value_of(row: Item) -> dict[str, Any]:
-    value = json.loads(row["value"])
+def value_of(row: Item, value_row: Item | None = None) -> dict[str, Any]:
+    """The item's value: in its key row, or in ``value_row`` when it lives apart."""
+    source = value_row if row.get(VALUE_APART) else row
+    assert source is not None, "a value that lives apart is read from its value row"
+    value = json.loads(source["value"])
     assert isinstance(value, dict)
     return value
 
 
-def item_json(row: Item, score: float | None = None) -> dict[str, Any]:
-    """A key row as the API answers it."""
+def item_json(row: Item, value: dict[str, Any], score: float | None = None) -> dict[str, Any]:
+    """A key row and its value as the API answers them."""
     answer: dict[str, Any] = {
         "namespace": list(row["namespace"]),
         "key": row["key"],
-        "value": value_of(row),
+        "value": value,
         "created_at": row["created_at"],
         "updated_at": row["updated_at"],
         "expires_at": row.get("expires_at"),

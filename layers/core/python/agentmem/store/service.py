@@ -3,12 +3,14 @@ as LangGraph's stores apply a batch.
 
 Every op is checked and every write built (its entry prepared, sizes as stored, DynamoDB's key limits,
 the users' writability) before the first read: a refused batch changes nothing. The reads share one
-budget of items read, and their answers one budget of bytes (:mod:`agentmem.budget`).
+budget of read units, counted as DynamoDB bills them (:mod:`agentmem.capacity`: what a search ranks and
+reads under it included), and their answers one budget of bytes (:mod:`agentmem.budget`).
 
-An item is its key row and, when it has text, the memory entry bound to it (agentmem/store/records.py).
-A put writes the new entry, the row and the old entry's removal in one transaction, conditioned on the
-row's revision as read (a lost race reads again and retries); a TTL refresh rewrites the row and its
-entry on the same condition, and does nothing when it lost (the item was put again or deleted).
+An item is its key row (and value row, for a large value) and, when it has text, the memory entry bound
+to it (agentmem/store/records.py). A put writes the new entry, the rows and the old entry's removal in
+one transaction, conditioned on the row's revision as read (a lost race reads again and retries); a TTL
+refresh rewrites the rows and the entry on the same condition, and does nothing when it lost (the item
+was put again or deleted).
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agentmem import users
+from agentmem import capacity, users
 from agentmem.budget import Budget
 from agentmem.clock import format_timestamp, new_id, parse_timestamp, utc_now
-from agentmem.errors import ConditionFailed, InvalidInput, PayloadTooLarge
+from agentmem.errors import ConditionFailed, Conflict, InvalidInput, PayloadTooLarge
 from agentmem.keys import Scope
 from agentmem.memory import filters
 from agentmem.memory import records as memory_records
@@ -34,7 +36,7 @@ from agentmem.models.content import Content
 from agentmem.models.memory import MAX_ENTRY_BYTES, MAX_TEXT_BYTES, MemoryEntry
 from agentmem.models.store import GetOp, ListNamespacesOp, PutOp, SearchOp, StoreOp
 from agentmem.store import matching, records
-from agentmem.stores.retry import retry_on_conflict
+from agentmem.stores.retry import CONTENTION_CODE, retry_on_conflict
 from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Delete, Item, Put, Table, WriteOp, check_items
 
 if TYPE_CHECKING:
@@ -46,8 +48,12 @@ MAX_SCAN = 1_000
 MAX_RANKED = 100
 """``offset + limit`` of a search with a query: what one memory search ranks."""
 BATCH_READ_BUDGET = 5_000
-"""Items the reads of one batch read in all (each get, ranked hit, scanned row, namespace probe): over
-it the batch is refused before it writes anything (``batch_reads_too_much``); split it."""
+"""Read units (4 KiB each, as DynamoDB bills a strongly consistent read) the reads of one batch read in
+all: its gets, the rows a search scans, the postings and entries a ranked search reads and the rows of
+its hits, the keys a namespace listing probes. The read that goes over refuses the batch before it
+writes anything (``batch_reads_too_much``); split it."""
+REREADS = 5
+"""Times an item whose value row was rewritten between the reads of its two rows is read again."""
 REFRESH_FRACTION = 0.1
 """A read refreshes an item's TTL once a tenth of it has passed (a write per read would cost more than
 the item): the item lives at least 90% of its TTL after its last read."""
@@ -67,23 +73,11 @@ class _Put:
     expires_at: datetime | None = None
 
 
-class _Reads:
-    """The items a batch's reads may still read."""
-
-    def __init__(self, limit: int = BATCH_READ_BUDGET) -> None:
-        self.left = limit
-
-    def charge(self, items: int) -> None:
-        self.left -= max(1, items)
-        if self.left < 0:
-            raise InvalidInput(
-                f"the reads of this batch read over {BATCH_READ_BUDGET} items; send its operations in smaller batches",
-                code=READS_TOO_MUCH,
-            )
-
-    def cap(self, wanted: int) -> int:
-        """At most ``wanted`` items, as many as are left (an op that needs more is refused when it reads them)."""
-        return max(1, min(wanted, self.left + 1))
+def _reads_too_much() -> InvalidInput:
+    return InvalidInput(
+        f"the reads of this batch read over {BATCH_READ_BUDGET} read units; send its operations in smaller batches",
+        code=READS_TOO_MUCH,
+    )
 
 
 class StoreService:
@@ -146,11 +140,14 @@ class StoreService:
                 raise InvalidInput(f"a store item cannot be indexed: {error.errors()[0]['msg']}") from None
             put.prepared = self._memory.prepare_entry(scope, entry)
             put.prepared.item[memory_records.BOUND_ROW] = put.sk
-        row = self._row(put, old=None)
-        check_items([row, *(self._memory.entry_items(put.prepared) if put.prepared is not None else [])])
+        rows = [row for row in self._rows(put, old=None) if row is not None]
+        if len(rows) > 1 and put.prepared is not None:
+            put.prepared.item[memory_records.BOUND_VALUE_ROW] = rows[1]["sk"]
+        check_items([*rows, *(self._memory.entry_items(put.prepared) if put.prepared is not None else [])])
         return put
 
-    def _row(self, put: _Put, old: Item | None) -> Item:
+    def _rows(self, put: _Put, old: Item | None) -> tuple[Item, Item | None]:
+        """The key row the put writes, and its value row when the value lives apart."""
         assert put.op.value is not None
         now = format_timestamp(self._clock())
         return records.key_row(
@@ -174,6 +171,7 @@ class StoreService:
         old = self._live(self._table.get(scope.partition, put.sk))
         old_entry = self._entry_of(scope, old)
         ops: list[WriteOp] = []
+        apart: Item | None = None
         if put.op.value is None:
             if old is None:
                 return
@@ -182,7 +180,13 @@ class StoreService:
             self._table.put(users.registry_item(scope))  # erasure and export visit registered scopes only
             if put.prepared is not None:
                 ops += [Put(item) for item in self._memory.entry_items(put.prepared)]
-            ops.append(Put(self._row(put, old), _as_read(old)))
+            row, apart = self._rows(put, old)
+            ops.append(Put(row, _as_read(old)))
+            if apart is not None:
+                ops.append(Put(apart))
+        old_value_row = records.value_row_key(old) if old is not None else None
+        if old_value_row is not None and apart is None:
+            ops.append(Delete(*old_value_row))
         if old_entry is not None:
             ops.append(Delete(old_entry["pk"], old_entry["sk"]))
             ops.append(Delete(scope.user_ref.partition, memory_records.ENTRY_POINTER + old_entry["id"]))
@@ -215,6 +219,13 @@ class StoreService:
         expires_at = self._clock() + timedelta(seconds=int(row["ttl_seconds"]))
         expiry = {"expires_at": format_timestamp(expires_at), TTL_ATTRIBUTE: math.ceil(expires_at.timestamp())}
         ops: list[WriteOp] = [Put({**row, **expiry}, _as_read(row))]
+        value_row_key = records.value_row_key(row)
+        if value_row_key is not None:
+            value_row = self._table.get(*value_row_key)
+            if not records.is_value_of(value_row, row):
+                return  # put again meanwhile
+            assert value_row is not None
+            ops.append(Put({**value_row, **expiry}, Condition(equals={records.REVISION: row[records.REVISION]})))
         entry = self._entry_of(scope, row)
         if entry is not None:
             entry = {**entry, memory_records.EXPIRES_AT: expiry["expires_at"], TTL_ATTRIBUTE: expiry[TTL_ATTRIBUTE]}
@@ -236,36 +247,36 @@ class StoreService:
         results: list[Any] = [None] * len(ops)
         truncated: list[int] = []
         stale: dict[tuple[str, str], tuple[Scope, Item]] = {}
-        reads = _Reads()
         answer = Budget()
-        for i, op in enumerate(ops):
-            scope = Scope(app, op.user, op.project_id)
-            if isinstance(op, GetOp):
-                reads.charge(1)
-                got = self._served(scope, [self._table.get(scope.partition, records.key_row_sk(op.namespace, op.key))])
-                results[i] = records.item_json(got[0]) if got else None
-                if results[i] is not None and not answer.take(results[i]):
-                    raise PayloadTooLarge(
-                        "the items this batch gets exceed the response budget; get them in smaller batches",
-                        code=RESPONSE_TOO_LARGE,
-                    )
-                if got and op.refresh_ttl:
-                    stale.update(self._due(scope, got))
-            elif isinstance(op, SearchOp):
-                found = self._search(scope, op, reads)
-                items = []
-                for row, score in found:
-                    item = records.item_json(row, score)
-                    if not answer.take(item):
-                        truncated.append(i)
-                        answer.truncated = False  # the next op may still fit what is left
-                        break
-                    items.append(item)
-                results[i] = items
-                if op.refresh_ttl:
-                    stale.update(self._due(scope, [row for row, _ in found[: len(items)]]))
-            elif isinstance(op, ListNamespacesOp):
-                results[i] = self._namespaces(scope, op.prefix, reads)
+        with capacity.bounded(BATCH_READ_BUDGET, _reads_too_much):
+            for i, op in enumerate(ops):
+                scope = Scope(app, op.user, op.project_id)
+                if isinstance(op, GetOp):
+                    sk = records.key_row_sk(op.namespace, op.key)
+                    got = self._with_values(scope, self._served(scope, [self._table.get(scope.partition, sk)]))
+                    results[i] = records.item_json(*got[0]) if got else None
+                    if results[i] is not None and not answer.take(results[i]):
+                        raise PayloadTooLarge(
+                            "the items this batch gets exceed the response budget; get them in smaller batches",
+                            code=RESPONSE_TOO_LARGE,
+                        )
+                    if got and op.refresh_ttl:
+                        stale.update(self._due(scope, [got[0][0]]))
+                elif isinstance(op, SearchOp):
+                    found = self._search(scope, op)
+                    items = []
+                    for row, value, score in found:
+                        item = records.item_json(row, value, score)
+                        if not answer.take(item):
+                            truncated.append(i)
+                            answer.truncated = False  # the next op may still fit what is left
+                            break
+                        items.append(item)
+                    results[i] = items
+                    if op.refresh_ttl:
+                        stale.update(self._due(scope, [row for row, _, _ in found[: len(items)]]))
+                elif isinstance(op, ListNamespacesOp):
+                    results[i] = self._namespaces(scope, op.prefix)
         return results, truncated, stale
 
     def _live(self, row: Item | None) -> Item | None:
@@ -286,29 +297,58 @@ class StoreService:
         present = {item["id"] for item in self._table.batch_get(keys) if memory_records.is_live(item, now)}
         return [row for row in live if row.get("entry_id") not in legacy or row["entry_id"] in present]
 
-    def _search(self, scope: Scope, op: SearchOp, reads: _Reads) -> list[tuple[Item, float | None]]:
+    def _with_values(self, scope: Scope, rows: Sequence[Item]) -> list[tuple[Item, dict[str, Any]]]:
+        """Each row with its value: values that live apart read in one batch; a row whose value row is of
+        another revision (the key was put again between the two reads) is read again; one deleted
+        meanwhile is left out."""
+        keys = [key for key in map(records.value_row_key, rows) if key is not None]
+        held = {item["sk"]: item for item in self._table.batch_get(keys)} if keys else {}
+        found: list[tuple[Item, dict[str, Any]]] = []
+        for row in rows:
+            key = records.value_row_key(row)
+            value_row = held.get(key[1]) if key is not None else None
+            if key is None or records.is_value_of(value_row, row):
+                found.append((row, records.value_of(row, value_row)))
+            elif (again := self._reread(scope, row["sk"])) is not None:
+                found.append(again)
+        return found
+
+    def _reread(self, scope: Scope, sk: str) -> tuple[Item, dict[str, Any]] | None:
+        for _ in range(REREADS):
+            served = self._served(scope, [self._table.get(scope.partition, sk)])
+            if not served:
+                return None
+            row = served[0]
+            key = records.value_row_key(row)
+            value_row = self._table.get(*key) if key is not None else None
+            if key is None or records.is_value_of(value_row, row):
+                return row, records.value_of(row, value_row)
+        raise Conflict("the store item is being changed by other requests; retry", code=CONTENTION_CODE)
+
+    def _search(self, scope: Scope, op: SearchOp) -> list[tuple[Item, dict[str, Any], float | None]]:
         if op.query:
-            return self._ranked(scope, op, reads)[op.offset : op.offset + op.limit]
-        found: list[tuple[Item, float | None]] = []
+            return self._ranked(scope, op)[op.offset : op.offset + op.limit]
+        found: list[tuple[Item, dict[str, Any], float | None]] = []
         start: str | None = None
         prefix = records.namespace_prefix_sk(op.namespace_prefix)
         scanned = 0
         while len(found) < op.offset + op.limit and scanned < MAX_SCAN:
-            page = self._table.query(
-                scope.partition, prefix, limit=reads.cap(min(200, MAX_SCAN - scanned)), start_after=start
-            )
-            reads.charge(len(page.items))
+            page = self._table.query(scope.partition, prefix, limit=min(200, MAX_SCAN - scanned), start_after=start)
             scanned += len(page.items)
-            rows = [
-                row for row in self._served(scope, page.items) if matching.matches(records.value_of(row), op.filter)
-            ]
-            found += [(row, None) for row in rows]
+            rows = self._served(scope, page.items)
+            if op.filter:  # only the values of what the answer holds are read without one
+                found += [(r, v, None) for r, v in self._with_values(scope, rows) if matching.matches(v, op.filter)]
+            else:
+                found += [(row, {}, None) for row in rows]
             if page.next_start is None:
                 break
             start = page.next_start
-        return found[op.offset : op.offset + op.limit]
+        found = found[op.offset : op.offset + op.limit]
+        if op.filter:
+            return found
+        return [(row, value, None) for row, value in self._with_values(scope, [row for row, _, _ in found])]
 
-    def _ranked(self, scope: Scope, op: SearchOp, reads: _Reads) -> list[tuple[Item, float | None]]:
+    def _ranked(self, scope: Scope, op: SearchOp) -> list[tuple[Item, dict[str, Any], float | None]]:
         if op.offset + op.limit > MAX_RANKED:
             raise InvalidInput(
                 f"a search with a query ranks at most {MAX_RANKED} items: offset + limit is {op.offset + op.limit}",
@@ -323,27 +363,29 @@ class StoreService:
                 ]
             }
         )
-        hits = self._memory.search(scope, op.query, top_k=MAX_RANKED, where=where).entries
+        hits = self._memory.search(scope, op.query, top_k=op.offset + op.limit, where=where).entries
         wanted = [(hit, sk) for hit in hits if (sk := records.row_sk_of_hit(hit.metadata)) is not None]
-        reads.charge(len(wanted))
         rows = {row["sk"]: row for row in self._table.batch_get([(scope.partition, sk) for _, sk in wanted])}
-        found: list[tuple[Item, float | None]] = []
-        for hit, sk in wanted:
-            row = self._live(rows.get(sk))
-            # an entry its key row no longer points at (the item was put again or deleted meanwhile) is stale
-            if row is not None and row.get("entry_id") == hit.id and matching.matches(records.value_of(row), op.filter):
-                found.append((row, hit.score))
-        return found
+        # an entry its key row no longer points at (the item was put again or deleted meanwhile) is stale
+        bound = {
+            sk: (row, hit)
+            for hit, sk in wanted
+            if (row := self._live(rows.get(sk))) is not None and row.get("entry_id") == hit.id
+        }
+        return [
+            (row, value, hit.score)
+            for row, value in self._with_values(scope, [row for row, _ in bound.values()])
+            if row.get("entry_id") == (hit := bound[row["sk"]][1]).id and matching.matches(value, op.filter)
+        ]
 
-    def _namespaces(self, scope: Scope, prefix: Sequence[str], reads: _Reads) -> list[list[str]]:
-        """The namespaces under ``prefix`` that hold an item: one read per namespace (it skips the others'
-        keys), at most :data:`MAX_SCAN`."""
+    def _namespaces(self, scope: Scope, prefix: Sequence[str]) -> list[list[str]]:
+        """The namespaces under ``prefix`` that hold an item: one read of a key row per namespace (it skips
+        the others' keys, and reads no value that lives apart), at most :data:`MAX_SCAN`."""
         base = records.namespace_prefix_sk(prefix)
         found: list[list[str]] = []
         start: str | None = None
         for _ in range(MAX_SCAN):
             page = self._table.query(scope.partition, base, limit=1, start_after=start)
-            reads.charge(1)
             if not page.items:
                 break
             path = list(page.items[0]["namespace"])

@@ -50,8 +50,9 @@ $(TS_CLIENT)/node_modules/.installed: $(TS_CLIENT)/package.json $(TS_CLIENT)/pac
 	npm ci --prefix $(TS_CLIENT) --no-audit --no-fund --loglevel=error
 	touch $@
 
-serve: $(VENV)/.engine ## start the API on 127.0.0.1 with the embedded stores
-	$(BIN)/agentmem serve --host 127.0.0.1 --port $(PORT) --db $(DB)
+# AUTH=required or AUTH=none overrides the default: keys required once the store holds one.
+serve: $(VENV)/.engine ## start the API on 127.0.0.1 with the embedded stores (AUTH=required|none)
+	$(BIN)/agentmem serve --host 127.0.0.1 --port $(PORT) --db $(DB) $(if $(AUTH),--auth $(AUTH))
 
 # A real OpenSearch 2.19.1 node with the k-NN plugin (Lucene engine), built by Maven from tools/opensearch-node.
 OPENSEARCH_PORT ?= 9200

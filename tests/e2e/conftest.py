@@ -55,25 +55,26 @@ def start_server(
     *,
     args: Sequence[str] = ("--workers", "2"),
     output: Path | None = None,
+    errors: Path | None = None,
 ) -> LiveServer:
     """Start ``agentmem serve`` on a free port with the embedded store at ``db_path``; wait for health.
 
     The caller's MEMORY_* variables are not inherited: each server is configured only by ``env`` and
     ``args`` (two worker processes unless told otherwise). ``output`` receives the server's stdout
-    (the banner, and the access log with ``--access-log``).
+    (the banner, and the access log with ``--access-log``), ``errors`` its stderr.
     """
     port = free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
     # Erasures do not wait for in-flight writes unless a test asks (MEMORY_DELETION_DRAIN_SECONDS).
     environment.update({"PYTHONUNBUFFERED": "1", "MEMORY_DELETION_DRAIN_SECONDS": "0", **(env or {})})
     command = [sys.executable, "-m", "agentmem.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    with open(output or os.devnull, "wb") as stdout:
+    with open(output or os.devnull, "wb") as stdout, open(errors or os.devnull, "wb") as stderr:
         process = subprocess.Popen(
             [*command, "--db", str(db_path), *args],
             cwd=REPO_ROOT,
             env=environment,
             stdout=stdout,
-            stderr=subprocess.DEVNULL,
+            stderr=stderr,
         )
     server = LiveServer(f"http://127.0.0.1:{port}", db_path, process)
     deadline = time.monotonic() + timeout

@@ -49,6 +49,8 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     set_container(None)
     container = get_container()
+    auth_note = _resolve_auth(container)
+    container = get_container()
     settings = container.settings
     if settings.auth == "none" and not is_loopback_name(args.host) and not args.allow_unauthenticated_network:
         print(
@@ -80,13 +82,37 @@ def _serve(args: argparse.Namespace) -> int:
         args.port,
         args.workers or default_workers(),
         _worker_handler,
-        banner=f"; {settings.store}: {where}",
+        banner=f"; {settings.store}: {where}; {auth_note}",
         access_log=args.access_log,
         allowed_origins=args.allow_origin,
         read_timeout=args.read_timeout,
     )
     server.run()  # gunicorn's master: returns or exits when stopped (SIGTERM, SIGINT)
     return 0
+
+
+def _resolve_auth(container: Any) -> str:
+    """Decide the server's auth when MEMORY_AUTH (``--auth``) does not: required once the store holds an API
+    key, else none. Returns the banner's words for it; a store with keys served without them is said
+    loudly."""
+    from agentmem.container import set_container
+
+    explicit = os.environ.get("MEMORY_AUTH")
+    holds_keys = container.tenants.holds_keys()
+    if not explicit:
+        os.environ["MEMORY_AUTH"] = "required" if holds_keys else "none"
+        set_container(None)  # the workers' containers read it
+    if os.environ["MEMORY_AUTH"] == "required":
+        origin = "--auth required" if explicit else "this store holds API keys"
+        return f"auth: required ({origin}): send a key as x-api-key or Authorization: Bearer"
+    if holds_keys:
+        print(
+            "agentmem serve: WARNING: this store holds API keys, but --auth none serves every app's data to any "
+            "request without one. Leave --auth unset (or --auth required) to require them.",
+            file=sys.stderr,
+        )
+        return "auth: NONE although this store holds API keys (--auth none): no key is checked"
+    return "auth: none (no API key in this store; `agentmem keys create` makes one, then restart)"
 
 
 def _mcp(args: argparse.Namespace) -> int:
@@ -249,7 +275,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--db", help="SQLite file of the embedded store (MEMORY_SQLITE_PATH)")
     serve.add_argument("--dynamodb-endpoint", help="serve from DynamoDB at this endpoint instead")
     serve.add_argument(
-        "--auth", choices=["none", "required"], help="require an x-api-key of the path's app (MEMORY_AUTH)"
+        "--auth",
+        choices=["none", "required"],
+        help="require a key of the path's app, as x-api-key or Authorization: Bearer (MEMORY_AUTH; "
+        "default: required once the store holds a key, else none)",
     )
     serve.add_argument(
         "--workers",

@@ -27,7 +27,8 @@ from contextvars import ContextVar
 from typing import Any
 
 from agentmem.agentcore.records import app_of_memory
-from agentmem.api.http import error_result, path_id
+from agentmem.api.http import JSON, error_result, path_id
+from agentmem.budget import dumps
 from agentmem.container import get_container
 from agentmem.errors import Conflict, Forbidden, MemoryServiceError, RateLimited
 from agentmem.keys import validate_id
@@ -36,6 +37,9 @@ from agentmem.tenancy.keys import ApiKey, presented_key
 from agentmem.tenancy.metering import counting, record_meter, record_usage
 
 API_KEY_HEADER = "x-api-key"
+MCP_REFUSED = -32001
+"""The JSON-RPC error code (implementation-defined server errors: -32000 to -32099) of a request to
+``{scope}/mcp`` refused before it reached the MCP server (no key, another app's key, over quota)."""
 _APP_PATH = re.compile(r"^/v1/apps/([^/]+)(?:/|$)")
 _MEMORY_PATH = re.compile(r"^/agentcore/memories/([^/]+)(?:/|$)")
 """The AgentCore data plane (docs/agentcore.md): a memory id names an app."""
@@ -115,7 +119,7 @@ def guard(event: dict[str, Any], resolve: Resolve, request_id: str = "") -> dict
         else:
             _authorise(caller.app if caller is not None else None, path_app, control)
     except MemoryServiceError as error:
-        return _refused(error, request_id)
+        return _refused(error, request_id, path)
     token = _caller_app.set(caller.app if caller is not None else None)
     try:
         if path_app is None:
@@ -136,9 +140,16 @@ def _authorise(caller: str | None, app: str, control: bool) -> None:
         raise Conflict("this memory is being deleted; nothing can be read or written", code="memory_deleting")
 
 
-def _refused(error: MemoryServiceError, request_id: str) -> dict[str, Any]:
+def _refused(error: MemoryServiceError, request_id: str, path: str) -> dict[str, Any]:
+    """The refusal, in the API's error envelope; on ``{scope}/mcp``, as a JSON-RPC error (the envelope's
+    fields in its ``data``), which MCP clients show as the message (the SDK shows any other body as
+    "Server returned an error response")."""
     if error.http_status >= 500:
         logger.warning("tenant check failed", error_code=error.code)
+    if path.rstrip("/").endswith("/mcp"):
+        data = {"code": error.code, "request_id": request_id}
+        body = {"jsonrpc": "2.0", "id": None, "error": {"code": MCP_REFUSED, "message": error.message, "data": data}}
+        return {"statusCode": error.http_status, "headers": {"Content-Type": JSON}, "body": dumps(body)}
     return error_result(error.http_status, error.code, error.message, request_id)
 
 
@@ -151,7 +162,7 @@ def _metered(
         if quota is not None and usage.requests > quota:
             raise RateLimited(f"the daily quota of {quota} requests of this app is used up")
     except MemoryServiceError as error:
-        return _refused(error, request_id)
+        return _refused(error, request_id, str(event.get("path") or ""))
     with counting() as meter:
         result = resolve(event)
     try:

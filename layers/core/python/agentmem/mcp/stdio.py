@@ -65,7 +65,8 @@ def remote(url: str, api_key: str | None, *, timeout: float = 60.0) -> Answer:
             message = json.loads(body)
         except json.JSONDecodeError:
             return Reply(status, _failure(line, f"the memory API answered {status} without JSON"))
-        if isinstance(message, dict) and "jsonrpc" in message:
+        refused = isinstance(message, dict) and status >= 400 and message.get("id") is None
+        if isinstance(message, dict) and "jsonrpc" in message and not refused:
             return Reply(status, message)
         detail = message.get("error", {}).get("message") if isinstance(message, dict) else None
         return Reply(status, _failure(line, f"the memory API refused the request ({status}): {detail or body}"))

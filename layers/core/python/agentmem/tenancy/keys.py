@@ -20,6 +20,13 @@ KEY_SK_PREFIX = "KEY#"
 LOOKUP_SK = "K"
 ACTIVE = "active"
 REVOKED = "revoked"
+KEYS_CREATED = ("K#", "CREATED")
+"""An item written before the first key of any app: the store holds keys (a local server with none
+configured then requires them)."""
+MISSING_KEY = (
+    "an API key is required: send it as an x-api-key header or as Authorization: Bearer <key> "
+    "(keys: agentmem keys create --app <app>)"
+)
 
 
 _BEARER = re.compile(r"^Bearer\s+(\S+)\s*$", re.IGNORECASE)
@@ -124,8 +131,17 @@ class TenantService:
             "key_id": key_id,
             "status": ACTIVE,
         }
+        self._table.put({"pk": KEYS_CREATED[0], "sk": KEYS_CREATED[1], "at": created_at})
         self._table.transact_write([Put(record, Condition(exists=False)), Put(lookup, Condition(exists=False))])
         return CreatedKey(self._key_from(app, record, tenant), secret)
+
+    def holds_keys(self) -> bool:
+        """Whether a key was ever created in this store (one created before the mark existed is found by a
+        scan of key records: the local server asks once, at start)."""
+        if self._table.get(*KEYS_CREATED) is not None:
+            return True
+        scan = getattr(self._table, "scan_keys", None)
+        return scan is not None and next(iter(scan(KEY_SK_PREFIX)), None) is not None
 
     def list_keys(self, app: str) -> list[ApiKey]:
         app = validate_id(app, "app")
@@ -150,10 +166,12 @@ class TenantService:
     def resolve(self, api_key: str | None) -> ApiKey:
         """The active key behind a presented secret; Unauthorized when missing, unknown or revoked."""
         if not api_key:
-            raise Unauthorized("an x-api-key header is required")
+            raise Unauthorized(MISSING_KEY)
         lookup = self._table.get(lookup_partition(hash_key(api_key)), LOOKUP_SK)
         if lookup is None or lookup.get("status") != ACTIVE:
-            raise Unauthorized("the API key is unknown or revoked")
+            raise Unauthorized(
+                "the API key is unknown or revoked (send a key of this app as x-api-key or Authorization: Bearer)"
+            )
         app = str(lookup["app"])
         tenant = self.tenant(app)
         if tenant is not None and tenant.get("status", ACTIVE) != ACTIVE:

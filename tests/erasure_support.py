@@ -39,6 +39,7 @@ class InMemoryVectorIndex:
     name = "in-memory-test-double"
     derived = True
     visibility_seconds = 0
+    filters_keyword = False
 
     def __init__(self) -> None:
         self._records: dict[tuple[Scope, str], VectorRecord] = {}
@@ -77,7 +78,9 @@ class InMemoryVectorIndex:
         ]
         return PartitionIndex.of(None, 0, items)
 
-    def keyword(self, scopes: Sequence[Scope], words: Sequence[str], now: str, *, contextual: bool = False) -> Ranking:
+    def keyword(
+        self, scopes: Sequence[Scope], words: Sequence[str], now: str, *, contextual: bool = False, where: Any = None
+    ) -> Ranking:
         return bm25([(s.partition, self._held(s)) for s in scopes], words, now, contextual=contextual)
 
     def documents_with_all(self, scope: Scope, words: Sequence[str], now: str) -> set[str]:

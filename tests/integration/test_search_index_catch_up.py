@@ -15,7 +15,7 @@ import pytest
 from agentmem import capacity
 from agentmem.embeddings.hashing import HashingEmbedder
 from agentmem.keys import Scope
-from agentmem.memory import records
+from agentmem.memory import filters, records
 from agentmem.memory.service import MemoryService
 from agentmem.models.memory import MemoryEntry
 from agentmem.search import changes
@@ -238,3 +238,31 @@ def test_an_index_size_estimate_is_what_it_takes_in_memory_within_a_half(
     finally:
         tracemalloc.stop()
     assert measured <= index.nbytes <= 1.6 * measured, (measured, index.nbytes)
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_filtered_search_reads_the_entries_it_answers_not_those_it_passes_over(
+    containers: tuple[MemoryService, MemoryService], mode: str
+) -> None:
+    """Issue 35, point 5: a filter is evaluated over what the held index keeps of each entry, so a keyword
+    or hybrid search whose filter matches few of many hits reads those few, not the ranking down to them
+    (RetrieveMemoryRecords' namespace, a store search's namespace prefix)."""
+    writer, searcher = containers
+    common = [_entry(f"the cat sat on the mat {n}") for n in range(300)]
+    writer.add_session(SCOPE, "crowd", common)
+    wanted = [  # they rank below the crowd: long, and their words are rarer
+        MemoryEntry.model_validate(
+            {
+                **_entry(f"a cat on a mat, kept {n}, among many other words: " + " ".join(WORDS)).model_dump(),
+                "metadata": {"kind": "kept"},
+            }
+        )
+        for n in range(5)
+    ]
+    writer.add_session(SCOPE, "kept", wanted)
+    where = filters.parse({"kind": "kept"})
+    searcher.search(SCOPE, "cat mat", top_k=5, mode=mode, where=where)  # the partition is held from here on
+    with capacity.measuring() as used:
+        found = searcher.search(SCOPE, "cat mat", top_k=5, mode=mode, where=where)  # type: ignore[arg-type]
+    assert sorted(e.metadata["kind"] for e in found.entries) == ["kept"] * 5
+    assert used.items_read <= 5 + 4 + 1  # its five entries (and a hybrid's continued turns), the statistics

@@ -219,13 +219,21 @@ def test_a_batch_is_refused_whole_before_it_writes(api: ApiClient, table: Table,
 def test_a_batchs_reads_are_counted_in_read_units_under_its_searches_and_nothing_is_written_over_them(
     api: ApiClient, table: Table, container: Container
 ) -> None:
+    long_words = " ".join(["and so on"] * 1000)  # 9 KB of text: 3 read units an entry
     for namespace in ("n0", "n1", "n2"):  # the words of ana's searches rank items of every namespace
-        run(api, *(put(f"k{i:03}", {"content": f"the cat number {i} sat on the mat"}, [namespace]) for i in range(100)))
-    search = {"op": "search", "user": "ana", "namespace_prefix": ["n0"], "query": "cat mat", "limit": 10}
+        run(
+            api,
+            *(
+                put(f"k{i:03}", {"content": f"the cat number {i} sat on the mat {long_words}"}, [namespace])
+                for i in range(60)
+            ),
+        )
+    search = {"op": "search", "user": "ana", "namespace_prefix": ["n0"], "query": "cat mat", "limit": 50}
     with capacity.measuring() as one:
         (alone,) = run(api, search)
-    assert len(alone) == 10
-    assert one.read_units > 10  # a ranked search reads more than the hits it answers: those reads are charged
+    assert len(alone) == 50
+    assert one.read_units > 2 * 50  # the entries the ranking reads under the search are charged, not its hits
+    assert 99 * one.read_units > BATCH_READ_BUDGET
 
     with capacity.measuring() as refused:
         reply = api.post(BATCH, {"ops": [*[search] * 99, put("late", {"content": "never written"})]})

@@ -116,7 +116,7 @@ class MemorySearch:
                 warnings = [f"{mode} search is unavailable right now; these are keyword results"]
                 mode = "keyword"
         if selected is None:
-            hits = self._keyword(scope, query, now, warnings)
+            hits = self._keyword(scope, query, now, warnings, where)
             selected = self._select(_at_least(hits, min_score), top_k, where, now, known)
         budget = Budget()
         entries = within(budget, [records.entry_from_item(item, hit[2]) for hit, item in selected])
@@ -124,13 +124,16 @@ class MemorySearch:
             entries=entries, mode=mode, degraded=bool(warnings), warnings=warnings, truncated=budget.truncated
         )
 
-    def _keyword(self, scope: Scope, query: str, now: str, warnings: list[str]) -> list[tuple[str, str, float]]:
-        """Keyword mode: BM25 over the entries' own words, each hit scored by its keyword coverage. When a
-        derived index (OpenSearch) cannot answer, the table's own index does (reading the scope, once per
-        process), and the answer says it is degraded."""
+    def _keyword(
+        self, scope: Scope, query: str, now: str, warnings: list[str], where: filters.Node | None
+    ) -> list[tuple[str, str, float]]:
+        """Keyword mode: BM25 over the entries' own words, each hit scored by its keyword coverage (an index
+        that filters ranks only the entries matching ``where``). When a derived index (OpenSearch) cannot
+        answer, the table's own index does (reading the scope, once per process), and the answer says it
+        is degraded."""
         words = tokenize(query)
         try:
-            ranking = self.vector_index.keyword(scope.visible_scopes(), words, now)
+            ranking = self.vector_index.keyword(scope.visible_scopes(), words, now, where=where)
         except Exception as error:
             if not self.vector_index.derived:
                 raise
@@ -139,7 +142,7 @@ class MemorySearch:
             )
             if not warnings:
                 warnings.append("the search index is unavailable right now; these results come from the table")
-            ranking = self._table_index.keyword(scope.visible_scopes(), words, now)
+            ranking = self._table_index.keyword(scope.visible_scopes(), words, now, where=where)
         scores = relevance.keyword_scores([h.score / ranking.idf_total for h in ranking.hits])
         return [(h.partition, h.doc_id, score) for h, score in zip(ranking.hits, scores, strict=True)]
 
@@ -167,9 +170,11 @@ class MemorySearch:
         metering.count_embedded([query])
         keyword = Ranking([])
         if hybrid:
-            keyword = self.vector_index.keyword(scope.visible_scopes(), tokenize(query), now, contextual=True)
+            keyword = self.vector_index.keyword(
+                scope.visible_scopes(), tokenize(query), now, contextual=True, where=where
+            )
         keyword_hits = keyword.hits
-        if where is not None and hybrid:  # combine the evidence of matching entries only
+        if where is not None and hybrid and not self.vector_index.filters_keyword:  # matching entries' evidence only
             ranked_keys = [(h.partition, h.doc_id, h.score) for h in keyword_hits]
             matching = {hit[1] for hit, _ in self._select(ranked_keys, depth, where, now, known)}
             keyword_hits = [h for h in keyword_hits if h.doc_id in matching]

@@ -387,11 +387,14 @@ def bm25(
     *,
     contextual: bool,
     collection: Collection | None = None,
+    predicate: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None,
 ) -> Ranking:
     """BM25 of ``words`` over the live entries of the partitions (as one collection), best first (the
     first :data:`MAX_HITS`), with the sum of the query words' IDFs and the spread of the scores over every
     entry: the ranking agentmem.search.inverted_index computes from postings in the table, from memory.
-    ``collection``: the statistics of the whole collection, when the indexes hold part of it."""
+    ``collection``: the statistics of the whole collection, when the indexes hold part of it.
+    ``predicate``: the hits are the entries whose held row it accepts (scored against the whole collection,
+    chosen before the cut), so a filter reads no entry to rank."""
     import numpy as np
 
     query = query_stems(words)
@@ -440,6 +443,10 @@ def bm25(
     keys, owners = [], []  # (score, id order) of each partition's best, and (partition, position)
     for n, ((_, index), partition_scores) in enumerate(zip(indexes, scores, strict=True)):
         matched = np.flatnonzero(partition_scores > 0)
+        if predicate is not None:
+            rows = index.rows
+            accepted = (predicate(*rows[p]) for p in matched.tolist())  # type: ignore[misc]
+            matched = matched[np.fromiter(accepted, dtype=bool, count=matched.size)]
         ties = index._array("ties")
         if matched.size > MAX_HITS:  # only the best can be kept: the rest cannot reach the top
             matched = matched[_best(partition_scores[matched], ties[matched], MAX_HITS)]

@@ -33,6 +33,7 @@ class ExactVectorIndex:
     derived = False
     """The vectors are the table's own, not a copy: a rebuild must not delete them."""
     visibility_seconds = 0
+    filters_keyword = True
 
     def __init__(self, table: Table) -> None:
         self._table = table
@@ -102,8 +103,20 @@ class ExactVectorIndex:
         hits.sort(key=lambda h: (h.score, h.entry_id), reverse=True)
         return hits[:top_k]
 
-    def keyword(self, scopes: Sequence[Scope], words: Sequence[str], now: str, *, contextual: bool = False) -> Ranking:
-        return bm25([(s.partition, self.held(s.partition)) for s in scopes], words, now, contextual=contextual)
+    def keyword(
+        self,
+        scopes: Sequence[Scope],
+        words: Sequence[str],
+        now: str,
+        *,
+        contextual: bool = False,
+        where: Node | None = None,
+    ) -> Ranking:
+        """BM25 over the held partitions; ``where`` is evaluated over the held rows (no entry is read)."""
+        rest, _ = without_live(where)  # expiry: the live mask at ``now``
+        predicate = compile_filter(rest) if rest is not None else None
+        held = [(s.partition, self.held(s.partition)) for s in scopes]
+        return bm25(held, words, now, contextual=contextual, predicate=predicate)
 
     def documents_with_all(self, scope: Scope, words: Sequence[str], now: str) -> set[str]:
         return self.held(scope.partition).with_all(words, now)

@@ -381,6 +381,7 @@ class OpenSearchVectorIndex:
     name = "opensearch"
     derived = True
     """A copy of the table's vectors: a rebuild may drop and rewrite it."""
+    filters_keyword = False
 
     def __init__(
         self,
@@ -579,10 +580,19 @@ class OpenSearchVectorIndex:
             gone |= {(scope.partition, i) for i in ids - {str(item["id"]) for item in present}}
         return fresh, gone
 
-    def keyword(self, scopes: Sequence[Scope], words: Sequence[str], now: str, *, contextual: bool = False) -> Ranking:
-        """BM25 over the scopes' live entries: one ``_msearch`` reads, per query word, the entries holding it
-        (the best :data:`KEYWORD_DEPTH` by that word) and how many hold it, and the scopes' live entries
-        counted with their total length; the ranking is computed here as the table's own index computes it."""
+    def keyword(
+        self,
+        scopes: Sequence[Scope],
+        words: Sequence[str],
+        now: str,
+        *,
+        contextual: bool = False,
+        where: Node | None = None,
+    ) -> Ranking:
+        """BM25 over the scopes' live entries (``where`` is not applied here: :attr:`filters_keyword`): one
+        ``_msearch`` reads, per query word, the entries holding it (the best :data:`KEYWORD_DEPTH` by that
+        word) and how many hold it, and the scopes' live entries counted with their total length; the
+        ranking is computed here as the table's own index computes it."""
         forms = written_forms(words)
         query = list(forms)
         if not scopes or not query:

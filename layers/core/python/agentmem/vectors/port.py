@@ -81,9 +81,22 @@ class VectorIndex(Protocol):
         never after the cut: fewer than ``top_k`` only when fewer match)."""
         ...
 
-    def keyword(self, scopes: Sequence[Scope], words: Sequence[str], now: str, *, contextual: bool = False) -> Ranking:
+    filters_keyword: bool
+    """True when :meth:`keyword` applies ``where`` itself (from what it holds of each entry); False when its
+    ranking holds every entry and the caller reads the entries to filter them."""
+
+    def keyword(
+        self,
+        scopes: Sequence[Scope],
+        words: Sequence[str],
+        now: str,
+        *,
+        contextual: bool = False,
+        where: Node | None = None,
+    ) -> Ranking:
         """BM25 of ``words`` over the scopes' entries live at ``now`` (one collection), best first: their own
-        words, or with ``contextual`` also the words of the entries before them (agentmem/search/context.py)."""
+        words, or with ``contextual`` also the words of the entries before them (agentmem/search/context.py);
+        only the entries matching ``where`` when :attr:`filters_keyword`."""
         ...
 
     def documents_with_all(self, scope: Scope, words: Sequence[str], now: str) -> set[str]:

@@ -48,8 +48,12 @@ class Reply:
 
     @property
     def error_code(self) -> str | None:
+        """The API's error code: the envelope's, or on ``{scope}/mcp`` the JSON-RPC error's ``data.code``."""
         if isinstance(self.body, dict) and isinstance(self.body.get("error"), dict):
-            return self.body["error"].get("code")
+            error = self.body["error"]
+            if self.body.get("jsonrpc") == "2.0" and isinstance(error.get("data"), dict):
+                return error["data"].get("code")
+            return error.get("code")
         return None
 
 

@@ -144,9 +144,10 @@ def test_keys_on_the_mcp_route(flow: Flow, gateway: Gateway) -> None:
     assert "Authorization: Bearer" in missing.body["error"]["message"]  # the answer says how MCP clients send it
     unknown = gateway.request("POST", path, ping, headers={"Authorization": "Bearer amk_nope_nope"})
     assert unknown.status == 401
-    # Another app's key: 403, nothing answered for this app
+    # Another app's key: the function's 403, as a JSON-RPC error (what MCP clients show), nothing answered
     other = gateway.request("POST", path, ping, headers={"Authorization": f"Bearer {flow.keys[OTHER_APP]}"})
-    assert (other.status, other.body["error"]["code"]) == (403, "forbidden")
+    assert (other.status, other.body["error"]["data"]["code"]) == (403, "forbidden")
+    assert "another app" in other.body["error"]["message"]
     # And a REST route (identity source x-api-key) refuses a Bearer-only request at the gateway: 401,
     # without calling the authorizer
     calls_before = len(gateway.authorizer_calls)

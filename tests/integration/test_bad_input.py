@@ -71,8 +71,8 @@ BAD_REQUESTS: list[tuple[str, str, Any, dict[str, Any] | None, int]] = [
     ("POST", f"{SCOPE}/memories", {"entry": text_entry("z" * (6 * 1024 * 1024 + 1))}, None, 413),
     # unknown routes and methods
     ("GET", "/v1/nothing-here", None, None, 404),
-    ("POST", f"{SCOPE}/memories/undelete", {"query": "x"}, None, 404),
-    ("PATCH", f"{SCOPE}/memories", {"entry": ENTRY}, None, 404),
+    ("POST", f"{SCOPE}/memories/undelete", {"query": "x"}, None, 405),  # a memory id's path: GET, DELETE
+    ("PATCH", f"{SCOPE}/memories", {"entry": ENTRY}, None, 405),
     ("GET", "/v2/apps/app/users/user/memories", None, None, 404),
 ]
 

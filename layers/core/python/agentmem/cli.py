@@ -49,17 +49,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     set_container(None)
     container = get_container()
-    auth_note = _resolve_auth(container)
-    container = get_container()
     settings = container.settings
-    if settings.auth == "none" and not is_loopback_name(args.host) and not args.allow_unauthenticated_network:
-        print(
-            f"agentmem serve: refusing to serve {args.host} without authentication: anyone on the network could "
-            "read and erase every app's data. Use --auth required (with keys from `agentmem keys create`), "
-            "or pass --allow-unauthenticated-network if that is really what you want.",
-            file=sys.stderr,
-        )
-        return 2
     # Check the store once before forking (the workers open their own connections: none crosses a fork).
     if settings.store == "dynamodb" and settings.dynamodb_endpoint_url:
         from agentmem.stores.dynamo_table import DynamoTable
@@ -68,6 +58,19 @@ def _serve(args: argparse.Namespace) -> int:
         assert isinstance(table, DynamoTable)
         table.create()
     container.table.ping()
+    auth_note = _resolve_auth(container)
+    if (
+        os.environ["MEMORY_AUTH"] == "none"
+        and not is_loopback_name(args.host)
+        and not args.allow_unauthenticated_network
+    ):
+        print(
+            f"agentmem serve: refusing to serve {args.host} without authentication: anyone on the network could "
+            "read and erase every app's data. Use --auth required (with keys from `agentmem keys create`), "
+            "or pass --allow-unauthenticated-network if that is really what you want.",
+            file=sys.stderr,
+        )
+        return 2
     if settings.store == "sqlite":  # expired entries leave the file (DynamoDB: its TTL removes them)
         from agentmem.memory.expiry import sweep
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.cloud.rehearsal import BedrockSwitch, Deployment, Gateway
+from tests.cloud.rehearsal import OPERATOR, BedrockSwitch, Deployment, Gateway
+from tests.cloud.template import REGION
 from tests.synthesis import DEV_TABLE, PROD_OPENSEARCH, Synthesized, mark_group
 
 APP, OTHER_APP, USER = "shop", "clinic", "alice"
@@ -70,7 +71,14 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
     flow = Flow(deployment)
     gateway = Gateway(deployment)
     # The operator (docs/deploy.md): keys for two tenants; with OpenSearch, the index (agentmem create-index).
-    tenants = TenantService(DynamoTable(deployment.table_name))
+    import boto3
+
+    # Signed with the operator's own credentials, whatever a function invoked on another thread (an erasure
+    # running in the background) has put in the environment meanwhile.
+    operator = boto3.Session(
+        aws_access_key_id=OPERATOR, aws_secret_access_key="operator-secret", region_name=REGION
+    ).client("dynamodb")
+    tenants = TenantService(DynamoTable(deployment.table_name, client=operator))
     key = tenants.create_key(APP).secret
     other_key = tenants.create_key(OTHER_APP).secret
     flow.keys = {APP: key, OTHER_APP: other_key}

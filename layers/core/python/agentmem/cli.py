@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 import warnings
@@ -37,7 +38,7 @@ def _serve(args: argparse.Namespace) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
     from agentmem.container import get_container, set_container
-    from agentmem.local.server import LocalServer, default_workers, is_loopback_name
+    from agentmem.local.server import LocalServer, address_in_use, default_workers, is_loopback_name
 
     # The embedding engine's threads: the cores shared out among the workers (one each by default). A short
     # query or one passage is faster on one thread than two (make bench ONLY=embedding), and a worker's
@@ -46,6 +47,14 @@ def _serve(args: argparse.Namespace) -> int:
 
     if args.workers < 0:
         print("agentmem serve: --workers must be 1 or more (0: one per core)", file=sys.stderr)
+        return 2
+    if address_in_use(args.host, args.port):
+        print(
+            f"agentmem serve: port {args.port} on {args.host} is already in use (another `agentmem serve` or "
+            f"`make serve`?). Stop it, or serve on another port: make serve PORT={args.port + 1} "
+            f"(agentmem serve --port {args.port + 1}).",
+            file=sys.stderr,
+        )
         return 2
     set_container(None)
     container = get_container()
@@ -169,8 +178,6 @@ def _create_table(args: argparse.Namespace) -> int:
 
 def _keys(args: argparse.Namespace) -> int:
     """``agentmem keys create|list|revoke``: tenant API keys in the configured store."""
-    import json
-
     from agentmem.container import get_container, set_container
     from agentmem.errors import MemoryServiceError
 
@@ -182,8 +189,9 @@ def _keys(args: argparse.Namespace) -> int:
             created = tenants.create_key(args.app, quota_requests_per_day=args.quota)
             if args.usage_plan_id:
                 tenants.set_usage_key(args.app, _usage_plan_key(args.app, args.usage_plan_id))
-            print(json.dumps({**created.key.to_json(), "api_key": created.secret}, ensure_ascii=False))
-            print("store this key now: it is shown once and only its hash is kept", file=sys.stderr)
+            print(json.dumps({**created.key.to_json(), "api_key": created.secret}, ensure_ascii=False), flush=True)
+            # After the key's own line (flushed first: a terminal or a 2>&1 pipe shows them in this order).
+            print("store this key now: it is shown once and only its hash is kept", file=sys.stderr, flush=True)
         elif args.keys_command == "list":
             for key in tenants.list_keys(args.app):
                 print(json.dumps(key.to_json(), ensure_ascii=False))

@@ -41,6 +41,16 @@ _Read = TypeVar("_Read", bytes, int)
 
 # The methods of API Gateway's ANY: anything else (TRACE, CONNECT, PROPFIND...) never reaches Lambda.
 METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+ROOT_LINKS = {
+    "console": "/console",
+    "health": "/v1/health",
+    "capabilities": "/v1/capabilities",
+    "openapi": "/v1/openapi.json",
+    "memories": "/v1/apps/{app}/users/{user}/memories",
+    "mcp": "/v1/apps/{app}/users/{user}/mcp",
+    "agentcore": "/agentcore",
+}
+"""What ``GET /`` answers on the local server (with a redirect to the console, which browsers follow)."""
 _HOP_BY_HOP = {"connection", "content-length", "keep-alive", "transfer-encoding", "upgrade"}
 
 
@@ -141,6 +151,8 @@ class LambdaApp:
             )
         headers = _request_headers(environ)
         path, query = _raw_target(environ)
+        if path == "/" and method in ("GET", "HEAD"):
+            return self._root(start_response, method)
         page = console.is_console_path(path)
         guarded = self._guard.refusal(headers, page=page)
         if guarded is not None:
@@ -175,6 +187,14 @@ class LambdaApp:
         body = (result.get("body") or "").encode("utf-8")
         kept = [(k, v) for k, v in reply.items() if k.lower() not in _HOP_BY_HOP]
         sent = self._reply(start_response, int(result.get("statusCode", 500)), kept, body)
+        return [] if method == "HEAD" else sent
+
+    @classmethod
+    def _root(cls, start_response: StartResponse, method: str) -> Iterable[bytes]:
+        """``GET /``: a browser is sent to the console; anything else reads where things are."""
+        body = json.dumps(ROOT_LINKS).encode()
+        headers = [("Content-Type", "application/json"), ("Location", console.PREFIX)]
+        sent = cls._reply(start_response, 302, headers, body)
         return [] if method == "HEAD" else sent
 
     @staticmethod
@@ -386,7 +406,10 @@ class LocalServer(BaseApplication):  # type: ignore[misc]
     def _ready(self, arbiter: Any) -> None:
         host, port = arbiter.LISTENERS[0].sock.getsockname()[:2]
         workers = self._options["workers"]
-        print(f"agent memory API on http://{host}:{port} ({workers} workers{self._banner})", flush=True)
+        origin = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        print(f"agent memory API on {origin} ({workers} workers{self._banner})", flush=True)
+        links = f"console: {origin}/console    health: {origin}/v1/health    OpenAPI: {origin}/v1/openapi.json"
+        print(links, flush=True)
 
     def load_config(self) -> None:
         for name, value in self._options.items():
@@ -394,6 +417,24 @@ class LocalServer(BaseApplication):  # type: ignore[misc]
 
     def load(self) -> LambdaApp:
         return LambdaApp(self._load_app(), self._guard)
+
+
+def address_in_use(host: str, port: int) -> bool:
+    """Whether another process listens on ``host:port`` (a bind as gunicorn's, with SO_REUSEADDR, fails).
+
+    Checked before gunicorn starts: it would retry for 5 s, printing its own errors, then exit."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror:
+        return False  # gunicorn says what is wrong with the name
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as error:
+            return error.errno == errno.EADDRINUSE
+    return False
 
 
 def default_workers() -> int:

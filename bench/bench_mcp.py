@@ -288,7 +288,18 @@ def main() -> None:
         print("ours over stdio (embedded store)", file=sys.stderr, flush=True)
         ours = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "agentmem.cli", "mcp", "--app", "bench", "--user", "w2", "--db", str(folder / "stdio.db")],
+            args=[
+                "-m",
+                "agentmem.cli",
+                "mcp",
+                "--app",
+                "bench",
+                "--user",
+                "w2",
+                "--db",
+                str(folder / "stdio.db"),
+                "--create",
+            ],
             env=server_environment(),
         )
         results["ours MCP stdio"] = anyio.run(over_stdio, ours, lambda s: run_w2(s, calls, "ours stdio"))

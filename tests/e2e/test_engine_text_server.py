@@ -52,7 +52,7 @@ def test_the_default_server_stores_and_finds_text_that_grows_when_normalised(
 def test_the_stdio_mcp_server_embeds_such_a_memory_again_and_again(tmp_path: Any) -> None:
     # Given the stdio MCP server on the local model, with a memory of ligatures stored by an earlier run
     params = ours_over_stdio_params(
-        "app", "ligatures", "--db", str(tmp_path / "mcp.db"), env={"MEMORY_EMBEDDER": "local"}
+        "app", "ligatures", "--db", str(tmp_path / "mcp.db"), "--create", env={"MEMORY_EMBEDDER": "local"}
     )
 
     async def add(session: ClientSession) -> Any:

@@ -11,7 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+from mcp import ClientSession, StdioServerParameters
+
 from tests.e2e.conftest import REPO_ROOT, ServerFactory
+from tests.mcp_support import over_stdio, structured
 
 CLI = [sys.executable, "-m", "agentmem.cli"]
 
@@ -83,3 +86,92 @@ def test_keys_create_prints_the_key_line_then_the_hint_on_its_own_line(tmp_path:
     assert json.loads(key_line)["api_key"].startswith("amk_")
     assert hint == "store this key now: it is shown once and only its hash is kept"
     assert rest == [""]
+
+
+def test_the_stdio_server_refuses_a_store_that_does_not_exist_unless_told_to_create_it(tmp_path: Path) -> None:
+    missing = tmp_path / "elsewhere" / "memory.db"
+    # When the stdio server is started on a file that does not exist
+    refused = subprocess.run(
+        [*CLI, "mcp", "--app", "my-app", "--user", "alice", "--db", str(missing)],
+        input="",
+        capture_output=True,
+        text=True,
+        env=_environment(),
+        cwd=tmp_path,
+        timeout=60,
+    )
+    # Then it does not start, says where it looked and what to do, and creates nothing
+    assert refused.returncode == 2
+    assert f"there is no store at {missing}" in refused.stderr
+    assert "--create" in refused.stderr
+    assert refused.stdout == ""
+    assert not missing.parent.exists()
+    # And without --db, from another directory, it names the absolute path it would have opened
+    default = subprocess.run(
+        [*CLI, "mcp", "--app", "my-app", "--user", "alice"],
+        input="",
+        capture_output=True,
+        text=True,
+        env={**_environment(), "PYTHONPATH": os.pathsep.join(sys.path)},
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert default.returncode == 2
+    assert f"there is no store at {tmp_path / '.data' / 'memory.db'}" in default.stderr
+
+    # When it is told to create one, it serves the tools on a new, empty store
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "agentmem.cli", "mcp", "--app", "my-app", "--user", "alice", "--db", str(missing), "--create"],
+        env={**_environment(), "MEMORY_EMBEDDER": "none"},
+        cwd=str(REPO_ROOT),
+    )
+
+    async def read(session: ClientSession) -> object:
+        return structured(await session.call_tool("read_graph", {}))
+
+    assert over_stdio(params, read) == {"entities": [], "relations": []}
+    assert missing.exists()
+
+
+def test_the_printed_desktop_configuration_runs_from_any_directory(
+    live_server_factory: ServerFactory, tmp_path: Path
+) -> None:
+    # Given a store that `make serve` serves, holding a fact written over REST
+    server = live_server_factory()
+    with server.client() as http:
+        remembered = http.post(
+            "/v1/apps/my-app/users/alice/graph/tools/remember",
+            json={"entity": "Pixel", "entity_type": "dog", "facts": ["likes the beach"]},
+        )
+        assert remembered.status_code == 200, remembered.text
+    # When the configuration is printed by the venv's own `agentmem` command, with the store's path as given
+    launcher = Path(sys.executable).parent / "agentmem"
+    command = [str(launcher)] if launcher.exists() else CLI
+    relative = os.path.relpath(server.db_path, REPO_ROOT)
+    printed = subprocess.run(
+        [*command, "mcp", "--app", "my-app", "--user", "alice", "--db", relative, "--print-config"],
+        capture_output=True,
+        text=True,
+        env=_environment(),
+        cwd=REPO_ROOT,
+        check=True,
+    )
+    entry = json.loads(printed.stdout)["mcpServers"]["memory"]
+    # Then it names the command and the store by absolute paths
+    assert os.path.isabs(entry["command"])
+    assert entry["args"][-2:] == ["--db", str(server.db_path)]
+    # And a client that starts it from another directory (as Claude Desktop does) reads that store
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    environment = {"MEMORY_EMBEDDER": "none", "PATH": os.environ.get("PATH", "")}
+    if os.environ.get("PYTHONPATH"):  # a work tree beside the venv's own checkout
+        environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=environment, cwd=str(elsewhere))
+
+    async def search(session: ClientSession) -> object:
+        return structured(await session.call_tool("search_nodes", {"query": "beach"}))
+
+    found = over_stdio(params, search)
+    assert [e["name"] for e in found["entities"]] == ["Pixel"]  # type: ignore[index]
+    assert not (elsewhere / ".data").exists()

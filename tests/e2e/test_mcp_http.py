@@ -326,7 +326,7 @@ def test_adk_mcp_toolset_as_docs_configure_it(server: LiveServer, tmp_path: Path
             url=mcp_url(server.url, "app", "adk-user", "garden"), headers={"Authorization": "Bearer unused-locally"}
         )
     )
-    stdio = ours_over_stdio_params("app", "adk-user", "--db", str(tmp_path / "adk.db"))
+    stdio = ours_over_stdio_params("app", "adk-user", "--db", str(tmp_path / "adk.db"), "--create")
     over_stdio_toolset = McpToolset(connection_params=StdioConnectionParams(server_params=stdio, timeout=30))
     # Then both list every tool and run one
     for toolset in (over_http_toolset, over_stdio_toolset):

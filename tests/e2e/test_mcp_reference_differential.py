@@ -128,7 +128,9 @@ def test_the_same_calls_give_the_same_graph_over_http(reference: dict[str, Any],
 
 
 def test_the_same_calls_give_the_same_graph_over_stdio(reference: dict[str, Any], tmp_path: Path) -> None:
-    ours = over_stdio(ours_over_stdio_params("app", "differential", "--db", str(tmp_path / "m.db")), play(SEQUENCE))
+    ours = over_stdio(
+        ours_over_stdio_params("app", "differential", "--db", str(tmp_path / "m.db"), "--create"), play(SEQUENCE)
+    )
     assert ours["errors"] == reference["errors"]
     assert ours["reads"] == reference["reads"]
 

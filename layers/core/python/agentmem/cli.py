@@ -134,10 +134,23 @@ def _mcp(args: argparse.Namespace) -> int:
     from agentmem.keys import UserRef
     from agentmem.mcp import stdio
 
+    if args.print_config:
+        sys.stdout = protocol_out
+        print(json.dumps(_desktop_config(args), indent=2, ensure_ascii=False))
+        return 0
     if args.url:
         answer = stdio.remote(stdio.endpoint_url(args.url, args.app, args.user, args.project), args.api_key)
     else:
         _configure(args)
+        missing = _missing_store()
+        if missing is not None and not args.create:
+            print(
+                f"agentmem mcp: there is no store at {missing}. Give --db the file your server uses (`make serve` "
+                f"keeps it in .data/memory.db of the repository: an absolute path works from any directory), "
+                "or pass --create to start a new, empty one there.",
+                file=sys.stderr,
+            )
+            return 2
         from agentmem.container import get_container, set_container
         from agentmem.errors import MemoryServiceError
         from agentmem.mcp.protocol import McpServer
@@ -152,6 +165,39 @@ def _mcp(args: argparse.Namespace) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         stdio.serve(answer, sys.stdin, protocol_out)
     return 0
+
+
+def _missing_store() -> str | None:
+    """The absolute path of the embedded store the settings name, when that file does not exist (None when it
+    does, or the store is not a SQLite file)."""
+    from agentmem.settings import get_settings
+
+    get_settings.cache_clear()
+    settings = get_settings()
+    if settings.store != "sqlite" or settings.sqlite_path == ":memory:":
+        return None
+    path = os.path.abspath(settings.sqlite_path)
+    return None if os.path.exists(path) else path
+
+
+def _desktop_config(args: argparse.Namespace) -> dict[str, Any]:
+    """A ``claude_desktop_config.json`` entry that starts this very command from any directory: the
+    executable and the store by absolute paths (an API's URL as given, its key from MEMORY_API_KEY)."""
+    launcher = os.path.abspath(sys.argv[0]) if os.path.basename(sys.argv[0]) == "agentmem" else None
+    command, prefix = (launcher, []) if launcher else (sys.executable, ["-m", "agentmem.cli"])
+    options = ["mcp", "--app", args.app, "--user", args.user]
+    if args.project:
+        options += ["--project", args.project]
+    server: dict[str, Any] = {"command": command}
+    if args.url:
+        options += ["--url", args.url]
+        server["env"] = {"MEMORY_API_KEY": args.api_key or "amk_..."}
+    elif args.dynamodb_endpoint:
+        options += ["--dynamodb-endpoint", args.dynamodb_endpoint]
+    else:
+        options += ["--db", os.path.abspath(args.db or os.environ.get("MEMORY_SQLITE_PATH") or ".data/memory.db")]
+    server["args"] = [*prefix, *options]
+    return {"mcpServers": {"memory": server}}
 
 
 def _worker_handler() -> Any:
@@ -327,6 +373,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     mcp.add_argument("--dynamodb-endpoint", help="use DynamoDB at this endpoint instead")
     mcp.add_argument("--url", help="use a remote memory API instead of the embedded store (e.g. https://.../dev)")
     mcp.add_argument("--api-key", default=os.environ.get("MEMORY_API_KEY"), help="the key for --url (MEMORY_API_KEY)")
+    mcp.add_argument(
+        "--create", action="store_true", help="start a new, empty store when --db names no file (else: refused)"
+    )
+    mcp.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print a Claude Desktop configuration that runs this command, by absolute paths, and exit",
+    )
     mcp.set_defaults(run=_mcp)
 
     table = commands.add_parser("create-table", help="create the DynamoDB table (local endpoints, tests)")

@@ -1,4 +1,5 @@
-# The front door. `make serve` and `make test` install what is missing into .venv first.
+# The front door. `make serve` and `make test` install what is missing into .venv first: serve only what serving
+# needs (requirements-serve.txt), test everything (requirements-dev.txt and the rest below).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -26,17 +27,29 @@ CDK_CONTEXT = -c stage=$(STAGE) -c search_backend=$(SEARCH_BACKEND) \
 	$(if $(EXTRACTION_MODEL_REGIONS),-c extraction_model_regions=$(EXTRACTION_MODEL_REGIONS))
 
 $(BIN)/python:
+	@echo "creating $(VENV) ($(PYTHON) -m venv)"
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.dev: $(BIN)/python requirements-dev.txt layers/core/pyproject.toml
+# One environment, in layers: what serving needs (.serve: make serve installs only this), then the test and
+# development tools on top of it (.dev: make test, make lint). Each marker is remade when its list changes.
+$(VENV)/.serve: $(BIN)/python requirements-serve.txt layers/core/pyproject.toml
+	@echo "installing what serving needs into $(VENV) (requirements-serve.txt, about 280 MB: 15 to 60 s, by the network)"
+	$(PIP) -r requirements-serve.txt
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.serve requirements-dev.txt layers/core/pyproject.toml
+	@echo "installing the test and development tools into $(VENV) (requirements-dev.txt, about 1 GB more: a few minutes)"
 	$(PIP) -r requirements-dev.txt
 	touch $@
 
 # The local model's engine built for this CPU from its C source and ours (kept only if it agrees with the shipped one).
 ENGINE_SOURCES := layers/core/python/agentmem/embeddings/engine.py layers/core/python/agentmem/embeddings/e5_matmul_q4q8.c
-$(VENV)/.engine: $(VENV)/.dev $(ENGINE_SOURCES)
+$(VENV)/.engine: $(VENV)/.serve $(ENGINE_SOURCES)
+	@echo "building the embedding engine for this CPU (about 40 s)"
 	$(BIN)/agentmem tune-engine --if-possible
 	touch $@
+# make serve does not wait for it: it builds in the background, at low priority, while the shipped build serves.
+ENGINE_STALE = $(if $(wildcard $(VENV)/.engine),$(shell find $(ENGINE_SOURCES) -newer $(VENV)/.engine),missing)
 
 # The MCP reference memory server, pinned (package-lock.json): the differential test and make bench run it.
 MCP_REFERENCE := peers/mcp-server-memory
@@ -51,7 +64,12 @@ $(TS_CLIENT)/node_modules/.installed: $(TS_CLIENT)/package.json $(TS_CLIENT)/pac
 	touch $@
 
 # AUTH=required or AUTH=none overrides the default: keys required once the store holds one.
-serve: $(VENV)/.engine ## start the API on 127.0.0.1 with the embedded stores (AUTH=required|none)
+serve: $(VENV)/.serve ## start the API on 127.0.0.1 with the embedded stores (AUTH=required|none)
+ifneq ($(strip $(ENGINE_STALE)),)
+	@echo "building the embedding engine for this CPU in the background (about 40 s of one core, at low priority; the shipped build serves until a restart after it; log: $(VENV)/tune-engine.log)"
+	@(nice -n 19 $(BIN)/agentmem tune-engine --if-possible > $(VENV)/tune-engine.log 2>&1 && touch $(VENV)/.engine) &
+endif
+	@echo "starting the server (its workers load the embedding model: a few seconds)"
 	$(BIN)/agentmem serve --host 127.0.0.1 --port $(PORT) --db $(DB) $(if $(AUTH),--auth $(AUTH))
 
 # A real OpenSearch 2.19.1 node with the k-NN plugin (Lucene engine), built by Maven from tools/opensearch-node.
@@ -93,7 +111,7 @@ $(VENV)/.agents: $(BIN)/python requirements-agents.txt
 	$(VENV)/agents/bin/python -m pip install --disable-pip-version-check -q -r requirements-agents.txt
 	touch $@
 
-test: $(VENV)/.bench $(VENV)/.infra $(VENV)/.agents $(MCP_REFERENCE)/node_modules/.installed $(TS_CLIENT)/node_modules/.installed $(NODE_BUILT) $(VENV)/.chromium ## run every test tier, the bench at a hundredth included (the OpenSearch tests need Java 17 and Maven)
+test: $(VENV)/.dev $(VENV)/.bench $(VENV)/.infra $(VENV)/.agents $(MCP_REFERENCE)/node_modules/.installed $(TS_CLIENT)/node_modules/.installed $(NODE_BUILT) $(VENV)/.chromium ## run every test tier, the bench at a hundredth included (the OpenSearch tests need Java 17 and Maven)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=20
 
 lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)
@@ -120,7 +138,7 @@ $(VENV)/.extraction-model: bench/requirements-extraction.txt | $(BIN)/python
 extraction-model: $(VENV)/.extraction-model ## build the extraction bench's local models (llama-cpp-python from source: minutes)
 
 # The bench's environment: the pinned peers (bench/requirements.txt); `make test` runs the bench at a hundredth.
-$(VENV)/.bench: $(VENV)/.engine bench/requirements.txt
+$(VENV)/.bench: $(VENV)/.dev $(VENV)/.engine bench/requirements.txt
 	$(PIP) -r bench/requirements.txt
 	touch $@
 

@@ -174,5 +174,9 @@ def tune(compiler: str | None = None) -> tuple[Path | None, str]:
         agreement = _agreement(built)
         if agreement < AGREEMENT:
             return None, f"the tuned build disagrees with the shipped one (cosine {agreement:.5f}): not used"
-        shutil.move(str(built), target)
+        # Into place in one rename: a server that starts meanwhile (make serve builds it in the background)
+        # loads either no tuned build or the whole of it.
+        staged = target.with_name(f".{target.name}.{os.getpid()}")
+        shutil.move(str(built), staged)
+        os.replace(staged, target)
     return target, f"built {target} ({isa}); its vectors agree with the shipped build's to cosine {agreement:.5f}"

@@ -1,0 +1,191 @@
+"""A lean serve (issue 36, point 1): `make serve` installs only requirements-serve.txt, and that is all the
+server needs. `make test` still installs everything.
+
+The server runs here in the full test environment, with every module of a distribution outside the serve
+requirements' closure made unimportable (a ``sitecustomize`` on its path), and is driven over HTTP across
+its routes: REST, the graph, MCP, AgentCore, the console, usage and an erasure."""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+from tests.e2e.conftest import REPO_ROOT, ServerFactory
+
+BLOCKER = """
+import importlib.abc, sys
+
+BLOCKED = {blocked!r}
+
+
+class ServeOnly(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        for name in BLOCKED:
+            if fullname == name or fullname.startswith(name + "."):
+                sys.stderr.write(f"serve-only: blocked import of {{fullname}}\\n")
+                raise ModuleNotFoundError(f"{{fullname}} is not in requirements-serve.txt", name=fullname)
+        return None
+
+
+sys.meta_path.insert(0, ServeOnly())
+"""
+
+
+def _serve_requirements() -> list[Requirement]:
+    lines = (REPO_ROOT / "requirements-serve.txt").read_text().splitlines()
+    (line,) = [line for line in lines if line.strip() and not line.startswith("#")]
+    extras = re.search(r"\[(.*)\]", line)
+    assert extras is not None
+    return [Requirement(f"agentmem[{extras.group(1)}]")]
+
+
+def _closure(requirements: list[Requirement]) -> set[str]:
+    """The installed distributions the requirements need, with their extras, transitively (normalised names)."""
+    seen: set[str] = set()
+    pending = list(requirements)  # (a requirement's marker is read where it is met, with its dependent's extras)
+    while pending:
+        requirement = pending.pop()
+        name = re.sub(r"[-_.]+", "-", requirement.name).lower()
+        key = f"{name}[{','.join(sorted(requirement.extras))}]"
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            distribution = metadata.distribution(requirement.name)
+        except metadata.PackageNotFoundError:
+            continue
+        for text in distribution.requires or []:
+            inner = Requirement(text)
+            if (
+                inner.marker is None
+                or inner.marker.evaluate({"extra": ""})
+                or any(inner.marker.evaluate({"extra": e}) for e in requirement.extras)
+            ):
+                pending.append(inner)
+    return {key.split("[")[0] for key in seen}
+
+
+def _modules_of(distribution: metadata.Distribution) -> set[str]:
+    """The packages a distribution installs, two levels deep inside a namespace package (``google.adk``)."""
+    names: set[str] = set()
+    for file in distribution.files or []:
+        parts = file.parts
+        if not parts or parts[0].endswith((".dist-info", ".data")) or parts[0] in ("..", "bin", "__pycache__"):
+            continue
+        if len(parts) == 1:
+            if parts[0].endswith((".py", ".so")):
+                names.add(parts[0].split(".")[0])
+            continue
+        top = parts[0]
+        names.add(
+            f"{top}.{parts[1].split('.')[0]}"
+            if not Path(distribution.locate_file(top), "__init__.py").exists()
+            else top
+        )
+    return names
+
+
+def _blocked_modules() -> set[str]:
+    allowed = _closure(_serve_requirements())
+    kept: set[str] = set()
+    other: set[str] = set()
+    for distribution in metadata.distributions():
+        name = re.sub(r"[-_.]+", "-", distribution.metadata["Name"]).lower()
+        (kept if name in allowed else other).update(_modules_of(distribution))
+    return {m for m in other - kept if m.split(".")[0] not in kept or "." in m}
+
+
+def test_the_server_needs_nothing_outside_the_serve_requirements(
+    live_server_factory: ServerFactory, tmp_path: Path
+) -> None:
+    blocked = _blocked_modules()
+    # (the development tools are outside it: the check would catch an import of any of them)
+    assert {"httpx", "mcp", "pytest", "moto", "langgraph.store", "google.adk", "playwright"} <= blocked
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BLOCKER.format(blocked=sorted(blocked)))
+    path = os.pathsep.join(p for p in [str(site), os.environ.get("PYTHONPATH", "")] if p)
+    # Given the server with every other distribution's modules unimportable (the local embedding model too)
+    server = live_server_factory(
+        env={"PYTHONPATH": path, "MEMORY_EMBEDDER": "local"},
+        errors=tmp_path / "err",
+        args=("--workers", "1"),
+    )
+    scope = "/v1/apps/my-app/users/alice"
+    with server.client() as http:
+        # When it is used across its routes
+        answers = [
+            http.put(
+                f"{scope}/sessions/chat-1/memories",
+                json={"entries": [{"content": {"parts": [{"text": "My dog is called Pixel"}]}}]},
+            ),
+            http.post(f"{scope}/memories/search", json={"query": "what is my pet called?"}),
+            http.post(f"{scope}/graph/tools/relate", json={"source": "alice", "relation": "owns", "target": "Pixel"}),
+            http.get(f"{scope}/graph/profile-card"),
+            http.post(f"{scope}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            http.post(
+                "/agentcore/memories/my-app-memory/events",
+                json={
+                    "actorId": "alice",
+                    "sessionId": "s1",
+                    "eventTimestamp": 1_700_000_000,
+                    "payload": [{"conversational": {"content": {"text": "hello"}, "role": "USER"}}],
+                },
+            ),
+            http.get("/console"),
+            http.get("/v1/openapi.json"),
+            http.get("/v1/apps/my-app/usage"),
+            http.get(f"{scope}/export"),
+        ]
+        erasure = http.delete(scope)
+        assert erasure.status_code == 202, erasure.text
+        deadline = time.monotonic() + 60
+        while (status := http.get(f"{scope}/deletions/{erasure.json()['deletion_id']}").json())["status"] == "RUNNING":
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    # Then every route answered, and nothing outside the serve requirements was even tried
+    assert [a.status_code for a in answers] == [200, 200, 200, 200, 200, 201, 200, 200, 200, 200], [
+        a.text[:200] for a in answers if a.status_code >= 300
+    ]
+    assert status["status"] == "SUCCEEDED"
+    assert answers[1].json()["entries"][0]["content"]["parts"][0]["text"] == "My dog is called Pixel"
+    assert "serve-only: blocked import" not in (tmp_path / "err").read_text()
+
+
+def test_make_serve_installs_only_the_serve_requirements_and_make_test_everything(tmp_path: Path) -> None:
+    # Given a checkout without a virtual environment
+    venv = f"VENV={tmp_path / 'venv'}"
+    serve = subprocess.run(["make", "-n", "serve", venv], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    test = subprocess.run(["make", "-n", "test", venv], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    # Then make serve creates it, installs the serve requirements, says what it does, and starts
+    planned = serve.stdout
+    assert "-m venv" in planned
+    assert "-r requirements-serve.txt" in planned
+    assert "installing what serving needs" in planned
+    assert "building the embedding engine for this CPU in the background" in planned
+    assert planned.splitlines()[-1].startswith(f"{tmp_path / 'venv'}/bin/agentmem serve ")
+    # and nothing of the test or development tools
+    for other in (
+        "requirements-dev.txt",
+        "requirements-infra.txt",
+        "requirements-agents.txt",
+        "bench/requirements.txt",
+        "npm ",
+        "mvn ",
+    ):
+        assert other not in planned, other
+    # While make test installs all of it, in the same environment
+    for needed in (
+        "-r requirements-serve.txt",
+        "-r requirements-dev.txt",
+        "-r requirements-infra.txt",
+        "-r bench/requirements.txt",
+        "tune-engine",
+    ):
+        assert needed in test.stdout, needed

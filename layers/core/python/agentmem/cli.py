@@ -202,11 +202,18 @@ def _desktop_config(args: argparse.Namespace) -> dict[str, Any]:
 
 def _worker_handler() -> Any:
     """In each worker process: its own container, warmed like a Lambda init (the model loads now)."""
+    from agentmem import in_flight
     from agentmem.api.app import lambda_handler
     from agentmem.container import get_container, set_container
 
     set_container(None)
     container = get_container()
+    settings = container.settings
+    # The workers share the store: an erasure any of them runs waits only for the user's requests in flight.
+    identity = in_flight.store_identity(
+        settings.store, settings.sqlite_path, settings.table_name, settings.dynamodb_endpoint_url
+    )
+    in_flight.track(in_flight.UserLocks.for_store(identity))
     container.table.ping()
     container.memory.health()
     if container.learns_locally:  # extraction's pending work, after a restart too (docs/extraction.md)

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
+from agentmem import in_flight
 from agentmem.errors import ConditionFailed, DeadlineExceeded, UserDeletionInProgress
 from agentmem.keys import Scope, UserRef, escape, scope_of_partition, unescape, user_of_partition
 from agentmem.stores.table import (
@@ -154,6 +155,7 @@ def ensure_writable(table: Table, user: UserRef) -> None:
 
     A plain read: it only saves work. What makes erasure safe is :class:`GuardedTable`, which conditions
     the writes themselves on the mark."""
+    hold(user)
     if table.get(*deletion_mark_key(user)) is not None:
         raise UserDeletionInProgress(_MARKED)
 
@@ -168,6 +170,41 @@ WRITE_MARGIN_SECONDS = 1.0
 """A request's writes end this long before its time does, so that none starts too late to finish."""
 _writes_end: ContextVar[float | None] = ContextVar("agentmem_writes_end", default=None)
 _wrote: ContextVar[list[bool] | None] = ContextVar("agentmem_request_wrote", default=None)
+_holding: ContextVar[dict[UserRef, Any] | None] = ContextVar("agentmem_request_holds", default=None)
+
+
+def hold(user: UserRef) -> None:
+    """The request (:func:`writes_end_with`) is one of the user's in flight until it ends, when the process
+    tracks them (the local server: :mod:`agentmem.in_flight`). Called before the deletion mark is read, so an
+    erasure that waits for the user's requests after writing its mark waits for every one that could have
+    read no mark."""
+    held = _holding.get()
+    locks = in_flight.tracker()
+    if held is None or locks is None or user in held:
+        return
+    held[user] = locks.hold(user)
+
+
+def _hold_writers(ops: Sequence[WriteOp]) -> None:
+    if _holding.get() is None or in_flight.tracker() is None:
+        return
+    for op in ops:
+        if _can_create(op):
+            pk = op_key(op)[0]
+            scope = scope_of_partition(pk)
+            user = scope.user_ref if scope is not None else user_of_partition(pk)
+            if user is not None:
+                hold(user)
+
+
+def settle(user: UserRef, seconds: float) -> bool:
+    """Wait until no request of the user is in flight in any process of this machine, at most ``seconds``;
+    True when this process tracks them (the wait is done: nothing more to wait), False when it cannot tell."""
+    locks = in_flight.tracker()
+    if locks is None:
+        return False
+    locks.wait_idle(user, seconds)
+    return True
 
 
 @contextlib.contextmanager
@@ -184,11 +221,18 @@ def writes_end_with(context: Any) -> Iterator[None]:
     end = time.monotonic() + remaining() / 1000 - WRITE_MARGIN_SECONDS if remaining is not None else None
     token = _writes_end.set(end)
     wrote = _wrote.set([False])
+    held: dict[UserRef, Any] = {}
+    holding = _holding.set(held)
     try:
         yield
     finally:
+        _holding.reset(holding)
         _wrote.reset(wrote)
         _writes_end.reset(token)
+        locks = in_flight.tracker()
+        for handle in held.values():
+            if locks is not None:
+                locks.release(handle)
 
 
 def _refuse_late_writes() -> None:
@@ -276,6 +320,7 @@ class GuardedTable:
         """Make sure the scope of a registry item is registered, with its shards (one transaction, checked
         against the mark itself, when a shard is missing)."""
         scope = scope_of_registry(registry)
+        hold(scope.user_ref)
         if self._table.get(*registry_shard_key(scope, random.randrange(GUARD_SHARDS))) is not None:
             return
         shards = [{"pk": pk, "sk": sk} for pk, sk in (registry_shard_key(scope, k) for k in range(GUARD_SHARDS))]
@@ -301,6 +346,7 @@ class GuardedTable:
         if not self._registered([item]):
             return
         op = Put(item, condition)
+        _hold_writers([op])
         if _guards([op], 0):
             self.transact_write([op])
         else:
@@ -319,6 +365,7 @@ class GuardedTable:
             _began_writing()
         unique = self._registered(list({(item["pk"], item["sk"]): item for item in puts}.values()))
         ops = [Put(item) for item in unique]
+        _hold_writers(ops)
         if not _guards(ops, 0):
             self._table.batch_write(puts=unique)
             _began_writing()
@@ -344,6 +391,7 @@ class GuardedTable:
     def transact_write(self, ops: Sequence[WriteOp]) -> None:
         if not _only_deletes(ops):
             _refuse_late_writes()
+        _hold_writers(ops)
         checks = _guards(ops, random.randrange(GUARD_SHARDS))
         if not checks:
             self._table.transact_write(ops)
@@ -360,6 +408,7 @@ class GuardedTable:
         """Each batch with its own checks; a batch refused by a check raises UserDeletionInProgress."""
         if not all(_only_deletes(ops) for ops in batches):
             _refuse_late_writes()
+        _hold_writers([op for ops in batches for op in ops])
         checks = [_guards(ops, random.randrange(GUARD_SHARDS)) for ops in batches]
         outcomes = self._table.transact_write_each([[*c, *ops] for c, ops in zip(checks, batches, strict=True)])
         if any(outcome is None for outcome in outcomes):
@@ -378,6 +427,7 @@ class GuardedTable:
     def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
         _refuse_late_writes()
         op = Add(pk, sk, deltas, condition)
+        _hold_writers([op])
         if not _guards([op], 0):
             added = self._table.increment(pk, sk, deltas, condition)
             _began_writing()

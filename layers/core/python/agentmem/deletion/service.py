@@ -175,7 +175,9 @@ class DeletionService:
         From the mark on, every write for the user is refused in its own transaction. A request that
         passed its early check just before the mark may still be writing: waiting for as long as a
         request can run (the API's timeout) before sweeping means the sweep and the final verification
-        come after anything such a request could still land."""
+        come after anything such a request could still land. Where the process knows the user's requests in
+        flight (the local server: :func:`agentmem.users.settle`), this step waits only until none is, within
+        the same bound, and the workflow waits no more."""
         self._table.transact_write([Put(item) for item in users.mark_items(self._mark_item(user, deletion_id))])
         if self._request(user.app, deletion_id) is None:
             hashed = records.user_hash(self._key, user)
@@ -183,6 +185,8 @@ class DeletionService:
                 user.app, deletion_id, user=user.user, hashed_user=hashed, started_at=self._now()
             )
             self._table.put(request)
+        if users.settle(user, self._drain_seconds):
+            return {"drain_seconds": 0}
         return {"drain_seconds": self._drain_seconds}
 
     def list_scopes(self, user: UserRef, after: str | None = None) -> dict[str, Any]:

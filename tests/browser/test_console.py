@@ -380,6 +380,11 @@ def test_profile_card_is_the_text_the_agent_receives(site: Site, console: Consol
         card = http.get(f"{scope(APP, 'fay')}/graph/profile-card").json()
         assert card["text"].startswith("[Known about the user]")
         expect(page.locator("#profile-card")).to_have_text(card["text"])
+        # Then Ana's line tells her relations after her facts, as the API's card does
+        expect(page.locator("#profile-card")).to_contain_text(
+            "• Ana (person): likes green tea; works remotely; works_at Acme; lives_in Lyon"
+        )
+        expect(page.locator("#card-caption")).to_contain_text("3 entities and 2 relations")
         # When the budget is one entity / Then the card is the API's one-entity card
         page.fill("#card-max-entities", "1")
         page.click("#card-refresh")

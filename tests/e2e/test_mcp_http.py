@@ -171,6 +171,11 @@ def test_every_tool_through_the_sdk_with_results_matching_their_output_schemas(s
     assert out["memory"]["session_id"] == "s1"
     assert [e["id"] for e in out["found"]["entries"]] == [out["memory"]["id"]]
     assert out["card"]["text"].startswith("[Known about the user]")
+    # the card tells relations on their source's line (Bob knows Alice; Alice's works_at Acme was retired)
+    assert "• Bob: owns a cat; knows Alice" in out["card"]["text"].splitlines()
+    assert [(r["source"], r["relation_type"], r["target"]) for r in out["card"]["relations"]] == [
+        ("Bob", "knows", "Alice")
+    ]
     # delete_entities: Acme gone (an unknown name is no error); the graph and the resource agree
     graph = out["graph"]
     assert sorted(e["name"] for e in graph["entities"]) == ["Alice", "Bob"]

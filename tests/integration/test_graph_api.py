@@ -261,7 +261,7 @@ def test_open_nodes_returns_named_entities_and_their_relations(api: ApiClient) -
 
 
 def test_profile_card_lists_recent_entities_with_newest_facts(api: ApiClient) -> None:
-    assert _ok(api.get(GRAPH + "/profile-card")) == {"text": "", "entities": [], "truncated": False}
+    assert _ok(api.get(GRAPH + "/profile-card")) == {"text": "", "entities": [], "relations": [], "truncated": False}
     _create(api, {"name": "Acme", "entity_type": "company", "observations": ["makes anvils"]})
     time.sleep(0.005)
     _create(api, {"name": "Alice", "entity_type": "person", "observations": ["a", "likes tea", "in Paris", "has cat"]})
@@ -276,6 +276,35 @@ def test_profile_card_lists_recent_entities_with_newest_facts(api: ApiClient) ->
     assert (
         _ok(api.get(GRAPH + "/profile-card"))["text"].splitlines()[1] == "• Acme (company): makes anvils; based in Ohio"
     )
+
+
+def test_profile_card_tells_relations_on_their_lines(api: ApiClient) -> None:
+    # Given the README's graph: a fact about Pixel, then alice owns Pixel (alice made by the relation)
+    _ok(api.post(GRAPH + "/tools/remember", {"entity": "Pixel", "entity_type": "dog", "facts": ["likes the beach"]}))
+    time.sleep(0.005)
+    _ok(api.post(GRAPH + "/tools/relate", {"source": "alice", "relation": "owns", "target": "Pixel"}))
+    # Then the card tells the relation on alice's line, and lists it
+    card = _ok(api.get(GRAPH + "/profile-card"))
+    assert card["text"] == "[Known about the user]\n• alice: owns Pixel\n• Pixel (dog): likes the beach"
+    assert [(r["source"], r["relation_type"], r["target"]) for r in card["relations"]] == [("alice", "owns", "Pixel")]
+    # And when alice is off the card, Pixel's line tells the relation whole
+    only = _ok(api.get(GRAPH + "/profile-card", query={"max_entities": 1}))
+    assert only["text"] == "[Known about the user]\n• alice: owns Pixel"
+    time.sleep(0.005)
+    _ok(api.post(GRAPH + "/tools/remember", {"entity": "Pixel", "facts": ["is three"]}))
+    only = _ok(api.get(GRAPH + "/profile-card", query={"max_entities": 1}))
+    assert only["text"] == "[Known about the user]\n• Pixel (dog): likes the beach; is three; alice owns Pixel"
+    # And a relation no longer current is not told; the newest max_observations relations a line are
+    for target in ("Tom", "Rex", "Kit"):
+        time.sleep(0.005)
+        _ok(api.post(GRAPH + "/tools/relate", {"source": "alice", "relation": "feeds", "target": target}))
+    lines = _ok(api.get(GRAPH + "/profile-card", query={"max_observations": 2}))["text"].splitlines()
+    assert "• alice: feeds Rex; feeds Kit" in lines
+    owns = _ok(api.get(GRAPH + "/nodes", query=[("name", "alice")]))["relations"]
+    kit = next(r for r in owns if r["target"] == "Kit")
+    _ok(api.post(GRAPH + f"/relations/{kit['id']}/invalidate", {}))
+    lines = _ok(api.get(GRAPH + "/profile-card", query={"max_observations": 2}))["text"].splitlines()
+    assert "• alice: feeds Tom; feeds Rex" in lines
 
 
 def test_episodes_are_stored_listed_and_searched(api: ApiClient) -> None:

@@ -89,12 +89,17 @@ def test_profile_card_format() -> None:
         {"name": "Alice", "entity_type": "person", "observations": [{"content": "likes tea"}, {"content": "in Paris"}]},
         {"name": "Acme", "entity_type": "general", "observations": []},
     ]
-    # Then the card has the header and one bullet line per entity
-    assert (
-        format_profile_card(entities)
-        == "[Known about the user]\n• Alice (person): likes tea; in Paris\n• Acme (general)"
-    )
+    # Then the card has the header and one bullet line per entity (no type when it is the default one)
+    assert format_profile_card(entities) == "[Known about the user]\n• Alice (person): likes tea; in Paris\n• Acme"
     assert format_profile_card([]) == ""
+    # And relations follow the facts on their source's line, or whole on their target's
+    relations = [
+        {"source": "Alice", "relation_type": "works_at", "target": "Acme"},
+        {"source": "Bob", "relation_type": "knows", "target": "Alice"},
+    ]
+    assert format_profile_card(entities, relations) == (
+        "[Known about the user]\n• Alice (person): likes tea; in Paris; works_at Acme; Bob knows Alice\n• Acme"
+    )
 
 
 def test_item_kind_tells_facts_from_bookkeeping() -> None:

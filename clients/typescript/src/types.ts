@@ -273,6 +273,8 @@ export interface GraphPage {
 export interface ProfileCard {
   text: string;
   entities: Entity[];
+  /** The current relations the text tells (each on its source's line, or its target's when the source is not on the card). */
+  relations?: Relation[];
   truncated?: boolean;
 }
 

@@ -18,7 +18,7 @@ export async function render(ctx, root) {
       text.textContent = card.text;
       text.hidden = !card.text;
       caption.textContent = card.text
-        ? `${card.entities.length} entities, exactly as the agent receives them${card.truncated ? ' (facts left out to keep within the card\u2019s budget)' : ''}.`
+        ? `${card.entities.length} entities and ${(card.relations || []).length} relations, exactly as the agent receives them${card.truncated ? ' (facts left out to keep within the card\u2019s budget)' : ''}.`
         : 'The graph holds nothing current here: the agent receives an empty card.';
     } catch (error) {
       ctx.notify(ctx.describe(error));

@@ -12,23 +12,48 @@ from typing import Any
 from agentmem.budget import Budget
 from agentmem.errors import MalformedRequest
 from agentmem.graph import records
+from agentmem.graph.writes import DEFAULT_TYPE
 from agentmem.stores.table import Item
 
 _CARD_HEADER = "[Known about the user]"
 
 
-def format_profile_card(entities: Sequence[dict[str, Any]]) -> str:
-    """``[Known about the user]`` then one ``• Name (type): obs; obs`` line per entity; "" when empty."""
+def format_profile_card(entities: Sequence[dict[str, Any]], relations: Sequence[dict[str, Any]] = ()) -> str:
+    """``[Known about the user]`` then one line per entity, ``• Name (type): obs; obs; relation Target``
+    (no type when it is ``general``: it says nothing), a relation on its source's line, or on its target's
+    (``Source relation Target``) when its source is not on the card; "" when empty."""
     if not entities:
         return ""
+    on_card = {entity["name"] for entity in entities}
+    told: dict[str, list[str]] = {}
+    for relation in relations:
+        source, kind, target = relation["source"], relation["relation_type"], relation["target"]
+        if source in on_card:
+            told.setdefault(source, []).append(f"{kind} {target}")
+        else:
+            told.setdefault(target, []).append(f"{source} {kind} {target}")
     lines = [_CARD_HEADER]
     for entity in entities:
-        line = f"• {entity['name']} ({entity['entity_type']})"
-        facts = [o["content"] for o in entity["observations"]]
+        line = f"• {entity['name']}"
+        if entity["entity_type"] != DEFAULT_TYPE:
+            line += f" ({entity['entity_type']})"
+        facts = [o["content"] for o in entity["observations"]] + told.get(entity["name"], [])
         if facts:
             line += ": " + "; ".join(facts)
         lines.append(line)
     return "\n".join(lines)
+
+
+def card_relations(names: Sequence[str], relations: Sequence[Item], per_entity: int) -> dict[str, list[Item]]:
+    """The current relations a card shows, by the entity whose line tells them: each on its source's line,
+    or on its target's when the source is not on the card; the newest ``per_entity`` a line, oldest first."""
+    on_card = set(names)
+    lines: dict[str, list[Item]] = {}
+    for relation in sorted(relations, key=lambda r: (r["recorded_at"], r["id"]), reverse=True):
+        owner = relation["source"] if relation["source"] in on_card else relation["target"]
+        if owner in on_card and len(lines.setdefault(owner, [])) < per_entity:
+            lines[owner].append(relation)
+    return {owner: list(reversed(told)) for owner, told in lines.items()}
 
 
 def entity_out(entity: dict[str, Any], observations: list[Item]) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from agentmem.graph import records
 from agentmem.graph.episodes import Episodes
 from agentmem.graph.paging import (
     Pager,
+    card_relations,
     decode_position,
     entity_out,
     format_profile_card,
@@ -664,7 +665,12 @@ class GraphMemoryService:
         merged = {name: merge_entities(group) for name, group in items.items()}
         chosen = sorted(merged.values(), key=lambda e: (e["updated_at"], e["name"]), reverse=True)[:max_entities]
         current = self._current_observations(i for e in chosen for i in items[e["name"]])
+        names = [e["name"] for e in chosen]
+        partitions = [s.partition for s in scope.visible_scopes()]
+        told = [r for r in self._relations_of(partitions, names) if is_current(r)]
+        lines = card_relations(names, told, max_observations)
         card = []
+        related: list[dict[str, Any]] = []
         # The text repeats the entities' facts: they take half the card budget, the text the other half.
         pager = Pager(Budget(CARD_BUDGET_BYTES // 2))
         for entity in chosen:
@@ -673,9 +679,15 @@ class GraphMemoryService:
             fitted = pager.entity(entity_out(entity, newest))
             if fitted is not None:
                 card.append(fitted)
+                related += pager.relations(records.relation_out(r) for r in lines.get(entity["name"], []))
             if pager.budget.truncated:
                 break
-        return {"text": format_profile_card(card), "entities": card, "truncated": pager.budget.truncated}
+        return {
+            "text": format_profile_card(card, related),
+            "entities": card,
+            "relations": related,
+            "truncated": pager.budget.truncated,
+        }
 
     # -- episodes ----------------------------------------------------------------------------------
 

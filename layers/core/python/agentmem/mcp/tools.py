@@ -404,7 +404,7 @@ def _add_memory(services: Services, scope: Scope, args: _AddMemory) -> ToolResul
 
 def _profile_card(services: Services, scope: Scope, args: _ProfileCard) -> ToolResult:
     card = services.graph.profile_card(scope, args.max_entities, args.max_observations)
-    return json_result(fit_list(card, "entities"))
+    return json_result(fit_list(card, "entities", "relations"))
 
 
 def _remember(services: Services, scope: Scope, args: _Remember) -> ToolResult:
@@ -748,7 +748,15 @@ OWN_TOOLS: list[Tool] = [
             )
         ),
         _top(
-            _object({"text": {"type": "string"}, "entities": {"type": "array", "items": _ENTITY_OUT}, **_CUT}, ["text"])
+            _object(
+                {
+                    "text": {"type": "string"},
+                    "entities": {"type": "array", "items": _ENTITY_OUT},
+                    "relations": {"type": "array", "items": _RELATION_OUT},
+                    **_CUT,
+                },
+                ["text"],
+            )
         ),
         READ,
         _profile_card,

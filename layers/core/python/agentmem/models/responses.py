@@ -221,6 +221,11 @@ class GraphPage(Subgraph):
 class ProfileCard(_Out):
     text: str
     entities: list[Entity]
+    relations: list[Relation] = Field(
+        default_factory=list,
+        description="the current relations the text tells, each on its source's line (or its target's when the "
+        "source is not on the card), the newest max_observations a line",
+    )
     truncated: bool = Field(default=False, description="facts left out to keep within the card's byte budget")
 
 

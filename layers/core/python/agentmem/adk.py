@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.events import Event
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
@@ -219,10 +220,38 @@ class AgentMemoryService(BaseMemoryService):  # type: ignore[misc]
         return SearchMemoryResponse(memories=[hit_memory(hit) for hit in hits])
 
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
-        """Delete the memory a search returned with this id (nothing when it is already gone)."""
+        """Delete the memory a search returned with this id (nothing when it is already gone).
+
+        Without an id there is nothing to delete, and that is said (ValueError) rather than done silently:
+        to erase all of a user's memory, ``DELETE /v1/apps/{app}/users/{user}`` (``UserMemory.delete_user``)."""
         if not memory_id:
-            return
+            raise ValueError(
+                "delete_memory needs the memory_id a search returned (MemoryEntry.id); to erase everything of "
+                "the user, use the client's delete_user() (DELETE /v1/apps/{app}/users/{user})"
+            )
         try:
             await self._client.user(app_name, user_id).delete_entry(memory_id)
         except NotFound:
             return
+
+    async def profile_card(
+        self, *, app_name: str, user_id: str, max_entities: int = 12, max_observations: int = 5
+    ) -> str:
+        """The user's profile card (``GET .../graph/profile-card``): the newest entities of the knowledge graph
+        with their facts and relations, ready for a system prompt ("" when the graph is empty)."""
+        memory = self._client.user(app_name, user_id)
+        return str(
+            await memory.profile_card(
+                max_entities=max_entities, max_observations=max_observations, project_id=self.project_id
+            )
+        )
+
+    def with_profile_card(self, instruction: str = "") -> Callable[[ReadonlyContext], Awaitable[str]]:
+        """An ADK instruction provider: ``instruction`` followed by the profile card of the session's user,
+        read at every turn (``Agent(instruction=memory_service.with_profile_card("You are ..."))``)."""
+
+        async def provide(context: ReadonlyContext) -> str:
+            card = await self.profile_card(app_name=context.session.app_name, user_id=context.user_id)
+            return "\n\n".join(part for part in (instruction, card) if part)
+
+        return provide

@@ -412,6 +412,15 @@ def test_usage_charts_the_apps_metering(site: Site, console: Console) -> None:
         assert shown.startswith("$")
         assert 0 < float(shown[1:]) <= round(days[0]["estimated_cost_usd"]["total"], 4)
         expect(page.locator("#usage-cost-basis")).to_contain_text("an estimate from AWS list prices")
+        # And the cost chart is scaled to the costs (a fraction of a cent is a bar, not a hairline under $1),
+        # its axis label whole inside the chart
+        today = page.locator(f"figure[data-measure=cost] rect[data-date='{days[0]['date']}']")
+        plot = 120 - 18 - 6
+        assert float(today.get_attribute("height") or 0) > plot * 0.35
+        label = page.locator("figure[data-measure=cost] text.axis-top")
+        assert (label.text_content() or "").startswith("$0.0")
+        box = label.evaluate("node => { const b = node.getBBox(); return { x: b.x, width: b.width }; }")
+        assert box["x"] >= 0, box
         console.shot("console-usage.png")
 
 

@@ -20,8 +20,20 @@ const valueOf = (measure, day) => (day ? (measure.value ? measure.value(day) : d
 const shown = (measure, value) => (measure.money ? `$${value.toFixed(4)}` : String(value));
 const WIDTH = 720;
 const HEIGHT = 120;
-const LEFT = 44;
 const BOTTOM = 18;
+const CHAR = 7; // px a tick label's character takes at the chart's font size (generous)
+
+/** The axis top: the next 1, 2, 2.5 or 5 times a power of ten at or above the largest value (a day's $0.0015
+ * is drawn on a $0.002 axis, not on $1); counts keep an axis of at least 1. */
+function axisTop(measure, values) {
+  const largest = Math.max(0, ...values);
+  if (largest <= 0) return measure.money ? 0.01 : 1;
+  const power = 10 ** Math.floor(Math.log10(largest));
+  const top = [1, 2, 2.5, 5, 10].map((m) => m * power).find((candidate) => candidate >= largest * (1 - 1e-9));
+  return measure.money ? top : Math.max(1, Math.ceil(top));
+}
+
+const tick = (measure, value) => (measure.money ? `$${Number(value.toPrecision(3))}` : String(value));
 
 /** The last `count` UTC dates, oldest first (days without usage are absent from the API's answer). */
 function lastDays(count) {
@@ -36,7 +48,9 @@ function lastDays(count) {
 
 function chart(measure, days, byDate) {
   const values = days.map((d) => valueOf(measure, byDate.get(d)));
-  const top = Math.max(1, ...values);
+  const top = axisTop(measure, values);
+  const topLabel = tick(measure, top);
+  const LEFT = Math.max(44, 10 + CHAR * topLabel.length); // room for the axis label, never clipped
   const slot = (WIDTH - LEFT) / days.length;
   const bar = Math.max(1, slot * 0.7);
   const plot = HEIGHT - BOTTOM - 6;
@@ -49,7 +63,7 @@ function chart(measure, days, byDate) {
       'svg',
       { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, width: WIDTH, height: HEIGHT, role: 'img', 'aria-label': `${measure.title} per day` },
       svg('line', { x1: LEFT, y1: HEIGHT - BOTTOM, x2: WIDTH, y2: HEIGHT - BOTTOM, class: 'axis' }),
-      svg('text', { x: LEFT - 6, y: 12, 'text-anchor': 'end', class: 'tick' }, shown(measure, top)),
+      svg('text', { x: LEFT - 6, y: 12, 'text-anchor': 'end', class: 'tick axis-top' }, topLabel),
       svg('text', { x: LEFT - 6, y: HEIGHT - BOTTOM, 'text-anchor': 'end', class: 'tick' }, '0'),
       svg('text', { x: LEFT, y: HEIGHT - 4, class: 'tick' }, days[0]),
       svg('text', { x: WIDTH, y: HEIGHT - 4, 'text-anchor': 'end', class: 'tick' }, days[days.length - 1]),

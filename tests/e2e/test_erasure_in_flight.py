@@ -35,8 +35,16 @@ def _finish(client: httpx.Client, path: str, deletion_id: str) -> tuple[float, d
     raise AssertionError("the erasure did not finish")
 
 
-def _worker_of_last_request(log: Path) -> str:
-    return log.read_text().splitlines()[-1].split()[0]
+def _worker_of(client: httpx.Client, log: Path) -> str:
+    """The pid of the worker that answers ``client``'s connection (the access log's line of a request it
+    sends now: gunicorn writes it once the answer is sent, so it is waited for)."""
+    seen = len(log.read_text().splitlines())
+    assert client.get("/v1/health").status_code == 200
+    deadline = time.monotonic() + 10
+    while len(lines := log.read_text().splitlines()) <= seen:
+        assert time.monotonic() < deadline, "no access log line"
+        time.sleep(0.02)
+    return lines[seen].split()[0]
 
 
 def test_an_erasure_with_no_request_in_flight_does_not_wait_for_the_drain(live_server_factory: ServerFactory) -> None:
@@ -76,13 +84,11 @@ def test_an_erasure_waits_for_a_write_of_that_user_in_flight_and_no_longer(
     writer = httpx.Client(base_url=server.url, timeout=120)
     eraser = httpx.Client(base_url=server.url, timeout=120)
     try:
-        writer.get("/v1/health")
-        mine = _worker_of_last_request(log)
+        mine = _worker_of(writer, log)
         for _ in range(50):
             eraser.close()
             eraser = httpx.Client(base_url=server.url, timeout=120)
-            eraser.get("/v1/health")
-            if _worker_of_last_request(log) != mine:
+            if _worker_of(eraser, log) != mine:
                 break
         else:
             pytest.fail("no connection reached the second worker")

@@ -229,10 +229,8 @@ def writes_end_with(context: Any) -> Iterator[None]:
         _holding.reset(holding)
         _wrote.reset(wrote)
         _writes_end.reset(token)
-        locks = in_flight.tracker()
         for handle in held.values():
-            if locks is not None:
-                locks.release(handle)
+            in_flight.UserLocks.release(handle)
 
 
 def _refuse_late_writes() -> None:

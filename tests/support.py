@@ -152,3 +152,21 @@ def _stream_value(value: object) -> dict[str, object]:
     if isinstance(value, list):
         return {"L": [_stream_value(v) for v in value]}
     return {"S": str(value)}
+
+
+def make_plan(*arguments: str, env: dict[str, str] | None = None) -> str:
+    """What `make -n` would run from the repository root, printed as a top-level make prints it: when the
+    suite itself runs under `make test`, the inherited MAKELEVEL and MAKEFLAGS would otherwise add
+    "make[1]: Entering/Leaving directory" lines around the plan."""
+    import os
+    import subprocess
+
+    inherited = {k: v for k, v in (env or os.environ).items() if k not in {"MAKELEVEL", "MAKEFLAGS", "MFLAGS"}}
+    return subprocess.run(
+        ["make", "--no-print-directory", "-n", *arguments],
+        cwd=EVENTS_DIR.parent,
+        env=inherited,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout

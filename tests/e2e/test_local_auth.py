@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.e2e.conftest import REPO_ROOT, ServerFactory
 from tests.mcp_support import mcp_url, over_http
+from tests.support import make_plan
 
 MEMORIES = "/v1/apps/acme/users/ana/memories"
 
@@ -102,12 +103,8 @@ def test_the_mcp_sdk_shows_the_401s_message(live_server_factory: ServerFactory, 
 
 def test_make_serve_passes_auth_through() -> None:
     for auth in ("required", "none"):
-        planned = subprocess.run(
-            ["make", "-n", "serve", f"AUTH={auth}"], capture_output=True, text=True, check=True, cwd=REPO_ROOT
-        ).stdout
-        assert f"--auth {auth}" in planned.splitlines()[-1]
-    planned = subprocess.run(["make", "-n", "serve"], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
-    assert "--auth" not in planned.stdout.splitlines()[-1]
+        assert f"--auth {auth}" in make_plan("serve", f"AUTH={auth}").splitlines()[-1]
+    assert "--auth" not in make_plan("serve").splitlines()[-1]
 
 
 def _find(error: BaseException, kind: type[MCPError]) -> MCPError:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import uuid
 from pathlib import Path
@@ -10,7 +9,8 @@ from urllib.parse import quote
 
 import httpx
 
-from tests.e2e.conftest import REPO_ROOT, start_server
+from tests.e2e.conftest import start_server
+from tests.support import make_plan
 
 
 def new_scope() -> str:
@@ -109,7 +109,5 @@ def test_acknowledged_writes_survive_a_server_restart(tmp_path: Path) -> None:
 
 def test_make_serve_passes_port_and_db_through() -> None:
     # `make -n` prints the command without running it
-    printed = subprocess.run(
-        ["make", "-n", "serve", "PORT=8001", "DB=/tmp/x.db"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
-    ).stdout
+    printed = make_plan("serve", "PORT=8001", "DB=/tmp/x.db")
     assert "agentmem serve --host 127.0.0.1 --port 8001 --db /tmp/x.db" in printed

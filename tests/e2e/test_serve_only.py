@@ -10,13 +10,13 @@ from __future__ import annotations
 import importlib.metadata as metadata
 import os
 import re
-import subprocess
 import time
 from pathlib import Path
 
 from packaging.requirements import Requirement
 
 from tests.e2e.conftest import REPO_ROOT, ServerFactory
+from tests.support import make_plan
 
 BLOCKER = """
 import importlib.abc, sys
@@ -161,10 +161,10 @@ def test_the_server_needs_nothing_outside_the_serve_requirements(
 def test_make_serve_installs_only_the_serve_requirements_and_make_test_everything(tmp_path: Path) -> None:
     # Given a checkout without a virtual environment
     venv = f"VENV={tmp_path / 'venv'}"
-    serve = subprocess.run(["make", "-n", "serve", venv], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
-    test = subprocess.run(["make", "-n", "test", venv], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    serve = make_plan("serve", venv)
+    test = make_plan("test", venv)
     # Then make serve creates it, installs the serve requirements, says what it does, and starts
-    planned = serve.stdout
+    planned = serve
     assert "-m venv" in planned
     assert "-r requirements-serve.txt" in planned
     assert "installing what serving needs" in planned
@@ -188,4 +188,4 @@ def test_make_serve_installs_only_the_serve_requirements_and_make_test_everythin
         "-r bench/requirements.txt",
         "tune-engine",
     ):
-        assert needed in test.stdout, needed
+        assert needed in test, needed

@@ -22,12 +22,13 @@ is behind can rank an item that is gone (it is skipped), never show it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -261,7 +262,8 @@ HELD = HeldBytes()
 
 class HeldPartitions(Generic[Held]):
     """Partitions held in process (the most recently used, within the process's :data:`HELD` bytes), each
-    read whole once (``load``) and then caught up from ``log`` (``apply`` the items of the changed ids)."""
+    read whole once (``load``), or started from a stored form of it (``start``: a snapshot, at an earlier
+    place in the log), and then caught up from ``log`` (``apply`` the items of the changed ids)."""
 
     def __init__(
         self,
@@ -273,11 +275,13 @@ class HeldPartitions(Generic[Held]):
         apply: Callable[[Held, set[str], Sequence[object], Stats], None],
         caught: Callable[[Held], Caught],
         size: Callable[[Held], int],
+        start: Callable[[str, Stats], Held | None] | None = None,
         budget: HeldBytes | None = None,
     ) -> None:
         self._table = table
         self._log = log
         self._load, self._read, self._apply, self._caught, self._size = load, read, apply, caught, size
+        self._start = start
         self._budget = HELD if budget is None else budget
         self._held: dict[str, Held] = {}
         self._lock = threading.Lock()
@@ -286,36 +290,53 @@ class HeldPartitions(Generic[Held]):
         with self._lock:
             self._held.pop(partition, None)
 
+    @contextlib.contextmanager
+    def steady(self) -> Iterator[None]:
+        """No partition of this process is caught up meanwhile (to read one whole, as a snapshot does)."""
+        with self._lock:
+            yield
+
     def get(self, partition: str) -> Held:
         """The partition as of its current version."""
         current = self._log.stats(self._table, partition)
         with self._lock:
             held = self._held.get(partition)
-        now = time.time()
-        if held is not None:
-            place = self._caught(held)
-            if (
-                place.epoch == current.epoch
-                and place.version <= current.version
-                and now - place.caught_up_at < LOG_SECONDS - CATCH_UP_MARGIN_SECONDS
-            ):
-                if place.version == current.version and not place.missing:
-                    self._budget.used_now(self, partition)
-                    return held
-                learnt = self._log.since(self._table, partition, place.version, current.version, place.missing)
-                if learnt.ids is not None:
-                    present = self._read(partition, sorted(learnt.ids))
-                    with self._lock:
-                        if place.version <= current.version:
-                            self._apply(held, learnt.ids, present, current)
-                            place.epoch, place.version = current.epoch, current.version
-                            seen = {v: place.missing.get(v, now) for v in learnt.missing}
-                            place.missing = {v: t for v, t in seen.items() if now - t < MISSING_SECONDS}
-                            place.caught_up_at = now
-                    self._budget.hold(self, partition, self._size(held))
-                    return held
+        if held is not None and self._caught_up(partition, held, current):
+            return held
+        started = self._start(partition, current) if self._start is not None else None
+        if started is not None and self._caught_up(partition, started, current):
+            with self._lock:
+                self._held[partition] = started
+            self._budget.hold(self, partition, self._size(started))
+            return started
         built = self._load(partition, current)
         with self._lock:
             self._held[partition] = built
         self._budget.hold(self, partition, self._size(built))
         return built
+
+    def _caught_up(self, partition: str, held: Held, current: Stats) -> bool:
+        """Bring ``held`` to ``current`` from the log; False when the log cannot (another epoch, too far
+        behind, rows no longer kept, a write logged as a reset): then it must be read whole."""
+        place = self._caught(held)
+        now = time.time()
+        if place.epoch != current.epoch or place.version > current.version:
+            return False
+        if place.version == current.version and not place.missing:
+            self._budget.used_now(self, partition)
+            return True
+        if now - place.caught_up_at >= LOG_SECONDS - CATCH_UP_MARGIN_SECONDS:  # its rows may be gone
+            return False
+        learnt = self._log.since(self._table, partition, place.version, current.version, place.missing)
+        if learnt.ids is None:
+            return False
+        present = self._read(partition, sorted(learnt.ids))
+        with self._lock:
+            if place.version <= current.version:
+                self._apply(held, learnt.ids, present, current)
+                place.epoch, place.version = current.epoch, current.version
+                seen = {v: place.missing.get(v, now) for v in learnt.missing}
+                place.missing = {v: t for v, t in seen.items() if now - t < MISSING_SECONDS}
+                place.caught_up_at = now
+        self._budget.hold(self, partition, self._size(held))
+        return True

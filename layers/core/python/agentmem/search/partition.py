@@ -54,22 +54,48 @@ def _tie_keys(entry_id: str) -> tuple[float, float, float]:
     return parts[0], parts[1], parts[2]
 
 
-@dataclass(slots=True)
 class _Postings:
-    positions: list[int]
-    counts: list[int]
-    arrays: tuple[Any, Any] | None = None
+    """One word's postings: lists while entries are added, arrays (int64 positions, float64 counts) for
+    ranking; either is made from the other when asked for (an index decoded from a snapshot starts with the
+    arrays: agentmem/search/snapshot.py)."""
+
+    __slots__ = ("_lists", "arrays")
+
+    def __init__(
+        self,
+        positions: list[int] | None = None,
+        counts: list[int] | None = None,
+        arrays: tuple[Any, Any] | None = None,
+    ) -> None:
+        self._lists = (positions or [], counts or []) if arrays is None else None
+        self.arrays = arrays
+
+    @property
+    def positions(self) -> list[int]:
+        return self._as_lists()[0]
+
+    @property
+    def counts(self) -> list[int]:
+        return self._as_lists()[1]
+
+    def _as_lists(self) -> tuple[list[int], list[int]]:
+        if self._lists is None:
+            assert self.arrays is not None
+            self._lists = (self.arrays[0].tolist(), self.arrays[1].astype("int64").tolist())
+        return self._lists
 
     def add(self, position: int, count: int) -> None:
-        self.positions.append(position)
-        self.counts.append(count)
+        positions, counts = self._as_lists()
+        positions.append(position)
+        counts.append(count)
         self.arrays = None
 
     def as_arrays(self) -> tuple[Any, Any]:
         if self.arrays is None:
             import numpy as np
 
-            self.arrays = (np.asarray(self.positions, dtype=np.int64), np.asarray(self.counts, dtype=np.float64))
+            positions, counts = self._as_lists()
+            self.arrays = (np.asarray(positions, dtype=np.int64), np.asarray(counts, dtype=np.float64))
         return self.arrays
 
 
@@ -202,9 +228,9 @@ class PartitionIndex:
             self._expires[position] = expires
         own, context = records.entry_stems(dict(item))
         for word, count in own.items():
-            self._own.setdefault(word, _Postings([], [])).add(position, count)
+            self._own.setdefault(word, _Postings()).add(position, count)
         for word, count in context.items():
-            self._context.setdefault(word, _Postings([], [])).add(position, count)
+            self._context.setdefault(word, _Postings()).add(position, count)
         self._postings += len(own) + len(context)
         length = int(item.get("length") or 0)
         contextual = OWN_WEIGHT * length + int(item.get(records.CONTEXT_LENGTH) or 0)

@@ -60,6 +60,10 @@ def test_every_name_is_read_by_settings() -> None:
         Env.MODEL_API_KEY: "sk-local",
         Env.MODEL_TIMEOUT_SECONDS: "5",
         Env.EXTRACTION_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/1/extraction",
+        Env.SNAPSHOTS: "files",
+        Env.SNAPSHOT_DIR: "/tmp/snapshots",
+        Env.SNAPSHOT_BUCKET: "snapshots-bucket",
+        Env.SNAPSHOT_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/1/snapshots",
     }
     assert set(samples) == ENV_NAMES
     base = Settings.from_env(samples)

@@ -36,6 +36,8 @@ def _serve(args: argparse.Namespace) -> int:
     # One BLAS thread per worker: exact vector search is a small matrix-vector product, and BLAS threads
     # fighting the worker processes for 2 cores made it several times slower (docs/adr/0301).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # A process new to a user starts from the snapshot of its search index, written in the background.
+    os.environ.setdefault("MEMORY_SNAPSHOTS", "files")
 
     from agentmem.container import get_container, set_container
     from agentmem.local.server import LocalServer, address_in_use, default_workers, is_loopback_name

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentmem.clock import utc_now
@@ -29,9 +30,11 @@ if TYPE_CHECKING:
     from agentmem.keys import Scope, UserRef
     from agentmem.llm.port import ChatModel
     from agentmem.memory.service import MemoryService
+    from agentmem.search.snapshots import LocalSnapshotter, SnapshotStore, Snapshotter
     from agentmem.store.service import StoreService
     from agentmem.stores.table import Item, Table
     from agentmem.tenancy.keys import TenantService
+    from agentmem.vectors.exact import ExactVectorIndex
     from agentmem.vectors.port import VectorIndex
 
 
@@ -146,9 +149,57 @@ class Container:
             )
         if self.embedder is None:
             return None
+        return self.table_index
+
+    @cached_property
+    def table_index(self) -> ExactVectorIndex:
+        """The table's own search index, started from snapshots when they are configured."""
         from agentmem.vectors.exact import ExactVectorIndex
 
-        return ExactVectorIndex(self.table)
+        ask = self.ask_for_snapshot if self.snapshots is not None else None
+        return ExactVectorIndex(self.table, snapshots=self.snapshots, ask=ask)
+
+    @cached_property
+    def snapshots(self) -> SnapshotStore | None:
+        """Where held search indexes are snapshotted (agentmem/search/snapshots.py), if anywhere."""
+        from agentmem.search.snapshots import FileSnapshots, S3Snapshots
+
+        if self.settings.snapshots == "files":
+            return FileSnapshots(Path(self.settings.snapshot_dir or f"{self.settings.sqlite_path}.snapshots"))
+        if self.settings.snapshots == "s3":
+            assert self.settings.snapshot_bucket is not None
+            return S3Snapshots(self.settings.snapshot_bucket, region_name=self.settings.aws_region)
+        return None
+
+    @cached_property
+    def snapshotter(self) -> Snapshotter:
+        """Writes a partition's snapshot from the table index of this process."""
+        from agentmem.search import changes
+        from agentmem.search.snapshots import Snapshotter
+
+        assert self.snapshots is not None, "no snapshot store is configured (MEMORY_SNAPSHOTS)"
+
+        def version_of(partition: str) -> tuple[str | None, int]:
+            stats = changes.MEMORY.stats(self.table, partition)
+            return stats.epoch, stats.version
+
+        return Snapshotter(self.snapshots, version_of=version_of, encoded=self.table_index.snapshot)
+
+    @cached_property
+    def local_snapshots(self) -> LocalSnapshotter:
+        from agentmem.search.snapshots import LocalSnapshotter
+
+        return LocalSnapshotter(self.snapshotter)
+
+    def ask_for_snapshot(self, partition: str) -> None:
+        """A load read a partition whole, or caught up far past its snapshot: have a new one written, off
+        the request path (the snapshot function's queue in the cloud, a background thread locally)."""
+        from agentmem.search.snapshots import SqsSnapshotRequests
+
+        if self.settings.snapshot_queue_url:
+            SqsSnapshotRequests(self.settings.snapshot_queue_url, region_name=self.settings.aws_region).ask(partition)
+        elif self.settings.snapshots == "files":
+            self.local_snapshots.ask(partition)
 
     @property
     def external_vector_index(self) -> VectorIndex | None:
@@ -162,7 +213,10 @@ class Container:
         from agentmem.memory.service import MemoryService
 
         return MemoryService(
-            self.table, embedder=self.embedder, vector_index=self.vector_index, sessions=_SessionWatch(self)
+            self.table,
+            embedder=self.embedder,
+            vector_index=self.vector_index or self.table_index,
+            sessions=_SessionWatch(self),
         )
 
     # -- learning (docs/extraction.md) ----------------------------------------------------------------
@@ -271,6 +325,7 @@ class Container:
             self.table,
             receipt_key=self.settings.resolved_receipt_key(),
             vectors=self.external_vector_index,
+            snapshots=self.snapshots,
             batch_size=self.settings.deletion_batch_size,
             drain_seconds=self.settings.deletion_drain_seconds,
         )

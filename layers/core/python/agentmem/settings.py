@@ -30,6 +30,10 @@
 | MEMORY_MODEL_API_KEY | the bearer token sent to the OpenAI-compatible endpoint | unset |
 | MEMORY_MODEL_TIMEOUT_SECONDS | how long one model call may wait for its answer | `60` |
 | MEMORY_EXTRACTION_QUEUE_URL | the SQS queue bringing sessions back to extraction (set by the stack) | unset |
+| MEMORY_SNAPSHOTS | where search indexes are snapshotted: `none`, `files`, `s3` | `none`; `agentmem serve`: `files` |
+| MEMORY_SNAPSHOT_DIR | the folder of `files` snapshots | the SQLite file's path + `.snapshots` |
+| MEMORY_SNAPSHOT_BUCKET | the bucket of `s3` snapshots (set by the stack) | unset |
+| MEMORY_SNAPSHOT_QUEUE_URL | the queue asking the snapshot function for a snapshot (set by the stack) | unset |
 """
 
 from __future__ import annotations
@@ -77,6 +81,10 @@ class Env:
     MODEL_API_KEY: Final = "MEMORY_MODEL_API_KEY"
     MODEL_TIMEOUT_SECONDS: Final = "MEMORY_MODEL_TIMEOUT_SECONDS"
     EXTRACTION_QUEUE_URL: Final = "MEMORY_EXTRACTION_QUEUE_URL"
+    SNAPSHOTS: Final = "MEMORY_SNAPSHOTS"
+    SNAPSHOT_DIR: Final = "MEMORY_SNAPSHOT_DIR"
+    SNAPSHOT_BUCKET: Final = "MEMORY_SNAPSHOT_BUCKET"
+    SNAPSHOT_QUEUE_URL: Final = "MEMORY_SNAPSHOT_QUEUE_URL"
 
 
 ENV_NAMES: frozenset[str] = frozenset(value for name, value in vars(Env).items() if name.isupper())
@@ -91,6 +99,7 @@ VectorIndexKind = Literal["exact", "opensearch"]
 OpenSearchEngine = Literal["lucene", "faiss"]
 DeletionRunnerKind = Literal["local", "stepfunctions"]
 ModelKind = Literal["none", "bedrock", "openai"]
+SnapshotsKind = Literal["none", "files", "s3"]
 DEFAULT_BEDROCK_CHAT_MODEL = "amazon.nova-micro-v1:0"
 DEVELOPMENT_RECEIPT_KEY = "agentmem-development-receipt-key"
 AuthMode = Literal["none", "required"]
@@ -127,6 +136,10 @@ class Settings:
     model_api_key: str | None = field(default=None, repr=False)
     model_timeout_seconds: float = 60.0
     extraction_queue_url: str | None = None
+    snapshots: SnapshotsKind = "none"
+    snapshot_dir: str | None = None
+    snapshot_bucket: str | None = None
+    snapshot_queue_url: str | None = None
 
     def resolved_receipt_key(self) -> bytes:
         """The receipt HMAC key: from Secrets Manager when an ARN is set, else MEMORY_RECEIPT_KEY."""
@@ -173,6 +186,9 @@ class Settings:
         if model_url and not model_url.startswith(("http://", "https://")):
             raise ValueError(f"MEMORY_MODEL_URL must be an http:// or https:// URL, not {model_url!r}")
         model_timeout = _positive_seconds(env, Env.MODEL_TIMEOUT_SECONDS, _DEFAULTS.model_timeout_seconds)
+        snapshots = _choice(env, Env.SNAPSHOTS, ("none", "files", "s3"), "none")
+        if snapshots == "s3" and not env.get(Env.SNAPSHOT_BUCKET):
+            raise ValueError("MEMORY_SNAPSHOTS=s3 needs MEMORY_SNAPSHOT_BUCKET")
         return cls(
             store=store,  # type: ignore[arg-type]
             sqlite_path=env.get(Env.SQLITE_PATH) or _DEFAULTS.sqlite_path,
@@ -203,6 +219,10 @@ class Settings:
             model_url=model_url,
             model_api_key=env.get(Env.MODEL_API_KEY) or None,
             model_timeout_seconds=model_timeout,
+            snapshots=snapshots,  # type: ignore[arg-type]
+            snapshot_dir=env.get(Env.SNAPSHOT_DIR) or None,
+            snapshot_bucket=env.get(Env.SNAPSHOT_BUCKET) or None,
+            snapshot_queue_url=env.get(Env.SNAPSHOT_QUEUE_URL) or None,
         )
 
 

@@ -33,6 +33,7 @@ from agentmem.extraction import work as extraction_work
 from agentmem.graph import records as graph_records
 from agentmem.keys import Scope, UserRef, unescape
 from agentmem.memory import records as memory_records
+from agentmem.search.snapshots import SnapshotStore
 from agentmem.store import records as store_records
 from agentmem.stores.retry import CONTENTION_CODE
 from agentmem.stores.table import Condition, Item, Key, Page, Put, Table, prefix_upper_bound
@@ -82,6 +83,7 @@ class DeletionService:
         *,
         receipt_key: bytes,
         vectors: VectorIndex | None = None,
+        snapshots: SnapshotStore | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_sweeps: int = DEFAULT_MAX_SWEEPS,
         scope_page: int = DEFAULT_SCOPE_PAGE,
@@ -92,6 +94,7 @@ class DeletionService:
         self._table = table
         self._key = receipt_key
         self._vectors = vectors
+        self._snapshots = snapshots
         self._batch_size = batch_size
         self._max_sweeps = max_sweeps
         self._scope_page = scope_page
@@ -237,6 +240,10 @@ class DeletionService:
         return keys
 
     def delete_vectors(self, user: UserRef, deletion_id: str) -> dict[str, Any]:
+        """The user's vectors in a derived index, and the snapshots of the user's search indexes (one written
+        while the sweep ran is found by :meth:`verify`, and deleted by the sweep after)."""
+        if self._snapshots is not None:
+            self._snapshots.delete(scope.partition for scope in users.registered_scopes(self._table, user))
         if self._vectors is None:
             return {"deleted": 0}
         removed = self._vectors.delete_user(user)
@@ -251,6 +258,9 @@ class DeletionService:
         )
         remaining += len(self._user_items(user, keep_registry=True, limit=1))
         remaining += len(self._app_rows(user))
+        if self._snapshots is not None:
+            snapshots = self._snapshots
+            remaining += sum(snapshots.exists(scope.partition) for scope in users.registered_scopes(self._table, user))
         if self._vectors is not None:
             remaining += self._vectors.count_user(user)
         pk, sk = records.request_key(user.app, deletion_id)

@@ -10,17 +10,20 @@ partition's entries. What a warm search reads does not grow with the partition.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from agentmem.embeddings.codec import MODEL_ATTR, VECTOR_ATTR
 from agentmem.errors import ConditionFailed
 from agentmem.keys import Scope, UserRef
 from agentmem.memory import records
 from agentmem.memory.filters import Node, compile_filter, without_live
+from agentmem.observability import logger
 from agentmem.search import changes
 from agentmem.search.changes import HeldPartitions, Stats
 from agentmem.search.inverted_index import Ranking
 from agentmem.search.partition import PartitionIndex, bm25
+from agentmem.search.snapshots import SNAPSHOT_LAG, SnapshotStore
 from agentmem.stores.table import Condition, Table, query_all
 from agentmem.users import registered_scopes
 from agentmem.vectors.port import VectorHit, VectorRecord
@@ -35,8 +38,19 @@ class ExactVectorIndex:
     visibility_seconds = 0
     filters_keyword = True
 
-    def __init__(self, table: Table) -> None:
+    def __init__(
+        self,
+        table: Table,
+        *,
+        snapshots: SnapshotStore | None = None,
+        ask: Callable[[str], None] | None = None,
+    ) -> None:
+        """``snapshots``: where a partition not held here is started from (agentmem/search/snapshots.py);
+        ``ask(partition)``: ask for its snapshot to be written, after a load that had to read it whole or
+        catch up :data:`SNAPSHOT_LAG` writes past its snapshot."""
         self._table = table
+        self._snapshots = snapshots
+        self._ask = ask
         self._held: HeldPartitions[PartitionIndex] = HeldPartitions(
             table,
             changes.MEMORY,
@@ -45,6 +59,7 @@ class ExactVectorIndex:
             apply=lambda index, changed, present, _: index.apply(changed, present),  # type: ignore[arg-type]
             caught=lambda index: index.place,
             size=lambda index: index.nbytes,
+            start=self._from_snapshot if snapshots is not None else None,
         )
 
     # -- writes: the entries carry what is searched; readers catch up from the change log ---------------
@@ -63,7 +78,40 @@ class ExactVectorIndex:
 
     def _load(self, partition: str, current: Stats) -> PartitionIndex:
         entries = query_all(self._table, partition, records.ENTRY, page_size=ENTRY_PAGE)
-        return PartitionIndex.of(current.epoch, current.version, entries)
+        index = PartitionIndex.of(current.epoch, current.version, entries)
+        if self._ask is not None and len(index):
+            self._ask(partition)
+        return index
+
+    def _from_snapshot(self, partition: str, current: Stats) -> PartitionIndex | None:
+        """The partition's snapshot, at its place in the log (the caller catches it up), when it is of the
+        partition's current epoch; None to read the partition whole."""
+        from agentmem.search.snapshot import SnapshotError, decode
+
+        assert self._snapshots is not None
+        if current.epoch is None:
+            return None
+        data = self._snapshots.get(partition)
+        if data is None:
+            return None
+        try:
+            index = decode(data)
+        except SnapshotError as error:
+            logger.warning("unreadable snapshot; reading the partition", extra={"error": str(error)})
+            return None
+        if index.place.epoch != current.epoch or index.place.version > current.version:
+            return None
+        if self._ask is not None and current.version - index.place.version >= SNAPSHOT_LAG:
+            self._ask(partition)
+        return index
+
+    def snapshot(self, partition: str) -> tuple[bytes, str | None, int]:
+        """The partition, brought to its current version, as a snapshot; with its (epoch, version)."""
+        from agentmem.search.snapshot import encode
+
+        index = self.held(partition)
+        with self._held.steady():
+            return encode(index, time.time()), index.place.epoch, index.place.version
 
     def _read(self, partition: str, entry_ids: Sequence[str]) -> list[dict[str, object]]:
         return self._table.batch_get([(partition, records.entry_sk(entry_id)) for entry_id in entry_ids])

@@ -290,11 +290,13 @@ ABLATIONS: list[tuple[str, dict[str, Any]]] = [
     ("without author and date", {"AUTHOR_WEIGHT": 0.0, "DATE_WEIGHT": 0.0}),
     ("keyword evidence x2", {"KEYWORD_WEIGHT": 0.8}),
     ("keyword evidence x0.5", {"KEYWORD_WEIGHT": 0.2}),
+    ("started from snapshots (8-bit vectors)", {"snapshots": True}),
 ]
 """One part changed at a time: a setting of :mod:`agentmem.search.fusion` or :mod:`agentmem.memory.search`,
 or ``stemming`` off (:mod:`agentmem.search.stemming`: the index is built again, from the words as written),
 or ``told`` off (ranking reads no entry's told periods, :mod:`agentmem.search.told`: the date cue reads
-timestamps alone)."""
+timestamps alone), or ``snapshots``: a process that starts each user's index from its snapshot (vectors at
+8 bits: agentmem/search/snapshot.py) instead of reading every entry (issue 35: the answers must not move)."""
 
 
 def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
@@ -327,7 +329,7 @@ def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
             memory_service.context_of = original
         runs = ABLATIONS if with_context else [("without context (each turn alone)", {})]
         for name, settings in runs:
-            weights = {key: value for key, value in settings.items() if key not in ("stemming", "told")}
+            weights = {key: value for key, value in settings.items() if key not in ("stemming", "told", "snapshots")}
             owner = {key: fusion if hasattr(fusion, key) else memory_search for key in weights}
             saved = {key: getattr(owner[key], key) for key in weights}
             for key, value in weights.items():
@@ -339,6 +341,8 @@ def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
             if settings.get("stemming") is False:  # a fresh service: its held index is built without stems
                 stemming.stem = lambda word: word  # type: ignore[assignment]
                 searcher = memory_service.MemoryService(table, embedder=embedder)
+            if settings.get("snapshots"):
+                searcher = _started_from_snapshots(table, embedder, convs, folder)
             scores = results.setdefault(f"ablation: {name}", Scores())
             try:
                 for conv in convs:
@@ -352,6 +356,27 @@ def ablation(convs: Sequence[Conversation], folder: Path) -> dict[str, Scores]:
                     setattr(owner[key], key, value)
         table.close()
     return results
+
+
+def _started_from_snapshots(table: Any, embedder: Any, convs: Sequence[Conversation], folder: Path) -> Any:
+    """A service whose index of each conversation starts from the snapshot another process wrote."""
+    from agentmem.keys import Scope
+    from agentmem.memory import service as memory_service
+    from agentmem.search import changes
+    from agentmem.search.snapshots import FileSnapshots, Snapshotter
+    from agentmem.vectors.exact import ExactVectorIndex
+
+    store = FileSnapshots(folder / "snapshots")
+    writer = ExactVectorIndex(table)
+
+    def version_of(partition: str) -> tuple[str | None, int]:
+        stats = changes.MEMORY.stats(table, partition)
+        return stats.epoch, stats.version
+
+    snapshotter = Snapshotter(store, version_of=version_of, encoded=writer.snapshot)
+    for conv in convs:
+        snapshotter.refresh(Scope(APP, conv.name).partition)
+    return memory_service.MemoryService(table, embedder=embedder, vector_index=ExactVectorIndex(table, snapshots=store))
 
 
 def main() -> None:

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import struct
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -87,6 +89,59 @@ def test_a_failing_record_is_reported_alone(cloud: Container) -> None:
     # When handled
     result = _handler()(event, LocalContext())
     # Then only that record is returned for retry, and the good one is indexed
+    assert result == {"batchItemFailures": [{"itemIdentifier": "000000000000000000099"}]}
+    assert _entry_ids(cloud) == {"01JXAAAAAAAAAAAAAAAAAAAAA1"}
+
+
+def _counting_bulks(container: Container, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The actions of each bulk request the index sends (the real client's bulk, counted)."""
+    index = container.vector_index
+    assert isinstance(index, OpenSearchVectorIndex)
+    sent: list[int] = []
+    bulk = index.client.bulk
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        sent.append(sum(1 for line in kwargs["body"] if {"index", "delete"} & line.keys()))
+        return bulk(*args, **kwargs)
+
+    monkeypatch.setattr(index.client, "bulk", counted)
+    return sent
+
+
+def test_a_batch_is_sent_in_one_bulk_request_with_the_last_change_of_each_entry(
+    cloud: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the sample batch (two entries inserted, a third inserted then removed) and the same again
+    event = load_event("dynamodb_stream.json")
+    sent = _counting_bulks(cloud, monkeypatch)
+    # When the indexer handles it
+    assert _handler()(event, LocalContext()) == {"batchItemFailures": []}
+    # Then one bulk request carried the batch: the two upserts and the third entry's removal only
+    assert sent == [3]
+    assert _entry_ids(cloud) == {"01JXAAAAAAAAAAAAAAAAAAAAA1", "01JXAAAAAAAAAAAAAAAAAAAAA2"}
+    # And a batch that removes an entry and then writes it again leaves it indexed, in one request
+    removed_then_written = copy.deepcopy([event["Records"][4], event["Records"][3]])
+    for number, record in enumerate(removed_then_written, start=6):
+        record["dynamodb"]["SequenceNumber"] = f"{number:021d}"
+    assert _handler()({"Records": removed_then_written}, LocalContext()) == {"batchItemFailures": []}
+    assert sent == [3, 1]
+    assert "01JXAAAAAAAAAAAAAAAAAAAAA3" in _entry_ids(cloud)
+
+
+def test_an_entry_the_index_refuses_is_reported_alone_and_the_rest_is_indexed(
+    cloud: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a batch whose second entry has a vector of another dimension than the index's (384)
+    event = load_event("dynamodb_stream.json")
+    refused = copy.deepcopy(event["Records"][1])
+    refused["dynamodb"]["NewImage"]["vector"] = {"B": base64.b64encode(struct.pack("<8f", *[0.5] * 8)).decode()}
+    refused["dynamodb"]["SequenceNumber"] = "000000000000000000099"
+    event["Records"] = [event["Records"][0], refused]
+    sent = _counting_bulks(cloud, monkeypatch)
+    # When handled
+    result = _handler()(event, LocalContext())
+    # Then the index refused that document in the batch's one request, and only its record is retried
+    assert sent == [2]
     assert result == {"batchItemFailures": [{"itemIdentifier": "000000000000000000099"}]}
     assert _entry_ids(cloud) == {"01JXAAAAAAAAAAAAAAAAAAAAA1"}
 

@@ -131,6 +131,11 @@ class _ToldUnmapped(Exception):
     """Documents rejected only because the index's strict mapping has no ``told`` field."""
 
 
+def _refused(result: Mapping[str, Any]) -> bool:
+    """A bulk action that did not take effect for a reason other than a delete finding nothing."""
+    return bool(result.get("status", 200) >= 300 and result.get("status") != 404)
+
+
 def _unmapped_told(result: Mapping[str, Any]) -> bool:
     error = result.get("error")
     return (
@@ -470,35 +475,41 @@ class OpenSearchVectorIndex:
 
     # -- writes --------------------------------------------------------------------------------------
 
-    def _bulk(self, lines: list[dict[str, Any]]) -> int:
-        """Send the actions in chunks; return how many took effect (a delete of a missing document did not)."""
-        done = 0
+    def _send(self, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Send the actions (one bulk request per :data:`_BULK_CHUNK` documents); each one's result, in order."""
+        results: list[dict[str, Any]] = []
         for start in range(0, len(lines), _BULK_CHUNK * 2):
-            chunk = lines[start : start + _BULK_CHUNK * 2]
-            kwargs: dict[str, Any] = {"body": chunk}
+            kwargs: dict[str, Any] = {"body": lines[start : start + _BULK_CHUNK * 2]}
             if self._refresh:
                 kwargs["refresh"] = self._refresh
             response = self._call("bulk", self.client.bulk, **kwargs)
-            results = [next(iter(item.values())) for item in response.get("items", [])]
-            failed = [r for r in results if r.get("status", 200) >= 300 and r.get("status") != 404]
-            if failed and all(_unmapped_told(r) for r in failed):
-                raise _ToldUnmapped(f"OpenSearch rejected {len(failed)} documents: no told field in the mapping")
-            if failed:
-                raise Unavailable(f"OpenSearch rejected {len(failed)} bulk actions", code="vector_index_unavailable")
-            done += sum(1 for r in results if r.get("status", 200) < 300)
-        return done
+            results += [next(iter(item.values())) for item in response.get("items", [])]
+        return results
+
+    def _bulk(self, lines: list[dict[str, Any]]) -> int:
+        """Send the actions; return how many took effect (a delete of a missing document did not)."""
+        results = self._send(lines)
+        failed = [r for r in results if _refused(r)]
+        if failed and all(_unmapped_told(r) for r in failed):
+            raise _ToldUnmapped(f"OpenSearch rejected {len(failed)} documents: no told field in the mapping")
+        if failed:
+            raise Unavailable(f"OpenSearch rejected {len(failed)} bulk actions", code="vector_index_unavailable")
+        return sum(1 for r in results if r.get("status", 200) < 300)
 
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         try:
-            self._upsert(records, told=self._told_mapped)
+            self._bulk(self._upsert_lines(records, told=self._told_mapped))
         except _ToldUnmapped:
-            # An index created before the told field: until `agentmem create-index` adds it to the mapping,
-            # documents go without it (ranked by their timestamp alone), as the whole index did before.
-            logger.warning("the index has no told field; run `agentmem create-index` to add it")
-            self._told_mapped = False
-            self._upsert(records, told=False)
+            self._without_told()
+            self._bulk(self._upsert_lines(records, told=False))
 
-    def _upsert(self, records: Sequence[VectorRecord], *, told: bool) -> None:
+    def _without_told(self) -> None:
+        # An index created before the told field: until `agentmem create-index` adds it to the mapping,
+        # documents go without it (ranked by their timestamp alone), as the whole index did before.
+        logger.warning("the index has no told field; run `agentmem create-index` to add it")
+        self._told_mapped = False
+
+    def _upsert_lines(self, records: Sequence[VectorRecord], *, told: bool) -> list[dict[str, Any]]:
         lines: list[dict[str, Any]] = []
         for r in records:
             lines.append({"index": {"_index": self.index, "_id": document_id(r.scope, r.entry_id)}})
@@ -516,13 +527,29 @@ class OpenSearchVectorIndex:
             if r.vector is not None and r.model_id is not None:  # until then it is found by its words only
                 document.update(model=r.model_id, vector=[float(v) for v in r.vector])
             lines.append(document)
+        return lines
+
+    def _delete_lines(self, documents: Sequence[tuple[Scope, str]]) -> list[dict[str, Any]]:
+        return [{"delete": {"_index": self.index, "_id": document_id(scope, i)}} for scope, i in documents]
+
+    def delete(self, scope: Scope, entry_ids: Sequence[str]) -> None:
+        lines = self._delete_lines([(scope, i) for i in entry_ids])
         if lines:
             self._bulk(lines)
 
-    def delete(self, scope: Scope, entry_ids: Sequence[str]) -> None:
-        lines = [{"delete": {"_index": self.index, "_id": document_id(scope, i)}} for i in entry_ids]
-        if lines:
-            self._bulk(lines)
+    def write(self, upserts: Sequence[VectorRecord], deletes: Sequence[tuple[Scope, str]]) -> set[tuple[Scope, str]]:
+        """Upsert and delete in one bulk request (the stream indexer's batch: distinct documents); return
+        the documents the index refused, for their changes to be retried. A failed request raises."""
+        documents = [(r.scope, r.entry_id) for r in upserts] + list(deletes)
+        # upserts first: each is two lines, so a chunk's boundary (an even line) never parts one from its document
+        results = self._send(self._upsert_lines(upserts, told=self._told_mapped) + self._delete_lines(deletes))
+        refused = {documents[n] for n, r in enumerate(results) if _refused(r)}
+        unmapped = [r for r in upserts if (r.scope, r.entry_id) in refused]
+        if unmapped and all(_unmapped_told(r) for r in results if _refused(r)):
+            self._without_told()
+            again = self._send(self._upsert_lines(unmapped, told=False))
+            refused = {(r.scope, r.entry_id) for r, result in zip(unmapped, again, strict=True) if _refused(result)}
+        return refused
 
     # -- reads ---------------------------------------------------------------------------------------
 

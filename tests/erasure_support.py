@@ -40,6 +40,7 @@ class InMemoryVectorIndex:
     derived = True
     visibility_seconds = 0
     filters_keyword = False
+    max_entries: int | None = None
 
     def __init__(self) -> None:
         self._records: dict[tuple[Scope, str], VectorRecord] = {}

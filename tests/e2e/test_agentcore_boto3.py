@@ -413,3 +413,29 @@ def test_a_memory_arn_names_the_same_app(server: LiveServer) -> None:
     assert [a["actorId"] for a in client.list_actors(memoryId=arn)["actorSummaries"]] == ["erin"]
     listed = httpx.get(f"{server.url}/v1/apps/short/users/erin/memories", timeout=30).json()["entries"]
     assert [e["content"]["parts"][0]["text"] for e in listed] == ["hi"]
+
+
+def test_an_event_past_the_users_limit_is_a_service_quota_exceeded(tmp_path: Any) -> None:
+    # Given a server on the table backend whose users hold at most two entries, and an actor holding two
+    with serving("sqlite", tmp_path, {"MEMORY_MAX_ENTRIES": "2"}) as limited:
+        client = agentcore(limited)
+        memory = memory_id()
+        for text in ("first", "second"):
+            client.create_event(
+                memoryId=memory, actorId="dana", sessionId="s1", eventTimestamp=time.time(), payload=[said(text)]
+            )
+        # When a third event is created
+        refused = error_of(
+            client.create_event,
+            memoryId=memory,
+            actorId="dana",
+            sessionId="s1",
+            eventTimestamp=time.time(),
+            payload=[said("third")],
+        )
+        # Then botocore reads AgentCore's own quota error, and the session still holds two events
+        assert refused["Error"]["Code"] == "ServiceQuotaExceededException"
+        assert refused["ResponseMetadata"]["HTTPStatusCode"] == 402
+        assert "search_backend=opensearch" in refused["Error"]["Message"]
+        listed = client.list_events(memoryId=memory, actorId="dana", sessionId="s1", includePayloads=True)["events"]
+        assert len(listed) == 2

@@ -64,6 +64,7 @@ def test_every_name_is_read_by_settings() -> None:
         Env.SNAPSHOT_DIR: "/tmp/snapshots",
         Env.SNAPSHOT_BUCKET: "snapshots-bucket",
         Env.SNAPSHOT_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/1/snapshots",
+        Env.MAX_ENTRIES: "500",
     }
     assert set(samples) == ENV_NAMES
     base = Settings.from_env(samples)

@@ -139,7 +139,7 @@ class Container:
         if self.settings.vector_index == "opensearch" and self.settings.opensearch_endpoint:
             from agentmem.vectors.opensearch import OpenSearchVectorIndex
 
-            return OpenSearchVectorIndex(
+            index = OpenSearchVectorIndex(
                 self.settings.opensearch_endpoint,
                 index=self.settings.opensearch_index,
                 region_name=self.settings.aws_region,
@@ -147,6 +147,8 @@ class Container:
                 engine=self.settings.opensearch_engine,
                 table=self.table,
             )
+            index.max_entries = self.settings.max_entries
+            return index
         if self.embedder is None:
             return None
         return self.table_index
@@ -154,10 +156,11 @@ class Container:
     @cached_property
     def table_index(self) -> ExactVectorIndex:
         """The table's own search index, started from snapshots when they are configured."""
-        from agentmem.vectors.exact import ExactVectorIndex
+        from agentmem.vectors.exact import MAX_ENTRIES, ExactVectorIndex
 
         ask = self.ask_for_snapshot if self.snapshots is not None else None
-        return ExactVectorIndex(self.table, snapshots=self.snapshots, ask=ask)
+        limit = self.settings.max_entries or MAX_ENTRIES
+        return ExactVectorIndex(self.table, snapshots=self.snapshots, ask=ask, max_entries=limit)
 
     @cached_property
     def snapshots(self) -> SnapshotStore | None:

@@ -62,6 +62,12 @@ class UserDeletionInProgress(Conflict):
     code = "user_deletion_in_progress"
 
 
+class MemoryFull(Conflict):
+    """The user's memory (one scope) holds as many entries as this deployment's search serves there."""
+
+    code = "user_memory_full"
+
+
 class ConditionFailed(Conflict):
     """A conditional or transactional write found the item in another state than it required."""
 

@@ -34,6 +34,7 @@
 | MEMORY_SNAPSHOT_DIR | the folder of `files` snapshots | the SQLite file's path + `.snapshots` |
 | MEMORY_SNAPSHOT_BUCKET | the bucket of `s3` snapshots (set by the stack) | unset |
 | MEMORY_SNAPSHOT_QUEUE_URL | the queue asking the snapshot function for a snapshot (set by the stack) | unset |
+| MEMORY_MAX_ENTRIES | the most entries a user (and project) holds: more is a 409 | table: `20000`; OpenSearch: none |
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ class Env:
     SNAPSHOT_DIR: Final = "MEMORY_SNAPSHOT_DIR"
     SNAPSHOT_BUCKET: Final = "MEMORY_SNAPSHOT_BUCKET"
     SNAPSHOT_QUEUE_URL: Final = "MEMORY_SNAPSHOT_QUEUE_URL"
+    MAX_ENTRIES: Final = "MEMORY_MAX_ENTRIES"
 
 
 ENV_NAMES: frozenset[str] = frozenset(value for name, value in vars(Env).items() if name.isupper())
@@ -140,6 +142,8 @@ class Settings:
     snapshot_dir: str | None = None
     snapshot_bucket: str | None = None
     snapshot_queue_url: str | None = None
+    max_entries: int | None = None
+    """None: the search backend's own limit (agentmem/vectors/exact.py MAX_ENTRIES; none for OpenSearch)."""
 
     def resolved_receipt_key(self) -> bytes:
         """The receipt HMAC key: from Secrets Manager when an ARN is set, else MEMORY_RECEIPT_KEY."""
@@ -223,7 +227,17 @@ class Settings:
             snapshot_dir=env.get(Env.SNAPSHOT_DIR) or None,
             snapshot_bucket=env.get(Env.SNAPSHOT_BUCKET) or None,
             snapshot_queue_url=env.get(Env.SNAPSHOT_QUEUE_URL) or None,
+            max_entries=_positive_int(env, Env.MAX_ENTRIES),
         )
+
+
+def _positive_int(env: Mapping[str, str], name: str) -> int | None:
+    value = env.get(name)
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{name} must be a whole number above 0, not {value!r}")
+    return int(value)
 
 
 def _signing_service(endpoint: str | None) -> str:

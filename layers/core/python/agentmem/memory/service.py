@@ -131,7 +131,9 @@ class MemoryService:
         generation = new_id()
         if not prepared:
             self._table.put(users.registry_item(scope))  # the session head is written in a registered scope
-        indexing = self._writer.write(prepared, session_id, generation)
+        indexing = self._writer.write(
+            prepared, session_id, generation, replaces=lambda: len(self._session_rows(scope, session_id))
+        )
         # Another service's notes (extraction's pending row) land with the new generation, in its commit.
         notes = self._sessions.notes(scope, session_id) if self._sessions is not None and prepared else []
         if self._commit_generation(scope, session_id, generation, notes):

@@ -25,7 +25,7 @@ from typing import Protocol
 from agentmem import held_items, users
 from agentmem.clock import format_timestamp, new_id
 from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, encode_vector
-from agentmem.errors import InvalidInput, PayloadTooLarge
+from agentmem.errors import InvalidInput, MemoryFull, PayloadTooLarge
 from agentmem.keys import Scope
 from agentmem.memory import records
 from agentmem.memory.search import MemorySearch
@@ -184,12 +184,15 @@ class EntryWriter:
         session_id: str | None,
         generation: str,
         notes: Sequence[Item] = (),
+        replaces: Callable[[], int] | None = None,
     ) -> str | None:
         """Embed and store entries of one scope with what points at them (and ``notes``, another service's
         items written first with them); ``pending`` when some vector or the derived index could not be written
-        (the entries are stored all the same)."""
+        (the entries are stored all the same). ``replaces()``: how many entries the write removes once stored
+        (a session's older ones), asked only near the index's :attr:`~VectorIndex.max_entries`."""
         if not prepared:
             return None
+        self._refuse_past_limit(prepared[0].scope, len(prepared), replaces)
         vectors_ok = self.embed(prepared)
         scope = prepared[0].scope
         written_ms = int(self._clock().timestamp() * 1000)
@@ -205,6 +208,20 @@ class EntryWriter:
             self._table.batch_write(puts=entries)
         held_items.note((entry["pk"], entry["sk"]) for entry in entries)  # an Idempotency-Key answer holds them
         return self.written(prepared, vectors_ok)
+
+    def _refuse_past_limit(self, scope: Scope, adding: int, replaces: Callable[[], int] | None) -> None:
+        """MemoryFull when the scope would hold more entries than its index searches (the count the
+        partition's log keeps, one small read; two writes racing at the limit may both pass it)."""
+        limit = self._search.vector_index.max_entries
+        if limit is None:
+            return
+        held = changes.MEMORY.stats(self._table, scope.partition).docs
+        if held + adding > limit and held + adding - (replaces() if replaces else 0) > limit:
+            raise MemoryFull(
+                f"this memory holds {held:,} entries and the write adds {adding:,}: the table search backend "
+                f"serves up to {limit:,} per user (and project). Delete some, or deploy with "
+                "search_backend=opensearch (docs/deploy.md)"
+            )
 
     def written(self, prepared: Sequence[PreparedEntry], vectors_ok: bool) -> str | None:
         """After the entries' items are written: meter them, log them for every process's search index

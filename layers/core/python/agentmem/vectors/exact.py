@@ -29,6 +29,11 @@ from agentmem.users import registered_scopes
 from agentmem.vectors.port import VectorHit, VectorRecord
 
 ENTRY_PAGE = 1000
+MAX_ENTRIES = 20_000
+"""The most entries a scope holds on the table backend. Its search holds the scope's whole index in the
+process: 5.4 KB an entry with 1,024-dimension vectors (measured), so 20,000 entries take about 108 MB of
+the 512 MB a 1,024 MB API function gives its held indexes, and four of the largest users fit in one
+container. Past it, deploy with OpenSearch (docs/deploy.md)."""
 
 
 class ExactVectorIndex:
@@ -44,11 +49,13 @@ class ExactVectorIndex:
         *,
         snapshots: SnapshotStore | None = None,
         ask: Callable[[str], None] | None = None,
+        max_entries: int | None = MAX_ENTRIES,
     ) -> None:
         """``snapshots``: where a partition not held here is started from (agentmem/search/snapshots.py);
         ``ask(partition)``: ask for its snapshot to be written, after a load that had to read it whole or
         catch up :data:`SNAPSHOT_LAG` writes past its snapshot."""
         self._table = table
+        self.max_entries = max_entries
         self._snapshots = snapshots
         self._ask = ask
         self._held: HeldPartitions[PartitionIndex] = HeldPartitions(

@@ -387,6 +387,7 @@ class OpenSearchVectorIndex:
     derived = True
     """A copy of the table's vectors: a rebuild may drop and rewrite it."""
     filters_keyword = False
+    max_entries: int | None = None
 
     def __init__(
         self,

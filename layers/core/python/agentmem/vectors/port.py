@@ -81,6 +81,10 @@ class VectorIndex(Protocol):
         never after the cut: fewer than ``top_k`` only when fewer match)."""
         ...
 
+    max_entries: int | None
+    """The most entries one scope may hold for this index to search it (None: no limit). A write past it
+    is refused, never stored unsearchable."""
+
     filters_keyword: bool
     """True when :meth:`keyword` applies ``where`` itself (from what it holds of each entry); False when its
     ranking holds every entry and the caller reads the entries to filter them."""

@@ -174,6 +174,8 @@ def _exception(status: int, code: str) -> tuple[int, str]:
     """The model's exception (and its status) for an error of this API."""
     if code in ("route_not_found", "method_not_allowed"):  # no operation has that method and path
         return 404, "UnknownOperationException"
+    if code == "user_memory_full":  # AgentCore's answer when a memory holds its quota
+        return 402, "ServiceQuotaExceededException"
     if status in (400, 413, 422):
         return 400, "ValidationException"
     if status in (401, 403):

@@ -14,7 +14,8 @@ export PIP_NO_INPUT := 1
 .PHONY: serve test lint bench synth layer deploy clean opensearch opensearch-node extraction-model
 
 STAGE ?= dev
-SEARCH_BACKEND ?= opensearch
+# The table backend has no idle bill; SEARCH_BACKEND=opensearch adds OpenSearch Serverless (its floor is printed).
+SEARCH_BACKEND ?= table
 # Extraction of long-term memories (docs/extraction.md) is off unless a Bedrock model is named:
 # EXTRACTION_MODEL=amazon.nova-micro-v1:0 (or a profile: us.amazon.nova-micro-v1:0, with EXTRACTION_MODEL_REGIONS
 # for a geography other than us); EXTRACTION_CONCURRENCY caps its function (default 5).
@@ -156,7 +157,7 @@ synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).te
 layer: $(VENV)/.infra ## build the arm64 dependency layer into .layer-build/deps (pip, no Docker)
 	$(BIN)/python infra/packaging.py
 
-deploy: $(VENV)/.dev $(VENV)/.infra layer ## deploy the stack (needs AWS credentials; STAGE=dev|prod SEARCH_BACKEND=opensearch|table EXTRACTION_MODEL=<bedrock model id>)
+deploy: $(VENV)/.dev $(VENV)/.infra layer ## deploy the stack (needs AWS credentials; STAGE=dev|prod SEARCH_BACKEND=table|opensearch EXTRACTION_MODEL=<bedrock model id>)
 	npx --yes aws-cdk@2 deploy $(CDK_CONTEXT) --app "$(BIN)/python infra/app.py" --require-approval broadening
 
 clean:

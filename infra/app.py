@@ -1,6 +1,7 @@
 """The CDK app: ``python3 infra/app.py`` (cdk.json) or ``make synth`` / ``make deploy``.
 
-Context: ``stage`` (dev|prod), ``search_backend`` (opensearch|table), ``extraction_model`` (a Bedrock model id
+Context: ``stage`` (dev|prod), ``search_backend`` (table, the default, or opensearch: its monthly floor is
+printed before the synth), ``extraction_model`` (a Bedrock model id
 or inference profile id; unset: no extraction), ``extraction_concurrency`` and ``extraction_model_regions``;
 see infra/stack.py.
 cdk-nag's AwsSolutions checks run on every synth (``Validations.of(app).add_plugins``).
@@ -38,6 +39,10 @@ def build_app(context: dict[str, object] | None = None) -> object:
 
     app = App(context=context, outdir=os.environ.get("CDK_OUTDIR") or str(REPO_ROOT / "cdk.out"))
     options = deployment_options(app.node.try_get_context)
+    if options.search_backend == "opensearch":
+        from infra.components.search import floor_notice
+
+        print(floor_notice(options.stage == "prod"), file=sys.stderr)
     env = Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION"))
     MemoryServiceStack(app, f"AgentMemory-{options.stage}", options=options, env=env)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
@@ -58,7 +63,7 @@ def deployment_options(context: Callable[[str], Any]) -> Any:
         raise ValueError(f"context extraction_concurrency must be a whole number, not {concurrency!r}")
     return DeploymentOptions(
         stage=str(context("stage") or "dev"),
-        search_backend=str(context("search_backend") or "opensearch"),
+        search_backend=str(context("search_backend") or "table"),
         extraction_model=model if model not in ("", "none") else None,
         extraction_concurrency=int(concurrency),
         extraction_model_regions=tuple(context_list(context("extraction_model_regions"))),

@@ -38,7 +38,7 @@ SEARCH_BACKENDS = ("opensearch", "table")
 @dataclass(frozen=True)
 class DeploymentOptions:
     stage: str = "dev"
-    search_backend: str = "opensearch"
+    search_backend: str = "table"
     extraction_model: str | None = None
     extraction_concurrency: int = DEFAULT_RESERVED_CONCURRENCY
     extraction_model_regions: tuple[str, ...] = ()

@@ -68,7 +68,7 @@ class VectorSearch(Construct):
             name=self.collection_name,
             type="VECTORSEARCH",
             description="Agent memory vectors (derived from the table; rebuildable)",
-            standby_replicas="ENABLED" if production else "DISABLED",
+            standby_replicas="ENABLED" if production else "DISABLED",  # minimum_ocus follows this
         )
         self.collection.add_resource_dependency(encryption)
         self.collection.add_resource_dependency(network)
@@ -114,3 +114,24 @@ class VectorSearch(Construct):
         )
         for role in grants:
             role.add_to_principal_policy(iam.PolicyStatement(actions=["aoss:APIAccessAll"], resources=[self.arn]))
+
+
+def minimum_ocus(production: bool) -> float:
+    """What a collection bills at rest: OpenSearch Serverless keeps 0.5 OCU for indexing and 0.5 for
+    search, each doubled with standby replicas (prod), whether or not anyone searches."""
+    return 2.0 if production else 1.0
+
+
+def floor_notice(production: bool) -> str:
+    """The monthly floor of the collection, said before a deploy that creates one."""
+    from agentmem.costs import price
+
+    ocu_hour = price("aoss.ocu_hour")
+    ocus = minimum_ocus(production)
+    monthly = ocu_hour.of(ocus * 730)
+    return (
+        f"search_backend=opensearch: OpenSearch Serverless bills at least {ocus:g} OCU "
+        f"({'with' if production else 'without'} standby replicas) x 730 h x ${ocu_hour.usd} "
+        f"({ocu_hour.region}, {ocu_hour.date}) = ${monthly:,.2f} a month, whether or not anyone searches. "
+        "The table backend (the default) has no such floor."
+    )

@@ -22,7 +22,6 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from agentmem.keys import tenant_partition
 from agentmem.settings import API_MEMORY_MB, Env
 from agentmem.tenancy.keys import lookup_partition
 from infra import packaging
@@ -37,8 +36,9 @@ DELETION_RESERVED_CONCURRENCY = 10
 """Kept for the erasure steps whatever the API's traffic: one execution runs at most 5 steps at once (the
 Map's MaxConcurrency 4 beside the vector branch), so two erasures run in full and more queue on the
 ASL's Lambda.TooManyRequestsException retries instead of being starved by a tenant's burst."""
-AUTHORIZER_PARTITIONS = [lookup_partition("") + "*", tenant_partition("") + "*"]
-"""The only partitions the authorizer reads: key lookups (``K#<hash>``) and tenant records (``T#<app>``)."""
+AUTHORIZER_PARTITIONS = [lookup_partition("") + "*"]
+"""The only partitions the authorizer reads: the operator's (``K#...``), key lookups (``K#<hash>``) and tenant
+records (``K#T#<app>``)."""
 API_TIMEOUT_SECONDS = 29
 """The API function's timeout (API Gateway's integration limit): no write request runs longer."""
 

@@ -29,8 +29,9 @@ DELETION_ACTIONS = [
 """What the erasure steps do (agentmem.deletion): read the user's items, delete them in batches, write the
 mark, the status and the receipt."""
 OPERATOR_PARTITIONS = [lookup_partition("") + "*"]
-"""Partitions only the operator writes (with the CLI's own credentials): the API key lookups (``K#<hash>``),
-which the authorizer trusts. No function role may touch them, except the authorizer's GetItem."""
+"""Partitions only the operator writes (with the CLI's own credentials): the API key lookups (``K#<hash>``) and
+the tenant records and key records (``K#T#<app>``: quota, usage-plan key), which the authorizer trusts. No
+function role may touch them, except the authorizer's GetItem."""
 KEY_ACTIONS = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
 KEY_READ_ACTIONS = ["kms:Decrypt", "kms:DescribeKey"]
 

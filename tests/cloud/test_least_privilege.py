@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agentmem.settings import ENV_NAMES
+from agentmem.tenancy.keys import registry_partition
 from tests.cloud.conftest import Flow
 from tests.cloud.rehearsal import Deployment, data_policy_allows
 from tests.synthesis import PROD_OPENSEARCH
@@ -35,13 +36,16 @@ def test_the_authorizer_reads_only_the_key_lookup_and_tenant_items(flow: Flow) -
     d = flow.deployment
     table, key = _table_and_key(d)
     policy = d.functions["authorizer"].policy
-    # What it did: GetItem of a key lookup (K#...) and of a tenant record (T#...), nothing else
+    # What it did: GetItem of a key lookup (K#<hash>) and of a tenant record (K#T#<app>), nothing else
     calls = [c for c in d.recorder.calls if c.principal == _role_of(d, "authorizer")]  # type: ignore[union-attr]
     assert {c.action for c in calls} == {"dynamodb:GetItem"}
-    assert {c.condition_keys()["dynamodb:LeadingKeys"][0][:2] for c in calls} == {"K#", "T#"}
-    # What it may do: exactly that
+    read = {c.condition_keys()["dynamodb:LeadingKeys"][0] for c in calls}
+    assert {pk[:4] == "K#T#" for pk in read} == {True, False}
+    assert all(pk.startswith("K#") for pk in read)
+    # What it may do: exactly that (the app's own partition, its usage and receipts, is out of reach)
     assert policy.evaluate("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["K#abc"]}).allowed
-    assert policy.evaluate("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["T#shop"]}).allowed
+    assert policy.evaluate("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["K#T#shop"]}).allowed
+    assert not policy.evaluate("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["T#shop"]}).allowed
     assert not policy.evaluate("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["S#shop#alice#"]}).allowed
     for action in ("dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:Scan", "dynamodb:PutItem"):
         assert not policy.evaluate(action, table, {"dynamodb:LeadingKeys": ["K#abc"]}).allowed, action
@@ -135,18 +139,21 @@ def test_every_variable_the_template_sets_is_a_setting(flow: Flow) -> None:
 
 
 @pytest.mark.parametrize("flow", [PROD_OPENSEARCH], indirect=True)
-def test_no_function_but_the_authorizer_may_touch_an_api_key_lookup(flow: Flow) -> None:
+def test_no_function_but_the_authorizer_may_touch_an_api_key_lookup_or_a_tenant_record(flow: Flow) -> None:
     # Given the deployed roles, and a key lookup item's partition (K#<sha256 of the key>)
     d = flow.deployment
     table, _ = _table_and_key(d)
     lookup = {"dynamodb:LeadingKeys": ["K#" + "0" * 64]}
     scope = {"dynamodb:LeadingKeys": ["S#shop#alice#"]}
     writes = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")
+    tenant_record = {"dynamodb:LeadingKeys": [registry_partition("shop")]}
     for name in ("api", "deletion", "indexer", "extraction"):
         policy = d.functions[name].policy
-        # Then none may write one (a compromised function cannot mint a key), nor read one
+        # Then none may write one (a compromised function cannot mint a key), nor read one, nor rewrite a
+        # tenant's record (its quota and usage-plan key)
         for action in writes:
             assert not policy.evaluate(action, table, lookup).allowed, (name, action)
+            assert not policy.evaluate(action, table, tenant_record).allowed, (name, action)
         for action in ("dynamodb:GetItem", "dynamodb:Query"):
             assert not policy.evaluate(action, table, lookup).allowed, (name, action)
         # And a batch holding one lookup among memory items is refused as a whole

@@ -12,7 +12,7 @@ from agentmem.container import set_container
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.stores.table import Table, query_all
 from agentmem.tenancy import TenantService
-from agentmem.tenancy.keys import hash_key, lookup_partition
+from agentmem.tenancy.keys import TENANT_SK, hash_key, lookup_partition, registry_partition
 
 METHOD_ARN = "arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/GET/v1/apps/A/users/u/memories"
 
@@ -82,9 +82,44 @@ def test_authorizer_rejects_a_revoked_key(tenants: TenantService) -> None:
 def test_only_the_hash_of_a_key_is_stored(tenants: TenantService, table: Table) -> None:
     # Given a created key / Then no stored item holds the secret, and the lookup is by its SHA-256
     created = tenants.create_key("A")
-    items = query_all(table, "T#A") + query_all(table, lookup_partition(hash_key(created.secret)))
+    items = query_all(table, registry_partition("A")) + query_all(table, lookup_partition(hash_key(created.secret)))
     assert items
     assert created.secret not in json.dumps(items, default=str)
+
+
+def test_the_authorizer_trusts_only_tenant_records_in_the_operators_partition(
+    tenants: TenantService, table: Table
+) -> None:
+    # Given a key of app A whose tenant record the operator wrote (quota 1000) in the registry partition
+    created = tenants.create_key("A", quota_requests_per_day=1000)
+    assert table.get(registry_partition("A"), TENANT_SK) is not None
+    # When something that may write the app's own partition (T#A: usage, receipts) writes a tenant record there
+    table.put({"pk": "T#A", "sk": TENANT_SK, "app": "A", "status": "active", "quota_requests_per_day": 10**9})
+    table.put({"pk": "T#B", "sk": TENANT_SK, "app": "B", "status": "active", "usage_key": "stolen-plan-key"})
+    # Then the authorizer still answers with what the operator wrote, and B (no registry record) gets nothing
+    assert authorize(created.secret)["context"]["quota"] == 1000
+    other = tenants.create_key("B").secret
+    assert "usageIdentifierKey" not in authorize(other)
+
+
+def test_the_operator_still_lists_and_revokes_keys_of_a_store_written_before(
+    tenants: TenantService, table: Table
+) -> None:
+    # Given a key made before tenant and key records moved to the registry: its records in T#A
+    created = tenants.create_key("A", quota_requests_per_day=50)
+    for sk in (TENANT_SK, f"KEY#{created.key.key_id}"):
+        item = table.get(registry_partition("A"), sk)
+        assert item is not None
+        table.put({**item, "pk": "T#A"})
+        table.delete(registry_partition("A"), sk)
+    # Then the operator's commands find the key there, and a revocation takes effect; the tenant record
+    # there is not trusted (functions may write T#A), so the authorizer answers without its quota
+    assert [k.key_id for k in tenants.list_keys("A")] == [created.key.key_id]
+    assert tenants.tenant("A") is None
+    assert authorize(created.secret)["context"]["quota"] == 0
+    tenants.revoke_key("A", created.key.key_id)
+    with pytest.raises(Exception, match=r"^Unauthorized$"):
+        authorize(created.secret)
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

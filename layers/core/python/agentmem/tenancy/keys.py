@@ -50,6 +50,16 @@ def lookup_partition(key_hash: str) -> str:
     return f"K#{key_hash}"
 
 
+def registry_partition(app: str) -> str:
+    """Where the tenant's record (quota, usage-plan key, status) and its key records live: ``K#T#<app>``, an
+    operator partition like the key lookups (a hash has no ``#``, so the two never meet). No function role
+    may write there and only the authorizer may read it (infra/components/storage.py), so a compromised
+    function cannot raise a tenant's quota or swap its usage-plan key. Stores written before kept them in
+    ``T#<app>``: the operator's commands still list and revoke the key records there, and a tenant record
+    there is not trusted (set the quota again with ``agentmem keys create --quota``)."""
+    return lookup_partition(tenant_partition(app))
+
+
 @dataclass(frozen=True, slots=True)
 class ApiKey:
     """What the service knows about a key: never the secret itself."""
@@ -88,7 +98,9 @@ class TenantService:
         self._table = table
 
     def tenant(self, app: str) -> Item | None:
-        return self._table.get(tenant_partition(validate_id(app, "app")), TENANT_SK)
+        """The tenant record, as the operator wrote it in the registry (never one found in ``T#<app>``, which
+        functions may write)."""
+        return self._table.get(registry_partition(validate_id(app, "app")), TENANT_SK)
 
     def ensure_tenant(self, app: str, *, quota_requests_per_day: int | None = None) -> Item:
         """The tenant record, created on first use; a given quota replaces the stored one."""
@@ -96,7 +108,7 @@ class TenantService:
         existing = self.tenant(app)
         if existing is not None and quota_requests_per_day is None:
             return existing
-        record: Item = dict(existing or {"pk": tenant_partition(app), "sk": TENANT_SK, "app": app, "status": ACTIVE})
+        record: Item = dict(existing or {"pk": registry_partition(app), "sk": TENANT_SK, "app": app, "status": ACTIVE})
         record.setdefault("created_at", format_timestamp(utc_now()))
         if quota_requests_per_day is not None:
             record["quota_requests_per_day"] = int(quota_requests_per_day)
@@ -117,7 +129,7 @@ class TenantService:
         key_hash = hash_key(secret)
         created_at = format_timestamp(utc_now())
         record: Item = {
-            "pk": tenant_partition(app),
+            "pk": registry_partition(app),
             "sk": KEY_SK_PREFIX + key_id,
             "key_id": key_id,
             "key_hash": key_hash,
@@ -146,13 +158,16 @@ class TenantService:
     def list_keys(self, app: str) -> list[ApiKey]:
         app = validate_id(app, "app")
         tenant = self.tenant(app)
-        items = query_all(self._table, tenant_partition(app), KEY_SK_PREFIX)
+        items = query_all(self._table, registry_partition(app), KEY_SK_PREFIX)
+        items += query_all(self._table, tenant_partition(app), KEY_SK_PREFIX)  # a store written before
         return [self._key_from(app, item, tenant) for item in items]
 
     def revoke_key(self, app: str, key_id: str) -> ApiKey:
         """Mark the key revoked (record and lookup): it answers 401 from the next request on."""
         app = validate_id(app, "app")
-        record = self._table.get(tenant_partition(app), KEY_SK_PREFIX + key_id)
+        record = self._table.get(registry_partition(app), KEY_SK_PREFIX + key_id) or self._table.get(
+            tenant_partition(app), KEY_SK_PREFIX + key_id
+        )
         if record is None:
             raise NotFound(f"no key {key_id} for this app")
         revoked = {**record, "status": REVOKED, "revoked_at": record.get("revoked_at") or format_timestamp(utc_now())}

@@ -142,8 +142,7 @@ class Compute(Construct):
                 self,
                 "Extraction",
                 settings=settings.extraction,
-                table=storage.table,
-                key=storage.key,
+                storage=storage,
                 removal=self._removal,
                 new_function=self._function,
             )
@@ -178,18 +177,17 @@ class Compute(Construct):
                 ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"],
             )
             self._allow_embeddings(self.indexer)
-            self.indexer.add_event_source(
-                sources.DynamoEventSource(
-                    storage.table,
-                    starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-                    batch_size=100,
-                    max_batching_window=Duration.seconds(1),
-                    bisect_batch_on_error=True,
-                    retry_attempts=5,
-                    max_record_age=Duration.hours(24),
-                    report_batch_item_failures=True,
-                    on_failure=sources.SqsDlq(self.dlq),
-                )
+            storage.stream_mapping(
+                "TableStream",
+                self.indexer,
+                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                batch_size=100,
+                max_batching_window=Duration.seconds(1),
+                bisect_batch_on_error=True,
+                retry_attempts=5,
+                max_record_age=Duration.hours(24),
+                report_batch_item_failures=True,
+                on_failure=sources.SqsDlq(self.dlq),
             )
             grants = {
                 self.api.role: SEARCHER,

@@ -23,9 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aws_cdk import Duration, RemovalPolicy, Stack
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
@@ -34,6 +32,7 @@ from constructs import Construct
 from agentmem.extraction.work import PENDING
 from agentmem.keys import SCOPE_TAG
 from agentmem.settings import Env
+from infra.components.storage import KEY_ACTIONS, KEY_READ_ACTIONS, Storage
 
 DEFAULT_RESERVED_CONCURRENCY = 5
 MEMORY_MB = 512
@@ -52,6 +51,14 @@ STREAM_BATCHING_WINDOW = Duration.seconds(5)
 STREAM_RETRIES = 3
 STREAM_MAX_RECORD_AGE = Duration.hours(6)
 WAKE_BATCH_SIZE = 10
+WAKE_CONSUMER_ACTIONS = [
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:GetQueueAttributes",
+    "sqs:GetQueueUrl",
+]
+"""What the wake queue's event source mapping does with the function's role."""
 WAKE_MAX_RECEIVES = 5
 """Receives of a wake message before it moves to the dead-letter queue."""
 WAKE_VISIBILITY_TIMEOUT = Duration.seconds(6 * TIMEOUT_SECONDS)
@@ -157,13 +164,13 @@ class Extraction(Construct):
         construct_id: str,
         *,
         settings: ExtractionSettings,
-        table: dynamodb.ITable,
-        key: kms.IKey,
+        storage: Storage,
         removal: RemovalPolicy,
         new_function: Callable[..., lambda_.Function],
     ) -> None:
         super().__init__(scope, construct_id)
         self.settings = settings
+        key = storage.key
         # Wake messages name a user's scope partition and a session: encrypted with the stack's key.
         self.wake_dlq = sqs.Queue(
             self,
@@ -210,31 +217,37 @@ class Extraction(Construct):
             reserved_concurrency=settings.reserved_concurrency,
             extra_environment=self.model_environment,
         )
-        self.function.add_event_source(
-            sources.DynamoEventSource(
-                table,
-                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-                filters=[pending_rows_filter()],
-                batch_size=STREAM_BATCH_SIZE,
-                max_batching_window=STREAM_BATCHING_WINDOW,
-                bisect_batch_on_error=True,
-                retry_attempts=STREAM_RETRIES,
-                max_record_age=STREAM_MAX_RECORD_AGE,
-                report_batch_item_failures=True,
-                on_failure=sources.SqsDlq(self.stream_failures),
+        storage.stream_mapping(
+            "PendingRows",
+            self.function,
+            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+            filters=[pending_rows_filter()],
+            batch_size=STREAM_BATCH_SIZE,
+            max_batching_window=STREAM_BATCHING_WINDOW,
+            bisect_batch_on_error=True,
+            retry_attempts=STREAM_RETRIES,
+            max_record_age=STREAM_MAX_RECORD_AGE,
+            report_batch_item_failures=True,
+            on_failure=sources.SqsDlq(self.stream_failures),
+        )
+        lambda_.EventSourceMapping(
+            self.function,
+            "Wakes",
+            target=self.function,
+            event_source_arn=self.wake_queue.queue_arn,
+            batch_size=WAKE_BATCH_SIZE,
+            report_batch_item_failures=True,
+            # The pollers invoke at most as many at once as the function may run (SQS's floor is 2).
+            max_concurrency=max(2, settings.reserved_concurrency),
+        )
+        # It sends wakes and consumes them (CDK's SqsEventSource would grant the queue's key without a condition):
+        # the queue actions on the wake queue only, the key only through SQS.
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["sqs:SendMessage", *WAKE_CONSUMER_ACTIONS], resources=[self.wake_queue.queue_arn]
             )
         )
-        self.function.add_event_source(
-            sources.SqsEventSource(
-                self.wake_queue,
-                batch_size=WAKE_BATCH_SIZE,
-                report_batch_item_failures=True,
-                # The pollers invoke at most as many at once as the function may run (SQS's floor is 2).
-                max_concurrency=max(2, settings.reserved_concurrency),
-            )
-        )
-        # SendMessage only (the queue's key actions come with the table's grant: one key for both).
-        self.wake_queue.grant(self.function, "sqs:SendMessage")
+        storage.grant_key(self.function.role, sorted({*KEY_ACTIONS, *KEY_READ_ACTIONS}), via=("sqs",))  # type: ignore[arg-type]
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=model_arns(Stack.of(self), settings))
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aws_cdk import Duration
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
@@ -60,12 +60,25 @@ class Operations(Construct):
         self.topic = sns.Topic(
             self, "AlarmTopic", display_name=f"agent memory {stage} alarms", master_key=key, enforce_ssl=True
         )
-        # CloudWatch publishes alarm notifications to the KMS-encrypted topic.
+        # CloudWatch publishes alarm notifications to the KMS-encrypted topic: its alarms in this account and
+        # Region only (a confused deputy elsewhere cannot use the key through CloudWatch).
+        stack = Stack.of(self)
         key.add_to_resource_policy(
             iam.PolicyStatement(
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 actions=["kms:Decrypt", "kms:GenerateDataKey"],
                 resources=["*"],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {
+                        "aws:SourceArn": stack.format_arn(
+                            service="cloudwatch",
+                            resource="alarm",
+                            resource_name="*",
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    },
+                },
             )
         )
         self.alarms: dict[str, cw.Alarm] = {}

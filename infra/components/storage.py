@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from collections.abc import Sequence
+
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from agentmem.tenancy.keys import lookup_partition
@@ -32,8 +35,18 @@ OPERATOR_PARTITIONS = [lookup_partition("") + "*"]
 """Partitions only the operator writes (with the CLI's own credentials): the API key lookups (``K#<hash>``) and
 the tenant records and key records (``K#T#<app>``: quota, usage-plan key), which the authorizer trusts. No
 function role may touch them, except the authorizer's GetItem."""
-KEY_ACTIONS = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
+KEY_ACTIONS = ["kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
+"""What a service encrypting with the data key for its caller needs (DynamoDB, SQS, S3 ask KMS for data keys
+and to decrypt them; none encrypts with the key itself, so no role holds ``kms:Encrypt``)."""
 KEY_READ_ACTIONS = ["kms:Decrypt", "kms:DescribeKey"]
+STREAM_READ_ACTIONS = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
+
+
+def via_service(scope: Construct, *services: str) -> dict[str, dict[str, list[str]]]:
+    """The condition that lets a role use the data key only through these services (``dynamodb``, ``sqs``,
+    ``s3``) in the stack's Region, never directly: a role that leaks cannot decrypt what it copies out."""
+    region = Stack.of(scope).region
+    return {"StringEquals": {"kms:ViaService": [f"{service}.{region}.amazonaws.com" for service in services]}}
 
 
 class Storage(Construct):
@@ -85,7 +98,39 @@ class Storage(Construct):
                 conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": partitions}},
             )
         )
-        role.add_to_principal_policy(iam.PolicyStatement(actions=KEY_READ_ACTIONS, resources=[self.key.key_arn]))
+        self.grant_key(role, KEY_READ_ACTIONS)
+
+    def grant_key(
+        self, role: iam.IRole, actions: Sequence[str] = KEY_ACTIONS, *, via: Sequence[str] = ("dynamodb",)
+    ) -> None:
+        """The data key's ``actions``, only through the services ``via`` (:func:`via_service`)."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=list(actions), resources=[self.key.key_arn], conditions=via_service(self, *via))
+        )
+
+    def stream_mapping(
+        self, construct_id: str, function: lambda_.IFunction, **options: object
+    ) -> lambda_.EventSourceMapping:
+        """``function``'s event source mapping from the table's stream (``options`` as
+        :class:`~aws_cdk.aws_lambda.EventSourceMapping` takes them), and the role's reads of the stream: the
+        stream actions on this table's stream, ListStreams (which names no resource) and the key's reads through
+        DynamoDB. CDK's ``DynamoEventSource`` would grant the key without that condition."""
+        assert self.table.table_stream_arn is not None, "the table has no stream"
+        mapping = lambda_.EventSourceMapping(
+            function,
+            construct_id,
+            target=function,
+            event_source_arn=self.table.table_stream_arn,
+            **options,  # type: ignore[arg-type]
+        )
+        role = function.role
+        assert role is not None
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=STREAM_READ_ACTIONS, resources=[self.table.table_stream_arn])
+        )
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["dynamodb:ListStreams"], resources=["*"]))
+        self.grant_key(role, KEY_READ_ACTIONS)
+        return mapping
 
     def _grant(self, role: iam.IRole, actions: list[str]) -> None:
         """Explicit actions on this table and its key only (no wildcard actions, no index/* resources), and
@@ -100,4 +145,4 @@ class Storage(Construct):
                 conditions={"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": OPERATOR_PARTITIONS}},
             )
         )
-        role.add_to_principal_policy(iam.PolicyStatement(actions=KEY_ACTIONS, resources=[self.key.key_arn]))
+        self.grant_key(role)

@@ -17,6 +17,7 @@ from agentmem.settings import ENV_NAMES
 from agentmem.tenancy.keys import registry_partition
 from tests.cloud.conftest import Flow
 from tests.cloud.rehearsal import Deployment, data_policy_allows
+from tests.cloud.template import REGION
 from tests.synthesis import PROD_OPENSEARCH
 
 
@@ -49,8 +50,31 @@ def test_the_authorizer_reads_only_the_key_lookup_and_tenant_items(flow: Flow) -
     assert not policy.evaluate("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["S#shop#alice#"]}).allowed
     for action in ("dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:Scan", "dynamodb:PutItem"):
         assert not policy.evaluate(action, table, {"dynamodb:LeadingKeys": ["K#abc"]}).allowed, action
-    assert policy.evaluate("kms:Decrypt", key).allowed
-    assert not policy.evaluate("kms:GenerateDataKey", key).allowed
+    through_dynamodb = {"kms:ViaService": [f"dynamodb.{REGION}.amazonaws.com"]}
+    assert policy.evaluate("kms:Decrypt", key, through_dynamodb).allowed
+    assert not policy.evaluate("kms:GenerateDataKey", key, through_dynamodb).allowed
+
+
+def test_every_role_uses_the_data_key_only_through_the_services_that_hold_its_data(flow: Flow) -> None:
+    # Given every function role of the deployed stack and the data key
+    d = flow.deployment
+    _, key = _table_and_key(d)
+
+    def through(service: str) -> dict[str, list[str]]:
+        return {"kms:ViaService": [f"{service}.{REGION}.amazonaws.com"]}
+
+    for fn in d.functions.values():
+        # Then none may call KMS with it directly (a leaked role cannot decrypt what it copies out), nor encrypt
+        for action in ("kms:Decrypt", "kms:GenerateDataKey", "kms:Encrypt", "kms:ReEncryptFrom", "kms:CreateGrant"):
+            assert not fn.policy.evaluate(action, key).allowed, (fn.name, action)
+            assert not fn.policy.evaluate(action, key, through("lambda")).allowed, (fn.name, action)
+        assert not fn.policy.evaluate("kms:Encrypt", key, through("dynamodb")).allowed, fn.name
+    # And the table's users decrypt through DynamoDB; extraction also through SQS (its wake queue)
+    for name in ("api", "authorizer", "deletion"):
+        assert d.functions[name].policy.evaluate("kms:Decrypt", key, through("dynamodb")).allowed, name
+    if "extraction" in d.functions:
+        assert d.functions["extraction"].policy.evaluate("kms:GenerateDataKey", key, through("sqs")).allowed
+        assert not d.functions["api"].policy.evaluate("kms:GenerateDataKey", key, through("sqs")).allowed
 
 
 def test_the_state_machine_role_only_invokes_the_deletion_steps(flow: Flow) -> None:

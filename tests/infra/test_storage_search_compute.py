@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_cdk.assertions import Match
@@ -275,3 +276,25 @@ def test_the_receipt_key_is_a_generated_secret_read_only_by_the_api_and_the_dele
                 readers |= {role["Ref"] for role in policy["Properties"]["Roles"]}
     assert len(readers) == 2
     assert all("Api" in r or "Deletion" in r for r in readers)
+
+
+def test_key_use_is_conditioned_on_the_service_and_cloudwatch_on_its_own_alarms(synthesized: Synthesized) -> None:
+    for name in (PROD_OPENSEARCH, DEV_TABLE):
+        template = synthesized.templates[name]
+        (key_id,) = resources(template, "AWS::KMS::Key")
+        key_arn = {"Fn::GetAtt": [key_id, "Arn"]}
+        # Given every identity statement naming the data key
+        on_key = [s for s in _statements(template) if key_arn in _as_list(s["Resource"])]
+        assert on_key
+        for statement in on_key:
+            actions = set(_as_list(statement["Action"]))
+            # Then its use goes through a service (kms:ViaService), and nobody may encrypt with it directly
+            assert actions <= {"kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"}, actions
+            services = statement["Condition"]["StringEquals"]["kms:ViaService"]
+            assert services, statement
+            assert all(".amazonaws.com" in json.dumps(s) for s in services), statement
+        # And CloudWatch's grant in the key policy holds for this account's alarms only
+        key_policy = template["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
+        (cloudwatch,) = [s for s in key_policy if s.get("Principal", {}).get("Service") == "cloudwatch.amazonaws.com"]
+        assert cloudwatch["Condition"]["StringEquals"]["aws:SourceAccount"] == {"Ref": "AWS::AccountId"}
+        assert ":alarm:*" in json.dumps(cloudwatch["Condition"]["ArnLike"]["aws:SourceArn"])

@@ -22,7 +22,12 @@ SEARCH_BACKEND ?= table
 EXTRACTION_MODEL ?=
 EXTRACTION_CONCURRENCY ?=
 EXTRACTION_MODEL_REGIONS ?=
+# OpenSearch reached only through a VPC endpoint in these subnets (docs/deploy.md): OPENSEARCH_VPC=vpc-...
+# OPENSEARCH_SUBNETS=subnet-a,subnet-b (the functions that search run there and need a way out to AWS's APIs).
+OPENSEARCH_VPC ?=
+OPENSEARCH_SUBNETS ?=
 CDK_CONTEXT = -c stage=$(STAGE) -c search_backend=$(SEARCH_BACKEND) \
+	$(if $(OPENSEARCH_VPC),-c opensearch_vpc=$(OPENSEARCH_VPC) -c opensearch_subnets=$(OPENSEARCH_SUBNETS)) \
 	$(if $(EXTRACTION_MODEL),-c extraction_model=$(EXTRACTION_MODEL)) \
 	$(if $(EXTRACTION_CONCURRENCY),-c extraction_concurrency=$(EXTRACTION_CONCURRENCY)) \
 	$(if $(EXTRACTION_MODEL_REGIONS),-c extraction_model_regions=$(EXTRACTION_MODEL_REGIONS))
@@ -150,7 +155,7 @@ bench: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(
 	$(BIN)/python bench/run.py $(ONLY)
 
 synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too)
-	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","aws:cdk:bundling-stacks":[]}' \
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","aws:cdk:bundling-stacks":[]}' \
 		$(BIN)/python infra/app.py
 	@echo "cdk.out/AgentMemory-$(STAGE).template.json"
 

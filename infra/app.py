@@ -1,9 +1,9 @@
 """The CDK app: ``python3 infra/app.py`` (cdk.json) or ``make synth`` / ``make deploy``.
 
 Context: ``stage`` (dev|prod), ``search_backend`` (table, the default, or opensearch: its monthly floor is
-printed before the synth), ``extraction_model`` (a Bedrock model id
-or inference profile id; unset: no extraction), ``extraction_concurrency`` and ``extraction_model_regions``;
-see infra/stack.py.
+printed before the synth), ``extraction_model`` (a Bedrock model id or inference profile id; unset: no
+extraction), ``extraction_concurrency``, ``extraction_model_regions``, ``opensearch_vpc`` and
+``opensearch_subnets``; see infra/stack.py.
 cdk-nag's AwsSolutions checks run on every synth (``Validations.of(app).add_plugins``).
 """
 
@@ -67,6 +67,8 @@ def deployment_options(context: Callable[[str], Any]) -> Any:
         extraction_model=model if model not in ("", "none") else None,
         extraction_concurrency=int(concurrency),
         extraction_model_regions=tuple(context_list(context("extraction_model_regions"))),
+        opensearch_vpc=str(context("opensearch_vpc") or "").strip() or None,
+        opensearch_subnets=tuple(context_list(context("opensearch_subnets"))),
     )
 
 

@@ -5,6 +5,9 @@ Context (``-c key=value`` or ``make synth STAGE=... SEARCH_BACKEND=...``):
   (table and key RETAINed, deletion protection, standby replicas, longer log retention).
 - ``search_backend``: ``opensearch`` (default; Serverless vector collection + stream indexer) or
   ``table`` (exact search over the vectors in the table: no OpenSearch, zero idle cost).
+- ``opensearch_vpc`` and ``opensearch_subnets`` (a VPC id and its private subnet ids, comma-separated): the
+  collection is reached only through a VPC endpoint there, and the functions that search run there
+  (infra/components/search.py). Unset: the collection's endpoint is public, every request signed and authorized.
 - ``extraction_model``: a Bedrock model id (``amazon.nova-micro-v1:0``) or a geographic cross-Region inference
   profile id (``us.amazon.nova-micro-v1:0``) turns on extraction of long-term memories (docs/extraction.md;
   infra/components/extraction.py). Unset (the default): no extraction, nothing of it deployed.
@@ -27,7 +30,7 @@ from infra.components.compute import Compute, ComputeSettings
 from infra.components.extraction import DEFAULT_RESERVED_CONCURRENCY, ExtractionSettings
 from infra.components.operations import Operations
 from infra.components.routes import CONSOLE_ROUTES, PUBLIC_ROUTES
-from infra.components.search import VectorSearch
+from infra.components.search import PrivateNetwork, VectorSearch
 from infra.components.storage import Storage
 from infra.components.workflow import DeletionWorkflow
 
@@ -42,6 +45,8 @@ class DeploymentOptions:
     extraction_model: str | None = None
     extraction_concurrency: int = DEFAULT_RESERVED_CONCURRENCY
     extraction_model_regions: tuple[str, ...] = ()
+    opensearch_vpc: str | None = None
+    opensearch_subnets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -50,7 +55,9 @@ class DeploymentOptions:
             raise ValueError(f"context search_backend must be one of {SEARCH_BACKENDS}, not {self.search_backend!r}")
         if self.extraction_model is None and self.extraction_model_regions:
             raise ValueError("context extraction_model_regions needs extraction_model")
-        _ = self.extraction  # checked now, not halfway through the synth
+        if (self.opensearch_vpc or self.opensearch_subnets) and self.search_backend != "opensearch":
+            raise ValueError("context opensearch_vpc and opensearch_subnets are for search_backend=opensearch")
+        _ = self.extraction, self.private_network  # checked now, not halfway through the synth
 
     @property
     def extraction(self) -> ExtractionSettings | None:
@@ -61,6 +68,18 @@ class DeploymentOptions:
             reserved_concurrency=self.extraction_concurrency,
             model_regions=self.extraction_model_regions,
         )
+
+    @property
+    def private_network(self) -> PrivateNetwork | None:
+        """The subnets the vector collection is reached from only (None: its endpoint is public, IAM only)."""
+        if self.opensearch_vpc is None and not self.opensearch_subnets:
+            return None
+        return PrivateNetwork(self.opensearch_vpc or "", self.opensearch_subnets)
+
+    @property
+    def reads_the_stream(self) -> bool:
+        """Whether a function reads the table's stream: the OpenSearch indexer, extraction."""
+        return self.search_backend == "opensearch" or self.extraction_model is not None
 
     @property
     def production(self) -> bool:
@@ -78,9 +97,16 @@ class MemoryServiceStack(Stack):
         Tags.of(self).add("service", "agent-memory")
         Tags.of(self).add("stage", options.stage)
 
-        self.storage = Storage(self, "Storage", production=options.production)
+        self.storage = Storage(self, "Storage", production=options.production, stream=options.reads_the_stream)
         self.search = (
-            VectorSearch(self, "Search", stage=options.stage, key=self.storage.key, production=options.production)
+            VectorSearch(
+                self,
+                "Search",
+                stage=options.stage,
+                key=self.storage.key,
+                production=options.production,
+                network=options.private_network,
+            )
             if options.search_backend == "opensearch"
             else None
         )
@@ -155,6 +181,14 @@ def acknowledge_findings(stack: MemoryServiceStack) -> None:
     )
     for fn in stack.compute.functions:
         _acknowledge(fn.role, "AwsSolutions-IAM5[Resource::*]", xray)  # type: ignore[arg-type]
+    if stack.search is not None and stack.search.network is not None:
+        for fn in stack.compute.search_functions:
+            _acknowledge(
+                fn.role,  # type: ignore[arg-type]
+                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:network-interface/*]",
+                "Lambda creates and deletes the function's network interfaces in the private subnets with this role; "
+                "their ids are only known then. Creation is also bound to the named subnets and security group.",
+            )
     _acknowledge(
         stack.workflow.state_machine.role,
         "AwsSolutions-IAM5[Resource::*]",

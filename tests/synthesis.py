@@ -1,8 +1,8 @@
 """Synthesize the CDK app once per test session (both deployment shapes in one app).
 
-The two shapes: ``prod`` with OpenSearch and extraction on (a cross-Region inference profile, so the
-Bedrock grant's widest form is the one checked), and ``dev`` table-only without extraction (the default
-``extraction_model``: nothing of extraction deployed).
+The two shapes: ``prod`` with OpenSearch reached through a VPC endpoint only and extraction on (a
+cross-Region inference profile, so the Bedrock grant's widest form is the one checked), and ``dev``
+table-only without extraction (the default ``extraction_model``: nothing of extraction deployed).
 
 Shared by the infra tier (assertions, cdk-nag, cfn-lint) and the cloud rehearsal tier (the template
 driven against moto). Both tiers are put in one xdist group (``make test`` runs ``--dist loadgroup``),
@@ -29,6 +29,8 @@ PROD_OPENSEARCH = "AgentMemory-prod"
 DEV_TABLE = "AgentMemory-dev"
 EXTRACTION_MODEL = "us.amazon.nova-micro-v1:0"
 """The extraction model of the prod shape (a US inference profile: its Regions are the stack's defaults)."""
+PRIVATE_NETWORK = ("vpc-0a1b2c3d4e5f60718", ("subnet-0a1b2c3d4e5f60718", "subnet-0f1e2d3c4b5a69788"))
+"""The prod shape reaches its vector collection only through a VPC endpoint in these (made-up) subnets."""
 
 
 def mark_group(items: list[pytest.Item], folder: Path) -> None:
@@ -76,7 +78,13 @@ def synthesize(outdir: Path) -> Synthesized:
         PROD_OPENSEARCH: MemoryServiceStack(
             app,
             PROD_OPENSEARCH,
-            options=DeploymentOptions(stage="prod", search_backend="opensearch", extraction_model=EXTRACTION_MODEL),
+            options=DeploymentOptions(
+                stage="prod",
+                search_backend="opensearch",
+                extraction_model=EXTRACTION_MODEL,
+                opensearch_vpc=PRIVATE_NETWORK[0],
+                opensearch_subnets=PRIVATE_NETWORK[1],
+            ),
         ),
         DEV_TABLE: MemoryServiceStack(app, DEV_TABLE, options=DeploymentOptions(stage="dev", search_backend="table")),
     }

@@ -155,6 +155,8 @@ class Compute(Construct):
             self._allow_embeddings(self.extraction.function)
 
         self.indexer: lambda_.Function | None = None
+        self.search_functions: list[lambda_.Function] = []
+        """The functions that call the vector collection (placed in its private subnets when it has them)."""
         self.dlq: sqs.Queue | None = None
         if search is not None:
             self.dlq = sqs.Queue(
@@ -200,6 +202,10 @@ class Compute(Construct):
                 grants,  # type: ignore[arg-type]
                 admins=context_list(self.node.try_get_context("opensearch_admins")),
             )
+            self.search_functions = [self.api, self.deletion, self.indexer]
+            if self.extraction is not None:
+                self.search_functions.append(self.extraction.function)
+            search.connect(self.search_functions)
         self.console = self._function(
             "Console",
             "console",

@@ -5,7 +5,10 @@ the vectors kept in the table (exact search) and nothing here exists, so nothing
 
 Three policies guard the collection:
 - encryption: the stack's customer managed KMS key;
-- network: the collection endpoint only (no OpenSearch Dashboards), reached over HTTPS;
+- network: the collection endpoint only (no OpenSearch Dashboards), reached over HTTPS: from anywhere by
+  default (every request still needs IAM and the data-access policy), or, with a :class:`PrivateNetwork`
+  (``-c opensearch_vpc=vpc-... -c opensearch_subnets=subnet-a,subnet-b``), only through an OpenSearch
+  Serverless VPC endpoint in those subnets, with the functions that search placed there too (:meth:`connect`);
 - data access: only the Lambda roles given to :meth:`allow`, each with its own index permissions, only on
   this collection's indexes. No function creates or changes an index (``agentmem create-index`` does, run
   by a deployer whose principal is added with the ``opensearch_admins`` context).
@@ -14,12 +17,14 @@ Every request is SigV4-signed by those roles, which also need ``aoss:APIAccessAl
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from aws_cdk import Stack
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_opensearchserverless as aoss
 from constructs import Construct
 
@@ -35,9 +40,50 @@ ADMIN = ["aoss:CreateIndex", "aoss:DescribeIndex", "aoss:UpdateIndex", "aoss:Rea
 """A deployer's ``agentmem create-index`` and ``agentmem reindex`` (the ``opensearch_admins`` context)."""
 
 
+ENI_ACTIONS = [
+    "ec2:CreateNetworkInterface",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+]
+"""What Lambda does with a function's role to place it in subnets (and ``ec2:DescribeNetworkInterfaces``, which
+names no resource)."""
+
+
+@dataclass(frozen=True)
+class PrivateNetwork:
+    """An existing VPC's private subnets: the collection is reached only through an OpenSearch Serverless VPC
+    endpoint there, and the functions that search run there. The subnets must reach the other AWS services the
+    functions call (DynamoDB, Bedrock, Secrets Manager, Step Functions, SQS, CloudWatch Logs): through a NAT
+    gateway or through VPC endpoints the VPC already has (docs/deploy.md)."""
+
+    vpc_id: str
+    subnet_ids: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.vpc_id.startswith("vpc-") or not self.subnet_ids:
+            raise ValueError("context opensearch_vpc needs a VPC id (vpc-...) and opensearch_subnets its subnet ids")
+        if not all(subnet.startswith("subnet-") for subnet in self.subnet_ids):
+            raise ValueError(f"context opensearch_subnets: not subnet ids: {list(self.subnet_ids)}")
+
+
 class VectorSearch(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, stage: str, key: kms.IKey, production: bool) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: str,
+        key: kms.IKey,
+        production: bool,
+        network: PrivateNetwork | None = None,
+    ) -> None:
         super().__init__(scope, construct_id)
+        self.network = network
+        self.endpoint_id: str | None = None
+        self.functions_security_group: ec2.CfnSecurityGroup | None = None
+        if network is not None:
+            self._private_endpoint(network, f"agentmem-{stage}"[:32])
         self.collection_name = f"agentmem-{stage}"[:32]
         collection_resource = [f"collection/{self.collection_name}"]
         encryption = aoss.CfnSecurityPolicy(
@@ -53,13 +99,18 @@ class VectorSearch(Construct):
                 }
             ),
         )
-        network = aoss.CfnSecurityPolicy(
+        reach: dict[str, object] = (
+            {"AllowFromPublic": True}
+            if self.endpoint_id is None
+            else {"AllowFromPublic": False, "SourceVPCEs": [self.endpoint_id]}
+        )
+        network_policy = aoss.CfnSecurityPolicy(
             self,
             "NetworkPolicy",
             name=f"{self.collection_name}-net"[:32],
             type="network",
-            policy=json.dumps(
-                [{"Rules": [{"ResourceType": "collection", "Resource": collection_resource}], "AllowFromPublic": True}]
+            policy=Stack.of(self).to_json_string(
+                [{"Rules": [{"ResourceType": "collection", "Resource": collection_resource}], **reach}]
             ),
         )
         self.collection = aoss.CfnCollection(
@@ -71,11 +122,78 @@ class VectorSearch(Construct):
             standby_replicas="ENABLED" if production else "DISABLED",  # minimum_ocus follows this
         )
         self.collection.add_resource_dependency(encryption)
-        self.collection.add_resource_dependency(network)
+        self.collection.add_resource_dependency(network_policy)
         self.endpoint = self.collection.attr_collection_endpoint
         self.signing_service = OPENSEARCH_SERVERLESS_SERVICE
         self.arn = self.collection.attr_arn
         self._key = key
+
+    def _private_endpoint(self, network: PrivateNetwork, name: str) -> None:
+        """The VPC endpoint the collection is reached through, and the security groups: the functions' (HTTPS
+        out) and the endpoint's (HTTPS in from the functions only)."""
+        functions = ec2.CfnSecurityGroup(
+            self,
+            "FunctionsSecurityGroup",
+            vpc_id=network.vpc_id,
+            group_description="agent memory functions that reach the vector collection",
+            security_group_egress=[
+                ec2.CfnSecurityGroup.EgressProperty(
+                    ip_protocol="tcp", from_port=443, to_port=443, cidr_ip="0.0.0.0/0", description="HTTPS to AWS"
+                )
+            ],
+        )
+        endpoint_group = ec2.CfnSecurityGroup(
+            self,
+            "EndpointSecurityGroup",
+            vpc_id=network.vpc_id,
+            group_description="the vector collection VPC endpoint: HTTPS from the agent memory functions only",
+            security_group_ingress=[
+                ec2.CfnSecurityGroup.IngressProperty(
+                    ip_protocol="tcp",
+                    from_port=443,
+                    to_port=443,
+                    source_security_group_id=functions.attr_group_id,
+                    description="HTTPS from the functions",
+                )
+            ],
+        )
+        endpoint = aoss.CfnVpcEndpoint(
+            self,
+            "VpcEndpoint",
+            name=f"{name}-vpce"[:32],
+            vpc_id=network.vpc_id,
+            subnet_ids=list(network.subnet_ids),
+            security_group_ids=[endpoint_group.attr_group_id],
+        )
+        self.endpoint_id = endpoint.attr_id
+        self.functions_security_group = functions
+
+    def connect(self, functions: Sequence[lambda_.Function]) -> None:
+        """With a private network, place ``functions`` in its subnets (the collection answers nothing else), and
+        let Lambda manage their network interfaces there: on those subnets and the one security group only."""
+        if self.network is None or self.functions_security_group is None:
+            return
+        stack = Stack.of(self)
+        group = self.functions_security_group
+
+        def ec2_arn(resource: str, name: str) -> str:
+            return stack.format_arn(
+                service="ec2", resource=resource, resource_name=name, arn_format=ArnFormat.SLASH_RESOURCE_NAME
+            )
+
+        interfaces = [
+            ec2_arn("network-interface", "*"),
+            *(ec2_arn("subnet", subnet) for subnet in self.network.subnet_ids),
+            ec2_arn("security-group", group.attr_group_id),
+        ]
+        for fn in functions:
+            cfn = fn.node.default_child
+            assert isinstance(cfn, lambda_.CfnFunction)
+            cfn.vpc_config = lambda_.CfnFunction.VpcConfigProperty(
+                subnet_ids=list(self.network.subnet_ids), security_group_ids=[group.attr_group_id]
+            )
+            fn.add_to_role_policy(iam.PolicyStatement(actions=ENI_ACTIONS, resources=interfaces))
+            fn.add_to_role_policy(iam.PolicyStatement(actions=["ec2:DescribeNetworkInterfaces"], resources=["*"]))
 
     def allow(self, grants: Mapping[iam.IRole, Sequence[str]], admins: Sequence[str] = ()) -> None:
         """Let exactly these roles use the collection's indexes, each with its permissions (data policy + IAM).

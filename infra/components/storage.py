@@ -50,9 +50,11 @@ def via_service(scope: Construct, *services: str) -> dict[str, dict[str, list[st
 
 
 class Storage(Construct):
-    """On-demand, PITR, CMK, stream NEW_AND_OLD_IMAGES, TTL on ``ttl``; RETAIN + deletion protection in prod."""
+    """On-demand, PITR, CMK, TTL on ``ttl``; RETAIN + deletion protection in prod. A stream (NEW_AND_OLD_IMAGES)
+    only when something reads it (``stream``: the OpenSearch indexer, extraction): a stream nobody reads is a
+    24-hour copy of every write, personal data included, for nothing."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, production: bool) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, production: bool, stream: bool) -> None:
         super().__init__(scope, construct_id)
         removal = RemovalPolicy.RETAIN if production else RemovalPolicy.DESTROY
         self.key = kms.Key(
@@ -74,7 +76,7 @@ class Storage(Construct):
             ),
             encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
             encryption_key=self.key,
-            stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+            stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if stream else None,
             time_to_live_attribute="ttl",
             deletion_protection=production,
             removal_policy=removal,

@@ -350,21 +350,26 @@ class Deployment:
         props = t.resolve(t.properties(table_id))
         self.table_name = f"{self.stack}-{table_id}"
         self._partition_key = next(k["AttributeName"] for k in props["KeySchema"] if k["KeyType"] == "HASH")
-        stream = props["StreamSpecification"]
+        stream = props.get("StreamSpecification")
         created = boto3.client("dynamodb", region_name=REGION).create_table(
             TableName=self.table_name,
             KeySchema=props["KeySchema"],
             AttributeDefinitions=props["AttributeDefinitions"],
             BillingMode=props["BillingMode"],
-            StreamSpecification={"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]},
+            StreamSpecification=(
+                {"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]}
+                if stream
+                else {"StreamEnabled": False}
+            ),
             SSESpecification={
                 "Enabled": props["SSESpecification"]["SSEEnabled"],
                 "SSEType": props["SSESpecification"]["SSEType"],
                 "KMSMasterKeyId": props["SSESpecification"]["KMSMasterKeyId"],
             },
         )["TableDescription"]
-        self.stream_arn = created["LatestStreamArn"]
-        t.bind(table_id, self.table_name, Arn=created["TableArn"], StreamArn=self.stream_arn)
+        self.stream_arn = created.get("LatestStreamArn", "")
+        attributes = {"Arn": created["TableArn"], **({"StreamArn": self.stream_arn} if stream else {})}
+        t.bind(table_id, self.table_name, **attributes)
 
         secret_id = t.one("AWS::SecretsManager::Secret")
         secret = boto3.client("secretsmanager", region_name=REGION).create_secret(

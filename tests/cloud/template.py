@@ -62,6 +62,9 @@ class Template:
             return self.bind(logical_id, logical_id, Arn=f"arn:aws:iam::{ACCOUNT}:role/{logical_id}")
         if kind == "AWS::Lambda::Function":
             return self.bind(logical_id, logical_id, Arn=arn.format("lambda", f"function:{logical_id}"))
+        if kind == "AWS::EC2::SecurityGroup":
+            group = f"sg-{logical_id.lower()[:17]}"
+            return self.bind(logical_id, group, GroupId=group)
         if kind == "AWS::Logs::LogGroup":
             return self.bind(logical_id, logical_id, Arn=arn.format("logs", f"log-group:{logical_id}:*"))
         raise KeyError(f"{self.name}: the rehearsal does not model {kind} ({logical_id})")

@@ -383,4 +383,9 @@ def test_cdk_nag_accepts_only_the_stream_failure_queue_without_a_dlq(synthesized
     assert acknowledged == {
         ("AwsSolutions-SQS3", f"{PROD_OPENSEARCH}/Compute/Extraction/StreamFailures/Resource"),
         ("AwsSolutions-IAM5[Resource::*]", f"{PROD_OPENSEARCH}/Compute/Extraction/FunctionRole/DefaultPolicy/Resource"),
+        # the prod shape reaches OpenSearch through a VPC endpoint: Lambda manages the function's interfaces there
+        (
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:network-interface/*]",
+            f"{PROD_OPENSEARCH}/Compute/Extraction/FunctionRole/DefaultPolicy/Resource",
+        ),
     }

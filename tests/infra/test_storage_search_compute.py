@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from aws_cdk.assertions import Match
 
 from infra import packaging
 from tests.infra.conftest import DEV_TABLE, PROD_OPENSEARCH, Synthesized, resources
+from tests.synthesis import PRIVATE_NETWORK
 
 
-def test_table_is_on_demand_with_pitr_cmk_stream_and_ttl(prod: Any, dev: Any) -> None:
+def test_table_is_on_demand_with_pitr_cmk_and_ttl(prod: Any, dev: Any) -> None:
     # Given both deployment shapes / Then the table has every storage property of the issue
     for template in (prod, dev):
         template.has_resource_properties(
@@ -20,12 +22,34 @@ def test_table_is_on_demand_with_pitr_cmk_stream_and_ttl(prod: Any, dev: Any) ->
                 "BillingMode": "PAY_PER_REQUEST",
                 "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
                 "SSESpecification": {"SSEEnabled": True, "SSEType": "KMS", "KMSMasterKeyId": Match.any_value()},
-                "StreamSpecification": {"StreamViewType": "NEW_AND_OLD_IMAGES"},
                 "TimeToLiveSpecification": {"AttributeName": "ttl", "Enabled": True},
                 "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
             },
         )
         template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
+
+
+def test_the_table_has_a_stream_only_when_a_function_reads_it(synthesized: Synthesized) -> None:
+    for name in (PROD_OPENSEARCH, DEV_TABLE):
+        template = synthesized.templates[name]
+        (table_id,) = resources(template, "AWS::DynamoDB::Table")
+        stream = template["Resources"][table_id]["Properties"].get("StreamSpecification")
+        readers = [
+            m["Properties"]
+            for m in resources(template, "AWS::Lambda::EventSourceMapping").values()
+            if m["Properties"]["EventSourceArn"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
+        ]
+        # Then prod (the OpenSearch indexer, extraction) has the stream and its two readers; the table-only
+        # shape without extraction has neither (a stream nobody reads is a day's copy of every write)
+        assert (stream, len(readers)) == (
+            ({"StreamViewType": "NEW_AND_OLD_IMAGES"}, 2) if name == PROD_OPENSEARCH else (None, 0)
+        )
+    # And the option follows the backend and extraction: the table backend with extraction keeps a stream
+    from infra.stack import DeploymentOptions
+
+    assert DeploymentOptions(search_backend="table", extraction_model="amazon.nova-micro-v1:0").reads_the_stream
+    assert not DeploymentOptions(search_backend="table").reads_the_stream
+    assert DeploymentOptions(search_backend="opensearch").reads_the_stream
 
 
 def test_production_retains_and_protects_the_table_and_dev_destroys_it(prod: Any, dev: Any) -> None:
@@ -182,6 +206,8 @@ NO_RESOURCE_LEVEL_ACTIONS = {
     "xray:GetSamplingRules",
     "xray:GetSamplingTargets",
     "dynamodb:ListStreams",
+    # Lambda's view of the network interfaces of a function in a VPC (creation is bound to subnets and a group).
+    "ec2:DescribeNetworkInterfaces",
     # Step Functions logging to CloudWatch Logs (vended log delivery) documents Resource "*" for these.
     "logs:CreateLogDelivery",
     "logs:GetLogDelivery",
@@ -298,3 +324,72 @@ def test_key_use_is_conditioned_on_the_service_and_cloudwatch_on_its_own_alarms(
         (cloudwatch,) = [s for s in key_policy if s.get("Principal", {}).get("Service") == "cloudwatch.amazonaws.com"]
         assert cloudwatch["Condition"]["StringEquals"]["aws:SourceAccount"] == {"Ref": "AWS::AccountId"}
         assert ":alarm:*" in json.dumps(cloudwatch["Condition"]["ArnLike"]["aws:SourceArn"])
+
+
+def _network_policy(template: dict[str, Any]) -> list[dict[str, Any]]:
+    (policy,) = [
+        r["Properties"]["Policy"]
+        for r in resources(template, "AWS::OpenSearchServerless::SecurityPolicy").values()
+        if r["Properties"]["Type"] == "network"
+    ]
+    return json.loads(policy) if isinstance(policy, str) else policy
+
+
+def test_opensearch_can_be_reached_only_through_a_vpc_endpoint(synthesized: Synthesized) -> None:
+    # Given the prod shape, whose collection is limited to private subnets (tests/synthesis.py)
+    template = synthesized.templates[PROD_OPENSEARCH]
+    vpc, subnets = PRIVATE_NETWORK
+    (endpoint_id,) = resources(template, "AWS::OpenSearchServerless::VpcEndpoint")
+    endpoint = template["Resources"][endpoint_id]["Properties"]
+    # Then the network policy refuses the public internet and admits that VPC endpoint only
+    (policy,) = [
+        r["Properties"]["Policy"]
+        for r in resources(template, "AWS::OpenSearchServerless::SecurityPolicy").values()
+        if r["Properties"]["Type"] == "network"
+    ]
+    separator, parts = policy["Fn::Join"]
+    assert {"Fn::GetAtt": [endpoint_id, "Id"]} in parts
+    (rules,) = json.loads(separator.join(p if isinstance(p, str) else "vpce" for p in parts))
+    assert (rules["AllowFromPublic"], rules["SourceVPCEs"]) == (False, ["vpce"])
+    # And the endpoint sits in those subnets behind a group that admits HTTPS from the functions' group only
+    assert (endpoint["VpcId"], endpoint["SubnetIds"]) == (vpc, list(subnets))
+    groups = resources(template, "AWS::EC2::SecurityGroup")
+    (endpoint_group,) = [
+        g["Properties"] for k, g in groups.items() if {"Fn::GetAtt": [k, "GroupId"]} in endpoint["SecurityGroupIds"]
+    ]
+    (ingress,) = endpoint_group["SecurityGroupIngress"]
+    assert (ingress["FromPort"], ingress["ToPort"], ingress["IpProtocol"]) == (443, 443, "tcp")
+    assert "CidrIp" not in ingress
+    functions_group = ingress["SourceSecurityGroupId"]
+    # And exactly the functions that call the collection run in those subnets, in that group
+    placed = {
+        f["Properties"]["Handler"].split(".")[0]: f["Properties"].get("VpcConfig")
+        for f in resources(template, "AWS::Lambda::Function").values()
+    }
+    for name, config in placed.items():
+        if name in ("api", "deletion", "indexer", "extraction"):
+            assert config == {"SubnetIds": list(subnets), "SecurityGroupIds": [functions_group]}, name
+        else:
+            assert config is None, name
+
+
+def test_without_a_private_network_the_collection_is_public_behind_iam(tmp_path: Any) -> None:
+    # Given the collection alone, as the default deploy makes it / Then its network policy admits the internet
+    # (every request is still SigV4-signed and checked against IAM and the data-access policy)
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_kms as kms
+    from aws_cdk.assertions import Template
+
+    from infra.components.search import PrivateNetwork, VectorSearch
+
+    stack = Stack(App(outdir=str(tmp_path)), "Collection")
+    VectorSearch(stack, "Search", stage="dev", key=kms.Key(stack, "Key"), production=False)
+    template = Template.from_stack(stack).to_json()
+    (rules,) = _network_policy(template)
+    assert rules["AllowFromPublic"] is True
+    assert "SourceVPCEs" not in rules
+    assert resources(template, "AWS::OpenSearchServerless::VpcEndpoint") == {}
+    # And a private network must name a VPC and its subnets
+    for vpc, subnets in (("vpc-1", ()), ("", ("subnet-1",)), ("vpc-1", ("sg-1",))):
+        with pytest.raises(ValueError, match="opensearch"):
+            PrivateNetwork(vpc, subnets)

@@ -151,7 +151,7 @@ class MemoryServiceStack(Stack):
             functions=self.compute.functions,
             state_machine=self.workflow.state_machine,
             indexer=self.compute.indexer,
-            dlq=self.compute.dlq,
+            index_failures=self.compute.index_failures,
             extraction=self.compute.extraction,
         )
         CfnOutput(self, "ApiUrl", value=self.api.rest_api.url)
@@ -161,6 +161,8 @@ class MemoryServiceStack(Stack):
         CfnOutput(self, "DeletionStateMachineArn", value=self.workflow.state_machine.state_machine_arn)
         if self.search is not None:
             CfnOutput(self, "OpenSearchEndpoint", value=self.search.endpoint)
+        if self.compute.index_failures is not None:
+            CfnOutput(self, "IndexerFailuresBucket", value=self.compute.index_failures.bucket_name)
         acknowledge_findings(self)
 
 
@@ -209,11 +211,19 @@ def acknowledge_findings(stack: MemoryServiceStack) -> None:
         "The deletion-receipt HMAC key is not rotated on purpose: a receipt names its user by HMAC(key, user), "
         "and a rotated key would make every earlier receipt unreadable on GET {scope}/deletions/{id}.",
     )
-    if stack.compute.dlq is not None:
+    if stack.compute.index_failures is not None:
         _acknowledge(
-            stack.compute.dlq,
-            "AwsSolutions-SQS3",
-            "This queue IS the dead-letter destination of the stream indexer's event source mapping.",
+            stack.compute.index_failures,
+            "AwsSolutions-S1",
+            "This bucket only receives the stream batches the indexer gave up on, written by Lambda with the indexer's "
+            "role; its objects expire in a week. Server access logs would need a second bucket; CloudTrail data "
+            "events can record its reads if wanted.",
+        )
+        _acknowledge(
+            stack.compute.indexer.role,  # type: ignore[union-attr,arg-type]
+            f"AwsSolutions-IAM5[Resource::<{_logical_id(stack, stack.compute.index_failures)}.Arn>/*]",
+            "Lambda names the objects it writes to the indexer's failure bucket (one per batch given up); the role "
+            "may put objects there and list the bucket, nothing else.",
         )
     if stack.compute.extraction is not None:
         _acknowledge(

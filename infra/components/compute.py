@@ -13,15 +13,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import jsii
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from agentmem.keys import SCOPE_TAG
+from agentmem.memory.records import ENTRY
 from agentmem.settings import API_MEMORY_MB, Env
 from agentmem.tenancy.keys import lookup_partition
 from infra import packaging
@@ -39,6 +41,11 @@ ASL's Lambda.TooManyRequestsException retries instead of being starved by a tena
 AUTHORIZER_PARTITIONS = [lookup_partition("") + "*"]
 """The only partitions the authorizer reads: the operator's (``K#...``), key lookups (``K#<hash>``) and tenant
 records (``K#T#<app>``)."""
+INDEXER_RETRIES = 10
+INDEXER_MAX_RECORD_AGE = Duration.hours(6)
+"""A change the indexer cannot apply is retried for hours (an OpenSearch outage), well inside the stream's 24 hours,
+then written whole to the failure bucket, from which the runbook replays it (docs/deploy.md)."""
+INDEX_FAILURES_KEPT_DAYS = 7
 API_TIMEOUT_SECONDS = 29
 """The API function's timeout (API Gateway's integration limit): no write request runs longer."""
 
@@ -157,15 +164,22 @@ class Compute(Construct):
         self.indexer: lambda_.Function | None = None
         self.search_functions: list[lambda_.Function] = []
         """The functions that call the vector collection (placed in its private subnets when it has them)."""
-        self.dlq: sqs.Queue | None = None
+        self.index_failures: s3.Bucket | None = None
         if search is not None:
-            self.dlq = sqs.Queue(
+            # The batches the indexer gave up on, whole (Lambda writes the invocation record with its payload to an
+            # S3 destination; an SQS one gets shard and sequence numbers only): encrypted with the data key, kept a
+            # week (they hold memory text; docs/deploy.md's runbook replays them from the table within that).
+            self.index_failures = s3.Bucket(
                 self,
-                "IndexerDlq",
-                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                "IndexerFailures",
+                encryption=s3.BucketEncryption.KMS,
+                encryption_key=storage.key,
+                bucket_key_enabled=True,
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
                 enforce_ssl=True,
-                retention_period=Duration.days(14),
-                removal_policy=self._removal,
+                lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(INDEX_FAILURES_KEPT_DAYS))],
+                removal_policy=RemovalPolicy.RETAIN,
             )
             self.indexer = self._function(
                 "Indexer", "indexer", memory=1024, timeout=120, description="table stream -> OpenSearch"
@@ -183,13 +197,15 @@ class Compute(Construct):
                 "TableStream",
                 self.indexer,
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                filters=[indexed_items_filter()],
                 batch_size=100,
                 max_batching_window=Duration.seconds(1),
                 bisect_batch_on_error=True,
-                retry_attempts=5,
-                max_record_age=Duration.hours(24),
+                retry_attempts=INDEXER_RETRIES,
+                max_record_age=INDEXER_MAX_RECORD_AGE,
                 report_batch_item_failures=True,
-                on_failure=sources.SqsDlq(self.dlq),
+                on_failure=FailureBucket(self.index_failures, storage),
+                support_s3_on_failure_destination=True,
             )
             grants = {
                 self.api.role: SEARCHER,
@@ -275,6 +291,46 @@ class Compute(Construct):
             service="bedrock", account="", resource="foundation-model", resource_name=EMBEDDING_MODEL_ID
         )
         fn.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[model_arn]))
+
+
+def indexed_items_filter() -> dict[str, object]:
+    """The stream records the indexer acts on (agentmem/vectors/stream.py): entries (``E#``) of scope partitions
+    (``S#``), written, rewritten or removed (DynamoDB TTL's removals included). Nothing else invokes it."""
+    return lambda_.FilterCriteria.filter(
+        {
+            "dynamodb": {
+                "Keys": {
+                    "pk": {"S": lambda_.FilterRule.begins_with(SCOPE_TAG + "#")},
+                    "sk": {"S": lambda_.FilterRule.begins_with(ENTRY)},
+                }
+            }
+        }
+    )
+
+
+@jsii.implements(lambda_.IEventSourceDlq)
+class FailureBucket:
+    """An S3 on-failure destination whose grants are the documented ones: ``s3:PutObject`` on its objects,
+    ``s3:ListBucket`` on it, and the data key's ``kms:GenerateDataKey`` through S3 only (CDK's
+    ``S3OnFailureDestination`` grants read and write of the bucket and the key unconditioned)."""
+
+    def __init__(self, bucket: s3.IBucket, storage: Storage) -> None:
+        self._bucket = bucket
+        self._storage = storage
+
+    def bind(
+        self, target: lambda_.IEventSourceMapping, target_handler: lambda_.IFunction
+    ) -> lambda_.DlqDestinationConfig:
+        role = target_handler.role
+        assert role is not None
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["s3:PutObject"], resources=[self._bucket.arn_for_objects("*")])
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self._bucket.bucket_arn])
+        )
+        self._storage.grant_key(role, ["kms:GenerateDataKey"], via=("s3",))
+        return lambda_.DlqDestinationConfig(destination=self._bucket.bucket_arn)
 
 
 def context_list(value: object) -> list[str]:

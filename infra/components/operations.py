@@ -1,10 +1,10 @@
 """Operations: alarms (to an encrypted SNS topic) and one dashboard.
 
-Alarms: API 5xx rate, API p95 latency, Lambda throttles, failed deletions, with OpenSearch the
-indexer's DLQ depth and stream iterator age, and with extraction the messages in its two failure queues
-(a wake that kept failing, a stream batch given up). Missing data is not breaching (an idle API is healthy).
-The extraction function's throttles raise no alarm: its reserved concurrency is a cap on purpose, and
-both of its event sources retry a throttled batch.
+Alarms: API 5xx rate, API p95 latency, Lambda throttles, failed deletions; with OpenSearch the batches the
+indexer gave up on (objects in its failure bucket) and its stream iterator age; with extraction the messages in
+its two failure queues (a wake that kept failing, a stream batch given up). Missing data is not breaching (an
+idle API is healthy). The extraction function's throttles raise no alarm: its reserved concurrency is a cap on
+purpose, and both of its event sources retry a throttled batch.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
@@ -51,7 +51,7 @@ class Operations(Construct):
         functions: Sequence[lambda_.Function],
         state_machine: sfn.StateMachine,
         indexer: lambda_.Function | None,
-        dlq: sqs.Queue | None,
+        index_failures: s3.IBucket | None,
         extraction: Extraction | None = None,
         thresholds: Thresholds | None = None,
     ) -> None:
@@ -111,10 +111,22 @@ class Operations(Construct):
         self._alarm(
             "FailedDeletions", failed, limits.failed_deletions, "user erasures that did not succeed", sustained=False
         )
-        if dlq is not None:
-            depth = dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=FIVE_MINUTES)
+        if index_failures is not None:
+            # S3's daily storage metrics (free): a batch the indexer gave up on is seen within a day, and its object
+            # is kept a week for the runbook (the iterator age below says sooner that the indexer struggles).
+            kept = cw.Metric(
+                namespace="AWS/S3",
+                metric_name="NumberOfObjects",
+                dimensions_map={"BucketName": index_failures.bucket_name, "StorageType": "AllStorageTypes"},
+                statistic="Maximum",
+                period=Duration.days(1),
+            )
             self._alarm(
-                "IndexerDlqDepth", depth, limits.dlq_messages, "stream batches the indexer gave up on", sustained=False
+                "IndexerFailuresKept",
+                kept,
+                limits.dlq_messages,
+                "stream batches the indexer gave up on",
+                sustained=False,
             )
         if indexer is not None:
             age = indexer.metric("IteratorAge", statistic="Maximum", period=FIVE_MINUTES)
@@ -177,11 +189,11 @@ class Operations(Construct):
                 ],
             )
         ]
-        if dlq is not None and indexer is not None:
+        if indexer is not None:
             pipeline.append(
                 cw.GraphWidget(
                     title="Indexer",
-                    left=[dlq.metric_approximate_number_of_messages_visible(period=FIVE_MINUTES)],
+                    left=[indexer.metric_errors(period=FIVE_MINUTES)],
                     right=[indexer.metric("IteratorAge", statistic="Maximum", period=FIVE_MINUTES)],
                 )
             )

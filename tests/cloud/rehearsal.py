@@ -52,7 +52,11 @@ _IAM_PREFIX = {
     "sfn": "states",
     "secrets-manager": "secretsmanager",
 }
-_IAM_ACTION = {("lambda", "Invoke"): "InvokeFunction", ("bedrock", "Converse"): "InvokeModel"}
+_IAM_ACTION = {
+    ("lambda", "Invoke"): "InvokeFunction",
+    ("bedrock", "Converse"): "InvokeModel",
+    ("s3", "ListObjectsV2"): "ListBucket",
+}
 _INFERENCE_PROFILE = re.compile(r"^(?:us|us-gov|eu|apac|jp|au|ca|global)\.(.+)$")
 """A system-defined cross-Region inference profile id (``us.amazon.nova-micro-v1:0``) and its model."""
 _TRANSACT = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
@@ -176,6 +180,9 @@ class Recorder:
         if service == "sqs":
             name = params["QueueUrl"].rstrip("/").rsplit("/", 1)[-1]
             return [(action, arn.format("sqs", name))]
+        if service == "s3":
+            bucket = f"arn:aws:s3:::{params['Bucket']}"
+            return [(action, bucket if operation == "ListObjectsV2" else f"{bucket}/{params['Key']}")]
         raise AssertionError(f"the rehearsal has no resource mapping for {service}:{operation}")
 
     def _dynamodb(
@@ -383,6 +390,11 @@ class Deployment:
             arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
             t.bind(queue_id, url, Arn=arn, QueueName=queue_id)
 
+        for bucket_id in t.of_type("AWS::S3::Bucket"):
+            name = f"{self.stack.lower()}-{bucket_id.lower()}"[:63]
+            boto3.client("s3", region_name=REGION).create_bucket(Bucket=name)
+            t.bind(bucket_id, name, Arn=f"arn:aws:s3:::{name}")
+
         for collection_id in t.of_type("AWS::OpenSearchServerless::Collection"):
             self.collection = t.properties(collection_id)["Name"]
             self.collection_arn = f"arn:aws:aoss:{REGION}:{ACCOUNT}:collection/{collection_id.lower()}"
@@ -442,6 +454,13 @@ class Deployment:
         return str(self.template.resolve({"Fn::GetAtt": [role, "Arn"]}))
 
     # -- running functions ---------------------------------------------------------------------------
+
+    @contextmanager
+    def operator(self, **settings: str) -> Iterator[None]:
+        """The deployer's shell with these settings (``MEMORY_...``), no function running meanwhile: for the
+        operator's commands (``agentmem ...``), which sign with the operator's credentials."""
+        with _ENVIRONMENT_LOCK, _swapped_environment(settings, clear=("MEMORY_", "POWERTOOLS_")):
+            yield
 
     def lambda_environment(self, fn: Function) -> dict[str, str]:
         """What the function's process sees: the template's variables, the two overrides, Lambda's own."""
@@ -553,17 +572,34 @@ class Deployment:
             return self._pump_stream(function)
 
     def _pump_stream(self, name: str) -> list[dict[str, Any]]:
+        size = int(self.mapping(name, "stream").get("BatchSize", 100))
+        responses = []
+        for delivered in self._read_stream(name):
+            for start in range(0, len(delivered), size):
+                batch = delivered[start : start + size]
+                response = self.invoke(name, {"Records": batch})
+                failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+                processor = getattr(import_module(f"functions.{name}.handler"), "processor", None)
+                errors = [repr(e[1]) for e in processor.exceptions if e] if failed and processor else []
+                names = [
+                    r["eventName"] + " " + str(r["dynamodb"]["Keys"])
+                    for r in batch
+                    if r["dynamodb"]["SequenceNumber"] in failed
+                ]
+                responses.append({**response, "failed_records": names, "errors": errors})
+        return responses
+
+    def _read_stream(self, name: str) -> Iterator[list[dict[str, Any]]]:
+        """Per shard, the new stream records the function's mapping lets through (its filter criteria), read as
+        the function's role; the mapping's position moves past them."""
         fn = self.functions[name]
-        mapping = self.mapping(name, "stream")
-        size = int(mapping.get("BatchSize", 100))
-        filters = (mapping.get("FilterCriteria") or {}).get("Filters") or []
+        filters = (self.mapping(name, "stream").get("FilterCriteria") or {}).get("Filters") or []
         streams = self._role_client(
             "dynamodbstreams",
             fn,
             # botocore now resolves account-based endpoints (<account>.streams-ddb...); moto matches the regional one
             endpoint_url=f"https://streams.dynamodb.{REGION}.amazonaws.com",
         )
-        responses = []
         for shard in streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]:
             shard_id = shard["ShardId"]
             after = self._stream_positions.get((name, shard_id))
@@ -586,21 +622,46 @@ class Deployment:
             wired = [{**_wire(r), "eventSourceARN": self.stream_arn} for r in records]
             delivered = [r for r in wired if not filters or passes(filters, r)]
             self.stream_deliveries.setdefault(name, []).extend(delivered)
-            for start in range(0, len(delivered), size):
-                batch = delivered[start : start + size]
-                response = self.invoke(name, {"Records": batch})
-                failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
-                processor = getattr(import_module(f"functions.{name}.handler"), "processor", None)
-                errors = [repr(e[1]) for e in processor.exceptions if e] if failed and processor else []
-                names = [
-                    r["eventName"] + " " + str(r["dynamodb"]["Keys"])
-                    for r in batch
-                    if r["dynamodb"]["SequenceNumber"] in failed
-                ]
-                responses.append({**response, "failed_records": names, "errors": errors})
             if records:
                 self._stream_positions[(name, shard_id)] = records[-1]["dynamodb"]["SequenceNumber"]
-        return responses
+            yield delivered
+
+    def give_up_stream(self, function: str = "indexer") -> list[str]:
+        """The function's stream mapping giving up on the new records (every retry failed, or they grew older than
+        its maximum record age): it writes each shard's batch, whole, to its S3 on-failure destination, as Lambda
+        documents for S3 destinations (the invocation record: metadata and the payload the function was given),
+        with the function's role. moto has no event source mappings: this is modelled from the documentation
+        (the object's key and the metadata's exact fields are Lambda's to choose). Returns the keys written."""
+        with _ENVIRONMENT_LOCK:
+            fn = self.functions[function]
+            destination = self.mapping(function, "stream")["DestinationConfig"]["OnFailure"]["Destination"]
+            bucket = self.template.resolve(destination).removeprefix("arn:aws:s3:::")
+            s3 = self._role_client("s3", fn)
+            written = []
+            for delivered in self._read_stream(function):
+                if not delivered:
+                    continue
+                record = {
+                    "requestContext": {
+                        "requestId": str(uuid.uuid4()),
+                        "functionArn": self.template.resolve({"Fn::GetAtt": [fn.logical_id, "Arn"]}),
+                        "condition": "RetryAttemptsExhausted",
+                        "approximateInvokeCount": 11,
+                    },
+                    "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+                    "version": "1.0",
+                    "DDBStreamBatchInfo": {
+                        "startSequenceNumber": delivered[0]["dynamodb"]["SequenceNumber"],
+                        "endSequenceNumber": delivered[-1]["dynamodb"]["SequenceNumber"],
+                        "batchSize": len(delivered),
+                        "streamArn": self.stream_arn,
+                    },
+                    "payload": json.dumps({"Records": delivered}),
+                }
+                key = f"aws/lambda/{fn.logical_id}/{uuid.uuid4()}"
+                s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(record).encode())
+                written.append(key)
+            return written
 
     def deliver_queue(self, function: str, queue: str, *, wait_seconds: int = 0) -> dict[str, Any] | None:
         """The function's event source mapping from the queue (its logical id), once: receive a batch as the

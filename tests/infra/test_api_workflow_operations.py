@@ -266,14 +266,14 @@ def test_alarms_cover_5xx_latency_dlq_throttles_and_failed_deletions(synthesized
     for expected in (
         "5XXError:Average",
         "Latency:p95",
-        "ApproximateNumberOfMessagesVisible:Maximum",
+        "NumberOfObjects:Maximum",  # the indexer's failure bucket
         "Throttles",
         "ExecutionsFailed",
         "IteratorAge:Maximum",
     ):
         assert expected in prod_metrics, expected
     dev_metrics = _alarm_metrics(synthesized.templates[DEV_TABLE])
-    assert not any(m.startswith("ApproximateNumberOfMessagesVisible") for m in dev_metrics)
+    assert not any(m.startswith(("ApproximateNumberOfMessagesVisible", "NumberOfObjects")) for m in dev_metrics)
     assert "ExecutionsFailed" in dev_metrics
 
 

@@ -8,7 +8,10 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
+from agentmem.keys import Scope, UserRef
+from agentmem.memory import records as memory_records
 from infra import packaging
+from tests.event_filters import passes
 from tests.infra.conftest import DEV_TABLE, PROD_OPENSEARCH, Synthesized, resources
 from tests.synthesis import PRIVATE_NETWORK
 
@@ -184,20 +187,72 @@ def test_handlers_point_at_the_functions_directory(prod: Any) -> None:
         assert (packaging.FUNCTIONS_DIR / name / "handler.py").exists()
 
 
-def test_stream_indexer_batches_bisects_and_sends_failures_to_an_encrypted_dlq(prod: Any) -> None:
-    # Given the opensearch backend / Then the stream mapping has batch size, bisect, retries and an SQS DLQ
-    prod.has_resource_properties(
-        "AWS::Lambda::EventSourceMapping",
-        {
-            "BatchSize": 100,
-            "BisectBatchOnFunctionError": True,
-            "MaximumRetryAttempts": Match.any_value(),
-            "FunctionResponseTypes": ["ReportBatchItemFailures"],
-            "StartingPosition": "TRIM_HORIZON",
-            "DestinationConfig": {"OnFailure": {"Destination": Match.any_value()}},
-        },
+def test_the_indexer_takes_only_entries_for_hours_and_keeps_what_it_gives_up_whole_and_encrypted(
+    synthesized: Synthesized,
+) -> None:
+    template = synthesized.templates[PROD_OPENSEARCH]
+    functions = {
+        f["Properties"]["Handler"]: (k, f["Properties"])
+        for k, f in resources(template, "AWS::Lambda::Function").items()
+    }
+    indexer_id, indexer = functions["indexer.handler.handler"]
+    (mapping,) = [
+        m["Properties"]
+        for m in resources(template, "AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["FunctionName"] == {"Ref": indexer_id}
+    ]
+    # Given the indexer's stream mapping / Then batches, bisection, partial failures, and retries for hours
+    assert (mapping["BatchSize"], mapping["BisectBatchOnFunctionError"]) == (100, True)
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert 3600 <= mapping["MaximumRecordAgeInSeconds"] <= 12 * 3600  # hours, inside the stream's 24
+    assert mapping["MaximumRetryAttempts"] >= 5
+    # And only what the indexer acts on invokes it: entries of scope partitions, written, rewritten or removed
+    filters = mapping["FilterCriteria"]["Filters"]
+    entry = {"pk": Scope("shop", "alice", "trip").partition, "sk": memory_records.entry_sk("01J0000000000000000000000")}
+    for event in ("INSERT", "MODIFY", "REMOVE"):
+        assert passes(filters, _stream_record(event, entry)), event
+    for item in (
+        {"pk": Scope("shop", "alice", None).partition, "sk": "MT#dark#01J0000000000000000000000"},
+        {"pk": UserRef("shop", "alice").partition, "sk": memory_records.entry_sk("01J0000000000000000000000")},
+        {"pk": "T#shop", "sk": "USAGE#2026-01-01"},
+    ):
+        assert not passes(filters, _stream_record("INSERT", item)), item
+    # And a batch given up goes whole (an S3 destination gets the payload) to a bucket encrypted with the data key
+    bucket_id = mapping["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0]
+    bucket = template["Resources"][bucket_id]["Properties"]
+    (key_id,) = resources(template, "AWS::KMS::Key")
+    (encryption,) = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert encryption["ServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "aws:kms",
+        "KMSMasterKeyID": {"Fn::GetAtt": [key_id, "Arn"]},
+    }
+    assert bucket["PublicAccessBlockConfiguration"] == dict.fromkeys(
+        ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"), True
     )
-    prod.has_resource_properties("AWS::SQS::Queue", {"SqsManagedSseEnabled": True})
+    (rule,) = bucket["LifecycleConfiguration"]["Rules"]
+    assert rule["ExpirationInDays"] == 7  # it holds memory text: a week to replay it
+    # And the indexer may put objects there and list it (what Lambda documents), the key through S3 only
+    statements = [s for s in _statements_of_role(template, indexer["Role"]["Fn::GetAtt"][0]) if "s3" in json.dumps(s)]
+    granted = {(a, json.dumps(r)) for s in statements for a in _as_list(s["Action"]) for r in _as_list(s["Resource"])}
+    assert {a for a, _ in granted} == {"s3:PutObject", "s3:ListBucket", "kms:GenerateDataKey"}
+    (kms_grant,) = [s for s in statements if "kms:GenerateDataKey" in _as_list(s["Action"])]
+    assert "s3." in json.dumps(kms_grant["Condition"]["StringEquals"]["kms:ViaService"])
+    # And the template says where the runbook finds it
+    assert template["Outputs"]["IndexerFailuresBucket"]["Value"] == {"Ref": bucket_id}
+
+
+def _stream_record(event: str, item: dict[str, Any]) -> dict[str, Any]:
+    keys = {"pk": {"S": item["pk"]}, "sk": {"S": item["sk"]}}
+    return {"eventName": event, "eventSource": "aws:dynamodb", "dynamodb": {"Keys": keys, "SequenceNumber": "1"}}
+
+
+def _statements_of_role(template: dict[str, Any], role_id: str) -> list[dict[str, Any]]:
+    return [
+        s
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        if {"Ref": role_id} in policy["Properties"]["Roles"]
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
 
 
 NO_RESOURCE_LEVEL_ACTIONS = {

@@ -319,6 +319,39 @@ def _reindex(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay_index_failures(args: argparse.Namespace) -> int:
+    """``agentmem replay-index-failures --bucket B``: the users the indexer's given-up batches name, each rebuilt
+    from the table (docs/deploy.md's runbook); ``--delete`` removes each object once its users are rebuilt."""
+    import json
+
+    import boto3
+
+    from agentmem.keys import UserRef
+    from agentmem.vectors.failures import users_named
+    from agentmem.vectors.indexing import reindex
+
+    container = _admin_container(args)
+    if container.vector_index is None:
+        print("no vector index is configured: set MEMORY_EMBEDDER and MEMORY_OPENSEARCH_ENDPOINT", file=sys.stderr)
+        return 2
+    s3 = boto3.client("s3")
+    keys = [
+        item["Key"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=args.bucket)
+        for item in page.get("Contents", [])
+    ]
+    rebuilt: set[UserRef] = set()
+    for key in keys:
+        record = json.loads(s3.get_object(Bucket=args.bucket, Key=key)["Body"].read())
+        for user in sorted(users_named(record) - rebuilt, key=lambda u: (u.app, u.user)):
+            reindex(container.table, container.vector_index, container.embedder, user=user)
+            rebuilt.add(user)
+        if args.delete:
+            s3.delete_object(Bucket=args.bucket, Key=key)
+    print(f"replayed {len(keys)} failed batches: {len(rebuilt)} users rebuilt from the table")
+    return 0
+
+
 def _tune_engine(args: argparse.Namespace) -> int:
     from agentmem.embeddings.engine import tune
 
@@ -432,6 +465,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     rebuild.add_argument("--user", help="the one user to rebuild")
     rebuild.add_argument("--re-embed", action="store_true", help="also re-embed entries of another model")
     rebuild.set_defaults(run=_reindex)
+
+    replay = commands.add_parser(
+        "replay-index-failures",
+        help="rebuild from the table every user named by a stream batch the indexer gave up on (its S3 bucket)",
+    )
+    replay.add_argument("--bucket", required=True, help="the indexer's failure bucket (IndexerFailuresBucket output)")
+    replay.add_argument("--delete", action="store_true", help="delete each failure record once it is replayed")
+    replay.set_defaults(run=_replay_index_failures)
 
     tuner = commands.add_parser(
         "tune-engine", help="build the local model's engine for this CPU (checked against the shipped build)"

@@ -26,8 +26,11 @@ EXTRACTION_MODEL_REGIONS ?=
 # OPENSEARCH_SUBNETS=subnet-a,subnet-b (the functions that search run there and need a way out to AWS's APIs).
 OPENSEARCH_VPC ?=
 OPENSEARCH_SUBNETS ?=
+# The account's Lambda concurrency quota in the Region (default 1000): every function's reservation is sized from it.
+ACCOUNT_CONCURRENCY ?=
 CDK_CONTEXT = -c stage=$(STAGE) -c search_backend=$(SEARCH_BACKEND) \
 	$(if $(OPENSEARCH_VPC),-c opensearch_vpc=$(OPENSEARCH_VPC) -c opensearch_subnets=$(OPENSEARCH_SUBNETS)) \
+	$(if $(ACCOUNT_CONCURRENCY),-c account_concurrency=$(ACCOUNT_CONCURRENCY)) \
 	$(if $(EXTRACTION_MODEL),-c extraction_model=$(EXTRACTION_MODEL)) \
 	$(if $(EXTRACTION_CONCURRENCY),-c extraction_concurrency=$(EXTRACTION_CONCURRENCY)) \
 	$(if $(EXTRACTION_MODEL_REGIONS),-c extraction_model_regions=$(EXTRACTION_MODEL_REGIONS))
@@ -155,7 +158,7 @@ bench: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(
 	$(BIN)/python bench/run.py $(ONLY)
 
 synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too)
-	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","aws:cdk:bundling-stacks":[]}' \
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","account_concurrency":"$(ACCOUNT_CONCURRENCY)","aws:cdk:bundling-stacks":[]}' \
 		$(BIN)/python infra/app.py
 	@echo "cdk.out/AgentMemory-$(STAGE).template.json"
 

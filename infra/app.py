@@ -1,9 +1,9 @@
 """The CDK app: ``python3 infra/app.py`` (cdk.json) or ``make synth`` / ``make deploy``.
 
-Context: ``stage`` (dev|prod), ``search_backend`` (table, the default, or opensearch: its monthly floor is
-printed before the synth), ``extraction_model`` (a Bedrock model id or inference profile id; unset: no
-extraction), ``extraction_concurrency``, ``extraction_model_regions``, ``opensearch_vpc`` and
-``opensearch_subnets``; see infra/stack.py.
+Context: ``stage`` (dev|prod), ``search_backend`` (table, the default, or opensearch: its
+monthly floor is printed before the synth), ``extraction_model`` (a Bedrock model id
+or inference profile id; unset: no extraction), ``extraction_concurrency``, ``extraction_model_regions``,
+``opensearch_vpc``, ``opensearch_subnets`` and ``account_concurrency``; see infra/stack.py.
 cdk-nag's AwsSolutions checks run on every synth (``Validations.of(app).add_plugins``).
 """
 
@@ -61,12 +61,16 @@ def deployment_options(context: Callable[[str], Any]) -> Any:
     concurrency = str(context("extraction_concurrency") or DEFAULT_RESERVED_CONCURRENCY).strip()
     if not concurrency.isdigit():
         raise ValueError(f"context extraction_concurrency must be a whole number, not {concurrency!r}")
+    account = str(context("account_concurrency") or 1000).strip()
+    if not account.isdigit():
+        raise ValueError(f"context account_concurrency must be a whole number, not {account!r}")
     return DeploymentOptions(
         stage=str(context("stage") or "dev"),
         search_backend=str(context("search_backend") or "table"),
         extraction_model=model if model not in ("", "none") else None,
         extraction_concurrency=int(concurrency),
         extraction_model_regions=tuple(context_list(context("extraction_model_regions"))),
+        account_concurrency=int(account),
         opensearch_vpc=str(context("opensearch_vpc") or "").strip() or None,
         opensearch_subnets=tuple(context_list(context("opensearch_subnets"))),
     )

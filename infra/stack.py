@@ -14,6 +14,8 @@ Context (``-c key=value`` or ``make synth STAGE=... SEARCH_BACKEND=...``):
   ``extraction_concurrency`` caps the extraction function (reserved concurrency, default 5);
   ``extraction_model_regions`` names a profile's destination Regions (comma-separated; the US Nova ones when
   unset for a ``us.`` profile).
+- ``account_concurrency``: the account's Lambda concurrency quota in the Region (default 1,000, Lambda's default):
+  every function's reserved concurrency is sized from it (infra/components/compute.py ``Concurrency``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from constructs import Construct
 
 from agentmem.settings import Env
 from infra.components.api import Api, ApiSettings
-from infra.components.compute import Compute, ComputeSettings
+from infra.components.compute import Compute, ComputeSettings, Concurrency
 from infra.components.extraction import DEFAULT_RESERVED_CONCURRENCY, ExtractionSettings
 from infra.components.operations import Operations
 from infra.components.routes import CONSOLE_ROUTES, PUBLIC_ROUTES
@@ -45,6 +47,7 @@ class DeploymentOptions:
     extraction_model: str | None = None
     extraction_concurrency: int = DEFAULT_RESERVED_CONCURRENCY
     extraction_model_regions: tuple[str, ...] = ()
+    account_concurrency: int = 1000
     opensearch_vpc: str | None = None
     opensearch_subnets: tuple[str, ...] = ()
 
@@ -57,7 +60,7 @@ class DeploymentOptions:
             raise ValueError("context extraction_model_regions needs extraction_model")
         if (self.opensearch_vpc or self.opensearch_subnets) and self.search_backend != "opensearch":
             raise ValueError("context opensearch_vpc and opensearch_subnets are for search_backend=opensearch")
-        _ = self.extraction, self.private_network  # checked now, not halfway through the synth
+        _ = self.extraction, self.private_network, self.concurrency  # checked now, not halfway through the synth
 
     @property
     def extraction(self) -> ExtractionSettings | None:
@@ -68,6 +71,11 @@ class DeploymentOptions:
             reserved_concurrency=self.extraction_concurrency,
             model_regions=self.extraction_model_regions,
         )
+
+    @property
+    def concurrency(self) -> Concurrency:
+        extraction = self.extraction.reserved_concurrency if self.extraction is not None else 0
+        return Concurrency.for_stage(self.production, account=self.account_concurrency, extraction=extraction)
 
     @property
     def private_network(self) -> PrivateNetwork | None:
@@ -119,6 +127,7 @@ class MemoryServiceStack(Stack):
                 search_backend=options.search_backend,
                 log_retention=options.log_retention,
                 extraction=options.extraction,
+                account_concurrency=options.account_concurrency,
             ),
             storage=self.storage,
             search=self.search,

@@ -46,8 +46,56 @@ INDEXER_MAX_RECORD_AGE = Duration.hours(6)
 """A change the indexer cannot apply is retried for hours (an OpenSearch outage), well inside the stream's 24 hours,
 then written whole to the failure bucket, from which the runbook replays it (docs/deploy.md)."""
 INDEX_FAILURES_KEPT_DAYS = 7
-API_TIMEOUT_SECONDS = 29
-"""The API function's timeout (API Gateway's integration limit): no write request runs longer."""
+GATEWAY_TIMEOUT_SECONDS = 29
+"""API Gateway's integration timeout for a REST API: past it the client gets a 504, whatever the function does."""
+API_TIMEOUT_SECONDS = 25
+"""The API function's timeout: 4 s under the gateway's, for a cold start and the round trips around the
+invocation, so a request that runs out of time ends with the function's own answer, not a 504 while it still
+runs (and writes). No write request runs longer (an erasure waits this long after marking the user)."""
+UNRESERVED_FLOOR = 100
+"""What Lambda keeps unreserved in an account: it refuses a reservation that would leave less."""
+
+
+@dataclass(frozen=True)
+class Concurrency:
+    """Every function's reserved concurrency: a floor the others' traffic cannot take (a tenant's slow requests
+    cannot starve the authorizer, the indexer or erasure) and a cap each cannot pass. The stage may take ``share``
+    of what the account can reserve (``account`` concurrency, the Region's quota: ``-c account_concurrency``),
+    and the API gets what the stage's other functions leave of it: capped below the account's remainder."""
+
+    account: int = 1000
+    share: float = 0.8
+    authorizer: int = 50
+    indexer: int = 20
+    deletion: int = DELETION_RESERVED_CONCURRENCY
+    console: int = 10
+    extraction: int = 0
+    minimum_api: int = 10
+
+    @classmethod
+    def for_stage(cls, production: bool, *, account: int, extraction: int) -> Concurrency:
+        """Production takes most of the account; dev a tenth, so both stages fit in one account."""
+        if production:
+            return cls(account=account, extraction=extraction)
+        return cls(account=account, share=0.1, authorizer=10, indexer=2, console=2, extraction=extraction)
+
+    @property
+    def budget(self) -> int:
+        return int((self.account - UNRESERVED_FLOOR) * self.share)
+
+    @property
+    def reserved_for_others(self) -> int:
+        return self.authorizer + self.indexer + self.deletion + self.console + self.extraction
+
+    @property
+    def api(self) -> int:
+        api = self.budget - self.reserved_for_others
+        if api < self.minimum_api:
+            raise ValueError(
+                f"context account_concurrency={self.account} leaves the API {api} concurrent executions after the "
+                f"stage's other functions ({self.reserved_for_others}); ask for a higher Lambda concurrency quota"
+            )
+        return api
 
 
 @dataclass(frozen=True)
@@ -58,6 +106,13 @@ class ComputeSettings:
     log_retention: logs.RetentionDays
     extraction: ExtractionSettings | None = None
     """The model extraction runs with (the ``extraction_model`` context), or None: no extraction."""
+    account_concurrency: int = 1000
+    """The account's Lambda concurrency quota in the Region (``-c account_concurrency``)."""
+
+    @property
+    def concurrency(self) -> Concurrency:
+        extraction = self.extraction.reserved_concurrency if self.extraction is not None else 0
+        return Concurrency.for_stage(self.production, account=self.account_concurrency, extraction=extraction)
 
 
 class Compute(Construct):
@@ -119,11 +174,22 @@ class Compute(Construct):
         environment[Env.RECEIPT_KEY_SECRET_ARN] = self.receipt_key.secret_arn
         self.environment = environment
 
+        concurrency = settings.concurrency
         self.api = self._function(
-            "Api", "api", memory=API_MEMORY_MB, timeout=API_TIMEOUT_SECONDS, description="REST API (API.md)"
+            "Api",
+            "api",
+            memory=API_MEMORY_MB,
+            timeout=API_TIMEOUT_SECONDS,
+            description="REST API (API.md)",
+            reserved_concurrency=concurrency.api,
         )
         self.authorizer = self._function(
-            "Authorizer", "authorizer", memory=512, timeout=5, description="x-api-key -> tenant (app)"
+            "Authorizer",
+            "authorizer",
+            memory=512,
+            timeout=5,
+            description="x-api-key -> tenant (app)",
+            reserved_concurrency=concurrency.authorizer,
         )
         self.deletion = self._function(
             "DeletionSteps",
@@ -131,7 +197,7 @@ class Compute(Construct):
             memory=1024,
             timeout=300,
             description="user erasure steps",
-            reserved_concurrency=DELETION_RESERVED_CONCURRENCY,
+            reserved_concurrency=concurrency.deletion,
         )
         storage.grant_read_write(self.api.role)  # type: ignore[arg-type]
         # Two GetItems per request (the key's lookup item, the tenant record); nothing else of the table.
@@ -182,7 +248,12 @@ class Compute(Construct):
                 removal_policy=RemovalPolicy.RETAIN,
             )
             self.indexer = self._function(
-                "Indexer", "indexer", memory=1024, timeout=120, description="table stream -> OpenSearch"
+                "Indexer",
+                "indexer",
+                memory=1024,
+                timeout=120,
+                description="table stream -> OpenSearch",
+                reserved_concurrency=concurrency.indexer,
             )
             # PutItem: an entry stored while the embedder was down gets its vector written back (conditional on the
             # entry still existing); UpdateItem: the tenant's embedding counters (metering), and the partition's
@@ -228,6 +299,7 @@ class Compute(Construct):
             memory=256,
             timeout=5,
             description="web console files (docs/console.md)",
+            reserved_concurrency=concurrency.console,
             layers=[self.core_layer],
             environment={"POWERTOOLS_SERVICE_NAME": SERVICE_NAME},
         )

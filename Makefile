@@ -26,11 +26,14 @@ EXTRACTION_MODEL_REGIONS ?=
 # OPENSEARCH_SUBNETS=subnet-a,subnet-b (the functions that search run there and need a way out to AWS's APIs).
 OPENSEARCH_VPC ?=
 OPENSEARCH_SUBNETS ?=
+# Who the alarms email: required for STAGE=prod (the synth refuses without it), optional for dev.
+ALARM_EMAIL ?=
 # The account's Lambda concurrency quota in the Region (default 1000): every function's reservation is sized from it.
 ACCOUNT_CONCURRENCY ?=
 CDK_CONTEXT = -c stage=$(STAGE) -c search_backend=$(SEARCH_BACKEND) \
 	$(if $(OPENSEARCH_VPC),-c opensearch_vpc=$(OPENSEARCH_VPC) -c opensearch_subnets=$(OPENSEARCH_SUBNETS)) \
 	$(if $(ACCOUNT_CONCURRENCY),-c account_concurrency=$(ACCOUNT_CONCURRENCY)) \
+	$(if $(ALARM_EMAIL),-c alarm_email=$(ALARM_EMAIL)) \
 	$(if $(EXTRACTION_MODEL),-c extraction_model=$(EXTRACTION_MODEL)) \
 	$(if $(EXTRACTION_CONCURRENCY),-c extraction_concurrency=$(EXTRACTION_CONCURRENCY)) \
 	$(if $(EXTRACTION_MODEL_REGIONS),-c extraction_model_regions=$(EXTRACTION_MODEL_REGIONS))
@@ -157,15 +160,15 @@ BENCH_MODELS := $(if $(or $(filter extraction,$(ONLY)),$(if $(ONLY),,1)),$(VENV)
 bench: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) $(BENCH_MODELS) ## print latency and quality figures (ONLY="adk mcp" selects sections)
 	$(BIN)/python bench/run.py $(ONLY)
 
-synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too)
-	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","account_concurrency":"$(ACCOUNT_CONCURRENCY)","aws:cdk:bundling-stacks":[]}' \
+synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too; STAGE=prod needs ALARM_EMAIL=)
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","account_concurrency":"$(ACCOUNT_CONCURRENCY)","alarm_email":"$(ALARM_EMAIL)","aws:cdk:bundling-stacks":[]}' \
 		$(BIN)/python infra/app.py
 	@echo "cdk.out/AgentMemory-$(STAGE).template.json"
 
 layer: $(VENV)/.infra ## build the arm64 dependency layer into .layer-build/deps (pip, no Docker)
 	$(BIN)/python infra/packaging.py
 
-deploy: $(VENV)/.dev $(VENV)/.infra layer ## deploy the stack (needs AWS credentials; STAGE=dev|prod SEARCH_BACKEND=table|opensearch EXTRACTION_MODEL=<bedrock model id>)
+deploy: $(VENV)/.dev $(VENV)/.infra layer ## deploy the stack (needs AWS credentials; STAGE=dev|prod ALARM_EMAIL=<for prod> SEARCH_BACKEND=table|opensearch EXTRACTION_MODEL=<bedrock model id>)
 	npx --yes aws-cdk@2 deploy $(CDK_CONTEXT) --app "$(BIN)/python infra/app.py" --require-approval broadening
 
 clean:

@@ -126,7 +126,8 @@ def synthesized() -> Any:
         print("synthesizing the prod stacks (table, opensearch)...", file=sys.stderr, flush=True)
         app = App(outdir=str(SYNTH_DIR), context={"aws:cdk:bundling-stacks": [], "dependency_layer": "source"})
         for backend, name in STACKS.items():
-            MemoryServiceStack(app, name, options=DeploymentOptions(stage="prod", search_backend=backend))
+            options = DeploymentOptions(stage="prod", search_backend=backend, alarm_email="alarms@example.com")
+            MemoryServiceStack(app, name, options=options)
         app.synth()
         stamp.write_text(digest)
     templates = {name: json.loads((SYNTH_DIR / f"{name}.template.json").read_text()) for name in STACKS.values()}

@@ -14,12 +14,15 @@ Context (``-c key=value`` or ``make synth STAGE=... SEARCH_BACKEND=...``):
   ``extraction_concurrency`` caps the extraction function (reserved concurrency, default 5);
   ``extraction_model_regions`` names a profile's destination Regions (comma-separated; the US Nova ones when
   unset for a ``us.`` profile).
+- ``alarm_email``: who the alarm topic emails (required in ``prod``, which refuses to synthesize without it;
+  optional in ``dev``): ``make synth STAGE=prod ALARM_EMAIL=...``, ``-c alarm_email=...`` for ``cdk deploy``.
 - ``account_concurrency``: the account's Lambda concurrency quota in the Region (default 1,000, Lambda's default):
   every function's reserved concurrency is sized from it (infra/components/compute.py ``Concurrency``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from aws_cdk import Acknowledgment, CfnOutput, Stack, Tags, Validations
@@ -37,6 +40,7 @@ from infra.components.storage import Storage
 from infra.components.workflow import DeletionWorkflow
 
 STAGES = ("dev", "prod")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 SEARCH_BACKENDS = ("opensearch", "table")
 
 
@@ -48,6 +52,7 @@ class DeploymentOptions:
     extraction_concurrency: int = DEFAULT_RESERVED_CONCURRENCY
     extraction_model_regions: tuple[str, ...] = ()
     account_concurrency: int = 1000
+    alarm_email: str | None = None
     opensearch_vpc: str | None = None
     opensearch_subnets: tuple[str, ...] = ()
 
@@ -58,6 +63,13 @@ class DeploymentOptions:
             raise ValueError(f"context search_backend must be one of {SEARCH_BACKENDS}, not {self.search_backend!r}")
         if self.extraction_model is None and self.extraction_model_regions:
             raise ValueError("context extraction_model_regions needs extraction_model")
+        if self.production and not self.alarm_email:
+            raise ValueError(
+                "prod needs an address for its alarms: make synth STAGE=prod ALARM_EMAIL=oncall@example.com "
+                "(and -c alarm_email=oncall@example.com for cdk deploy); the alarm topic would otherwise page nobody"
+            )
+        if self.alarm_email is not None and not _EMAIL.match(self.alarm_email):
+            raise ValueError(f"context alarm_email must be an email address, not {self.alarm_email!r}")
         if (self.opensearch_vpc or self.opensearch_subnets) and self.search_backend != "opensearch":
             raise ValueError("context opensearch_vpc and opensearch_subnets are for search_backend=opensearch")
         _ = self.extraction, self.private_network, self.concurrency  # checked now, not halfway through the synth
@@ -156,6 +168,11 @@ class MemoryServiceStack(Stack):
             "Operations",
             stage=options.stage,
             key=self.storage.key,
+            alarm_email=options.alarm_email,
+            account_concurrency=options.account_concurrency,
+            table=self.storage.table,
+            authorizer=self.compute.authorizer,
+            access_logs=self.api.access_logs,
             rest_api=self.api.rest_api,
             functions=self.compute.functions,
             state_machine=self.workflow.state_machine,

@@ -29,6 +29,8 @@ PROD_OPENSEARCH = "AgentMemory-prod"
 DEV_TABLE = "AgentMemory-dev"
 EXTRACTION_MODEL = "us.amazon.nova-micro-v1:0"
 """The extraction model of the prod shape (a US inference profile: its Regions are the stack's defaults)."""
+ALARM_EMAIL = "oncall@example.com"
+"""Who the prod shape's alarms email (prod refuses to synthesize without one; dev has none)."""
 PRIVATE_NETWORK = ("vpc-0a1b2c3d4e5f60718", ("subnet-0a1b2c3d4e5f60718", "subnet-0f1e2d3c4b5a69788"))
 """The prod shape reaches its vector collection only through a VPC endpoint in these (made-up) subnets."""
 
@@ -82,6 +84,7 @@ def synthesize(outdir: Path) -> Synthesized:
                 stage="prod",
                 search_backend="opensearch",
                 extraction_model=EXTRACTION_MODEL,
+                alarm_email=ALARM_EMAIL,
                 opensearch_vpc=PRIVATE_NETWORK[0],
                 opensearch_subnets=PRIVATE_NETWORK[1],
             ),

@@ -4,7 +4,9 @@ send it) to the tenant (app) it is bound to.
 API Gateway caches the answer per key (identity source ``method.request.header.x-api-key``), so the
 policy allows every method of the stage; the API handler then checks that the path's app is the
 caller's app (403 otherwise). An unknown or revoked key raises ``Unauthorized``, which API Gateway
-turns into 401. ``usageIdentifierKey`` ties the request to the tenant's usage plan (quotas).
+turns into 401, and counts in the ``KeysRejected`` metric: Lambda counts the raise as a function error, so the
+stack's alarm on authorizer errors subtracts these to see the failures (infra/components/operations.py).
+``usageIdentifierKey`` ties the request to the tenant's usage plan (quotas).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from agentmem.container import get_container
 from agentmem.errors import Unauthorized
-from agentmem.observability import logger
+from agentmem.observability import KEYS_REJECTED, MetricUnit, logger, metrics
 from agentmem.tenancy.keys import presented_key
 
 
@@ -29,6 +31,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         key = get_container().tenants.resolve(presented_key(event.get("headers")))
     except Unauthorized as exc:
         logger.info("api key rejected")
+        metrics.add_metric(name=KEYS_REJECTED, unit=MetricUnit.Count, value=1)
+        metrics.flush_metrics()
         raise Exception("Unauthorized") from exc  # API Gateway's documented way to answer 401
     response: dict[str, Any] = {
         "principalId": f"{key.app}/{key.key_id}",

@@ -1,10 +1,12 @@
-"""Operations: alarms (to an encrypted SNS topic) and one dashboard.
+"""Operations: alarms (to an encrypted SNS topic, which emails ``alarm_email``: required in prod) and one dashboard.
 
-Alarms: API 5xx rate, API p95 latency, Lambda throttles, failed deletions; with OpenSearch the batches the
-indexer gave up on (objects in its failure bucket) and its stream iterator age; with extraction the messages in
-its two failure queues (a wake that kept failing, a stream batch given up). Missing data is not breaching (an
-idle API is healthy). The extraction function's throttles raise no alarm: its reserved concurrency is a cap on
-purpose, and both of its event sources retry a throttled batch.
+Alarms: API 5xx rate, API p95 latency, 429 surges at the gateway (from the access log), DynamoDB throttling,
+authorizer failures (its errors less the keys it refused), searches degraded to keyword only, Lambda concurrency
+near the account's quota, Lambda throttles, failed deletions; with OpenSearch the batches the indexer gave up on
+(objects in its failure bucket) and its stream iterator age; with extraction the messages in its two failure
+queues (a wake that kept failing, a stream batch given up). Missing data is not breaching (an idle API is
+healthy). The extraction function's throttles raise no alarm: its reserved concurrency is a cap on purpose, and
+both of its event sources retry a throttled batch.
 """
 
 from __future__ import annotations
@@ -16,14 +18,18 @@ from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from agentmem.observability import KEYS_REJECTED, NAMESPACE, SEARCHES_DEGRADED, SERVICE
 from infra.components.extraction import Extraction
 
 FIVE_MINUTES = Duration.minutes(5)
@@ -37,6 +43,14 @@ class Thresholds:
     failed_deletions: int = 1
     dlq_messages: int = 1
     iterator_age_ms: int = 300_000
+    gateway_throttled: int = 100
+    """429s the gateway answered in 5 minutes (a plan's own limit answers some; a surge is the stage's)."""
+    table_throttles: int = 10
+    authorizer_failures: int = 3
+    """Authorizer errors that are not a refused key (a crash, a timeout, the table unreachable) in 5 minutes."""
+    degraded_searches: int = 5
+    account_concurrency_share: float = 0.9
+    """Of the account's Lambda quota in use at once: beyond it every function of the account is throttled soon."""
 
 
 class Operations(Construct):
@@ -47,6 +61,11 @@ class Operations(Construct):
         *,
         stage: str,
         key: kms.IKey,
+        alarm_email: str | None,
+        account_concurrency: int,
+        table: dynamodb.ITable,
+        authorizer: lambda_.IFunction,
+        access_logs: logs.ILogGroup,
         rest_api: apigw.RestApi,
         functions: Sequence[lambda_.Function],
         state_machine: sfn.StateMachine,
@@ -81,12 +100,67 @@ class Operations(Construct):
                 },
             )
         )
+        if alarm_email is not None:  # required in prod (infra/stack.py): an alarm must reach someone
+            self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         self.alarms: dict[str, cw.Alarm] = {}
 
         server_errors = rest_api.metric_server_error(statistic="Average", period=FIVE_MINUTES)
         self._alarm("Api5xxRate", server_errors, limits.server_error_rate, "share of API requests answered 5xx")
         latency = rest_api.metric_latency(statistic="p95", period=FIVE_MINUTES)
         self._alarm("ApiLatencyP95", latency, limits.p95_latency_ms, "p95 API latency in ms")
+        # A surge of 429s from the gateway (the stage's limits, a plan's, the WAF's rate rules), counted from the
+        # access log's status: the API's own metrics count them only among all 4xx.
+        throttled = access_logs.add_metric_filter(
+            "Throttled",
+            filter_pattern=logs.FilterPattern.string_value("$.status", "=", "429"),
+            metric_namespace=NAMESPACE,
+            metric_name="GatewayThrottled",
+            metric_value="1",
+        ).metric(statistic="Sum", period=FIVE_MINUTES)
+        self._alarm("ApiThrottled", throttled, limits.gateway_throttled, "requests the gateway answered 429")
+        table_throttles = cw.MathExpression(
+            expression="reads+writes",
+            using_metrics={
+                "reads": table.metric("ReadThrottleEvents", statistic="Sum", period=FIVE_MINUTES),
+                "writes": table.metric("WriteThrottleEvents", statistic="Sum", period=FIVE_MINUTES),
+            },
+            label="DynamoDB throttled requests",
+            period=FIVE_MINUTES,
+        )
+        self._alarm("TableThrottles", table_throttles, limits.table_throttles, "requests DynamoDB throttled")
+        # Lambda counts every refused key as an error of the authorizer (it raises "Unauthorized", as API Gateway
+        # documents): what is left after the refusals it counts itself is a failure every tenant sees as a 500.
+        authorizer_failures = cw.MathExpression(
+            expression="errors-rejected",
+            using_metrics={
+                "errors": authorizer.metric_errors(statistic="Sum", period=FIVE_MINUTES),
+                "rejected": self._own_metric(KEYS_REJECTED),
+            },
+            label="authorizer failures (errors that are not a refused key)",
+            period=FIVE_MINUTES,
+        )
+        self._alarm(
+            "AuthorizerFailures",
+            authorizer_failures,
+            limits.authorizer_failures,
+            "authorizer failures",
+            sustained=False,
+        )
+        self._alarm(
+            "SearchesDegraded",
+            self._own_metric(SEARCHES_DEGRADED),
+            limits.degraded_searches,
+            "searches answered by keyword only (embedder or vector index failing)",
+        )
+        in_use = cw.Metric(
+            namespace="AWS/Lambda", metric_name="ConcurrentExecutions", statistic="Maximum", period=FIVE_MINUTES
+        )
+        self._alarm(
+            "ConcurrencyNearQuota",
+            in_use,
+            int(account_concurrency * limits.account_concurrency_share),
+            "concurrent Lambda executions in the account",
+        )
         capped = extraction.function if extraction is not None else None
         uncapped = [fn for fn in functions if fn is not capped]
         throttles = cw.MathExpression(
@@ -213,6 +287,16 @@ class Operations(Construct):
                 )
             )
         self.dashboard.add_widgets(*pipeline)
+
+    def _own_metric(self, name: str) -> cw.Metric:
+        """A metric the functions publish (Powertools EMF: the service's namespace and ``service`` dimension)."""
+        return cw.Metric(
+            namespace=NAMESPACE,
+            metric_name=name,
+            dimensions_map={"service": SERVICE},
+            statistic="Sum",
+            period=FIVE_MINUTES,
+        )
 
     def _alarm(
         self, construct_id: str, metric: cw.IMetric, threshold: float, what: str, *, sustained: bool = True

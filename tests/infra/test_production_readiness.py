@@ -15,6 +15,7 @@ from infra.components.compute import (
     Concurrency,
 )
 from tests.infra.conftest import DEV_TABLE, PROD_OPENSEARCH, Synthesized, resources
+from tests.synthesis import ALARM_EMAIL
 
 
 def _functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -66,3 +67,115 @@ def test_the_api_function_ends_before_the_gateway_gives_up(synthesized: Synthesi
         # Then the function's own timeout leaves the gateway (29 s) a margin for a cold start and the round trips
         assert api["Timeout"] == API_TIMEOUT_SECONDS
         assert GATEWAY_TIMEOUT_SECONDS - api["Timeout"] >= 3
+
+
+# -- point 4: alarms that reach someone ----------------------------------------------------------------------
+
+
+def test_prod_alarms_email_someone_and_prod_refuses_to_synthesize_without_an_address(synthesized: Synthesized) -> None:
+    from infra.app import deployment_options
+
+    # Given prod / Then its alarm topic emails the address it was given; dev, given none, has no subscription
+    (topic_id,) = resources(synthesized.templates[PROD_OPENSEARCH], "AWS::SNS::Topic")
+    (subscription,) = resources(synthesized.templates[PROD_OPENSEARCH], "AWS::SNS::Subscription").values()
+    assert subscription["Properties"] == {"Protocol": "email", "Endpoint": ALARM_EMAIL, "TopicArn": {"Ref": topic_id}}
+    assert resources(synthesized.templates[DEV_TABLE], "AWS::SNS::Subscription") == {}
+    # And prod without an address (make synth STAGE=prod, or -c stage=prod for cdk deploy) stops the synth
+    for context in ({"stage": "prod"}, {"stage": "prod", "alarm_email": ""}):
+        with pytest.raises(ValueError, match="ALARM_EMAIL"):
+            deployment_options(context.get)
+    with pytest.raises(ValueError, match="alarm_email"):
+        deployment_options({"stage": "prod", "alarm_email": "nobody"}.get)
+    assert deployment_options({"stage": "prod", "alarm_email": "a@b.example"}.get).alarm_email == "a@b.example"
+    assert deployment_options({}.get).alarm_email is None  # make synth's default (dev) needs none
+
+
+def test_make_passes_the_alarm_address_to_synth_and_deploy() -> None:
+    import subprocess
+
+    # make -n prints the recipes without running them (nothing is installed or deployed)
+    def recipe(target: str) -> str:
+        return subprocess.run(
+            [
+                "make",
+                "-n",
+                "-o",
+                ".venv/.dev",
+                "-o",
+                ".venv/.infra",
+                "-o",
+                "layer",
+                target,
+                "STAGE=prod",
+                "ALARM_EMAIL=oncall@example.com",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    assert '"alarm_email":"oncall@example.com"' in recipe("synth")
+    assert "-c alarm_email=oncall@example.com" in recipe("deploy")
+
+
+def _alarms(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: a["Properties"] for name, a in resources(template, "AWS::CloudWatch::Alarm").items()}
+
+
+def _metrics_of(alarm: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Metric name -> its MetricStat metric (single-metric alarms: name -> the alarm's own fields)."""
+    if "MetricName" in alarm:
+        return {alarm["MetricName"]: {"Namespace": alarm["Namespace"], "Dimensions": alarm.get("Dimensions", [])}}
+    return {
+        q["MetricStat"]["Metric"]["MetricName"]: q["MetricStat"]["Metric"]
+        for q in alarm["Metrics"]
+        if "MetricStat" in q
+    }
+
+
+def _alarm(template: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [a for logical_id, a in _alarms(template).items() if name in logical_id]
+    return found
+
+
+def test_the_likeliest_incidents_have_alarms_on_the_topic(synthesized: Synthesized) -> None:
+    for stack in (PROD_OPENSEARCH, DEV_TABLE):
+        template = synthesized.templates[stack]
+        (topic_id,) = resources(template, "AWS::SNS::Topic")
+        (table_id,) = resources(template, "AWS::DynamoDB::Table")
+        for alarm in _alarms(template).values():
+            assert alarm["AlarmActions"] == [{"Ref": topic_id}]
+        # 429 surges: counted from the access log's status by a metric filter
+        throttled = _alarm(template, "ApiThrottled")
+        (metric_filter,) = resources(template, "AWS::Logs::MetricFilter").values()
+        (transformation,) = metric_filter["Properties"]["MetricTransformations"]
+        assert metric_filter["Properties"]["FilterPattern"] == '{ $.status = "429" }'
+        assert metric_filter["Properties"]["LogGroupName"]["Ref"].startswith("ApiAccessLogs")
+        assert transformation["MetricName"] in _metrics_of(throttled)
+        # DynamoDB throttling of the table
+        table = _metrics_of(_alarm(template, "TableThrottles"))
+        assert set(table) == {"ReadThrottleEvents", "WriteThrottleEvents"}
+        assert all(m["Dimensions"] == [{"Name": "TableName", "Value": {"Ref": table_id}}] for m in table.values())
+        # Authorizer failures: its errors less the keys it refused (both of the authorizer)
+        failures = _alarm(template, "AuthorizerFailures")
+        assert [q["Expression"] for q in failures["Metrics"] if "Expression" in q] == ["errors-rejected"]
+        assert set(_metrics_of(failures)) == {"Errors", "KeysRejected"}
+        # Degraded searches, which the API already counts
+        degraded = _metrics_of(_alarm(template, "SearchesDegraded"))["SearchesDegraded"]
+        assert degraded["Namespace"] == "AgentMemory"
+        assert degraded["Dimensions"] == [{"Name": "service", "Value": "agent-memory"}]
+        # Concurrency near the account's quota
+        near = _alarm(template, "ConcurrencyNearQuota")
+        assert (near["Namespace"], near["MetricName"], near["Threshold"]) == ("AWS/Lambda", "ConcurrentExecutions", 900)
+
+
+def test_access_logs_name_the_tenant(synthesized: Synthesized) -> None:
+    import json
+
+    for stack in (PROD_OPENSEARCH, DEV_TABLE):
+        (stage,) = resources(synthesized.templates[stack], "AWS::ApiGateway::Stage").values()
+        fields = json.loads(stage["Properties"]["AccessLogSetting"]["Format"])
+        assert fields["app"] == "$context.authorizer.app"
+        assert fields["keyId"] == "$context.authorizer.key_id"
+        assert fields["status"] == "$context.status"
+        assert "x-api-key" not in json.dumps(fields).lower()  # the key itself is never logged

@@ -44,6 +44,29 @@ def test_authorizer_rejects_missing_and_unknown_keys(tenants: TenantService, pre
         authorize(presented)
 
 
+def test_a_refused_key_is_counted_apart_from_the_authorizers_failures(
+    tenants: TenantService, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given metrics published as Lambda publishes them (EMF lines on stdout)
+    from agentmem.observability import metrics
+
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    metrics.clear_metrics()  # (with metrics off, earlier tests' refusals stayed in the buffer)
+    capsys.readouterr()
+    # When an unknown key is refused / Then one KeysRejected is published (the stack's authorizer-failure alarm
+    # subtracts these from the function's errors, which count every refusal)
+    with pytest.raises(Exception, match=r"^Unauthorized$"):
+        authorize("amk_nope_nope")
+    published = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    (emf,) = [m for m in published if "KeysRejected" in m]
+    assert emf["KeysRejected"] in (1.0, [1.0])
+    assert emf["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "AgentMemory"
+    assert emf["service"] == "agent-memory"
+    # And an accepted key publishes no refusal
+    authorize(tenants.create_key("A").secret)
+    assert "KeysRejected" not in capsys.readouterr().out
+
+
 def test_authorizer_takes_a_bearer_token_as_mcp_clients_send_it(tenants: TenantService) -> None:
     # Given a key of app A sent as Authorization: Bearer (the MCP route's authorizer has no fixed header)
     from functions.authorizer.handler import handler

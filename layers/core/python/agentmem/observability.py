@@ -17,12 +17,27 @@ from typing import Any, TypeVar
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-__all__ = ["SERVICE", "MetricUnit", "logger", "metrics", "trace_handler", "xray_sdk_enabled"]
+__all__ = [
+    "KEYS_REJECTED",
+    "NAMESPACE",
+    "SEARCHES_DEGRADED",
+    "SERVICE",
+    "MetricUnit",
+    "logger",
+    "metrics",
+    "trace_handler",
+    "xray_sdk_enabled",
+]
 
 SERVICE = "agent-memory"
+NAMESPACE = "AgentMemory"
+SEARCHES_DEGRADED = "SearchesDegraded"
+"""A search answered by keyword only because the embedder or the vector index failed (the stack alarms on it)."""
+KEYS_REJECTED = "KeysRejected"
+"""A missing, unknown or revoked key refused by the authorizer (what its alarm subtracts from its errors)."""
 
 logger = Logger(service=SERVICE)
-metrics = Metrics(namespace="AgentMemory", service=SERVICE)
+metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 

@@ -34,7 +34,7 @@ from agentmem.models.memory import (
     SearchRequest,
 )
 from agentmem.models.responses import Deleted, Entry, EntryPage, ExtractionQueued, SearchResults, SessionStored
-from agentmem.observability import MetricUnit, metrics
+from agentmem.observability import SEARCHES_DEGRADED, MetricUnit, metrics
 
 if TYPE_CHECKING:
     from agentmem.memory import service
@@ -85,7 +85,7 @@ def search(app: PathId, user: PathId, body: SearchRequest) -> Response[SearchRes
     )
     metrics.add_metric(name="Searches", unit=MetricUnit.Count, value=1)
     if result.degraded:
-        metrics.add_metric(name="SearchesDegraded", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(name=SEARCHES_DEGRADED, unit=MetricUnit.Count, value=1)
     return json_response(200, {**result.to_json(), "truncated": result.truncated})
 
 

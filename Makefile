@@ -169,7 +169,7 @@ layer: $(VENV)/.infra ## build the arm64 dependency layer into .layer-build/deps
 	$(BIN)/python infra/packaging.py
 
 deploy: $(VENV)/.dev $(VENV)/.infra layer ## deploy the stack (needs AWS credentials; STAGE=dev|prod ALARM_EMAIL=<for prod> SEARCH_BACKEND=table|opensearch EXTRACTION_MODEL=<bedrock model id>)
-	npx --yes aws-cdk@2 deploy $(CDK_CONTEXT) --app "$(BIN)/python infra/app.py" --require-approval broadening
+	npx --yes aws-cdk@2 deploy AgentMemory-$(STAGE) $(CDK_CONTEXT) --app "$(BIN)/python infra/app.py" --require-approval broadening
 
 clean:
 	rm -rf $(VENV) .data cdk.out $(NODE_DIR)/target .layer-build .pytest_cache .mypy_cache .ruff_cache

@@ -36,6 +36,7 @@ def build_app(context: dict[str, object] | None = None) -> object:
     from aws_cdk import App, Environment, Validations
     from cdk_nag import AwsSolutionsChecks
 
+    from infra.account import AccountSettingsStack
     from infra.stack import MemoryServiceStack
 
     app = App(context=context, outdir=os.environ.get("CDK_OUTDIR") or str(REPO_ROOT / "cdk.out"))
@@ -45,7 +46,9 @@ def build_app(context: dict[str, object] | None = None) -> object:
 
         print(floor_notice(options.stage == "prod"), file=sys.stderr)
     env = Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION"))
-    MemoryServiceStack(app, f"AgentMemory-{options.stage}", options=options, env=env)
+    account = AccountSettingsStack(app, env=env)
+    stage = MemoryServiceStack(app, f"AgentMemory-{options.stage}", options=options, env=env)
+    stage.add_dependency(account, "API Gateway's execution logging role of the account")
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
 

@@ -34,6 +34,7 @@ from infra.components.api import Api, ApiSettings
 from infra.components.compute import Compute, ComputeSettings, Concurrency
 from infra.components.extraction import DEFAULT_RESERVED_CONCURRENCY, ExtractionSettings
 from infra.components.operations import Operations
+from infra.components.release import SafeDeploys
 from infra.components.routes import CONSOLE_ROUTES, PUBLIC_ROUTES
 from infra.components.search import PrivateNetwork, VectorSearch
 from infra.components.storage import Storage
@@ -159,8 +160,8 @@ class MemoryServiceStack(Stack):
             settings=ApiSettings(
                 stage=options.stage, production=options.production, log_retention=options.log_retention
             ),
-            handler=self.compute.api,
-            authorizer_function=self.compute.authorizer,
+            handler=self.compute.api_alias,
+            authorizer_function=self.compute.authorizer_alias,
             console_function=self.compute.console,
         )
         self.operations = Operations(
@@ -179,6 +180,16 @@ class MemoryServiceStack(Stack):
             indexer=self.compute.indexer,
             index_failures=self.compute.index_failures,
             extraction=self.compute.extraction,
+        )
+        alarms = self.operations.alarms
+        self.deploys = SafeDeploys(
+            self,
+            "Deploys",
+            production=options.production,
+            aliases={
+                "Api": (self.compute.api_alias, [alarms["Api5xxRate"], alarms["ApiLatencyP95"]]),
+                "Authorizer": (self.compute.authorizer_alias, [alarms["AuthorizerFailures"], alarms["Api5xxRate"]]),
+            },
         )
         CfnOutput(self, "ApiUrl", value=self.api.rest_api.url)
         CfnOutput(self, "ConsoleUrl", value=self.api.rest_api.url_for_path("/console"))
@@ -257,13 +268,13 @@ def acknowledge_findings(stack: MemoryServiceStack) -> None:
             "AwsSolutions-SQS3",
             "This queue IS the on-failure destination of extraction's stream event source mapping.",
         )
-    _acknowledge(
-        stack.api.rest_api,
-        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-        "AmazonAPIGatewayPushToCloudWatchLogs]",
-        "API Gateway's account-level role for execution logs; the AWS managed policy is the documented one "
-        "and grants only CloudWatch Logs writes.",
-    )
+    for group in stack.deploys.groups.values():
+        _acknowledge(
+            group.role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSCodeDeployRoleForLambdaLimited]",
+            "CodeDeploy's documented managed policy for Lambda deployments: it may read the alarms and move the "
+            "alias of the functions it deploys, nothing of the data.",
+        )
     _acknowledge(
         stack.api.rest_api,
         "AwsSolutions-APIG3",

@@ -49,6 +49,8 @@ class Synthesized:
     """Stack name -> CloudFormation template (dict)."""
     stacks: dict[str, Any]
     """Stack name -> the MemoryServiceStack object."""
+    account: dict[str, Any] | None = None
+    """The account-level stack's template (infra/account.py), which both stages depend on."""
 
     def template(self, name: str) -> Any:
         from aws_cdk.assertions import Template
@@ -73,9 +75,11 @@ def synthesize(outdir: Path) -> Synthesized:
     from aws_cdk import App, Validations
     from cdk_nag import AwsSolutionsChecks
 
+    from infra.account import ACCOUNT_STACK, AccountSettingsStack
     from infra.stack import DeploymentOptions, MemoryServiceStack
 
     app = App(outdir=str(outdir), context={"aws:cdk:bundling-stacks": [], "dependency_layer": "source"})
+    account = AccountSettingsStack(app)
     stacks = {
         PROD_OPENSEARCH: MemoryServiceStack(
             app,
@@ -91,7 +95,9 @@ def synthesize(outdir: Path) -> Synthesized:
         ),
         DEV_TABLE: MemoryServiceStack(app, DEV_TABLE, options=DeploymentOptions(stage="dev", search_backend="table")),
     }
+    for stack in stacks.values():
+        stack.add_dependency(account)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()
     templates = {name: json.loads((outdir / f"{name}.template.json").read_text()) for name in stacks}
-    return Synthesized(outdir, templates, stacks)
+    return Synthesized(outdir, templates, stacks, json.loads((outdir / f"{ACCOUNT_STACK}.template.json").read_text()))

@@ -110,8 +110,9 @@ class Api(Construct):
             description="Long-term memory for AI agents (API.md)",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             api_key_source_type=apigw.ApiKeySourceType.AUTHORIZER,
-            cloud_watch_role=True,
-            cloud_watch_role_removal_policy=RemovalPolicy.DESTROY,
+            # The account's API Gateway logging role is the account's (infra/account.py), not a stage's: deleting
+            # either stage's stack must not take execution logging away from the other.
+            cloud_watch_role=False,
             deploy_options=apigw.StageOptions(
                 stage_name=settings.stage,
                 access_log_destination=apigw.LogGroupLogDestination(self.access_logs),

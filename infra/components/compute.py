@@ -52,6 +52,8 @@ API_TIMEOUT_SECONDS = 25
 """The API function's timeout: 4 s under the gateway's, for a cold start and the round trips around the
 invocation, so a request that runs out of time ends with the function's own answer, not a 504 while it still
 runs (and writes). No write request runs longer (an erasure waits this long after marking the user)."""
+LIVE_ALIAS = "live"
+"""The alias API Gateway invokes the API and the authorizer through."""
 UNRESERVED_FLOOR = 100
 """What Lambda keeps unreserved in an account: it refuses a reservation that would leave less."""
 
@@ -190,6 +192,12 @@ class Compute(Construct):
             timeout=5,
             description="x-api-key -> tenant (app)",
             reserved_concurrency=concurrency.authorizer,
+        )
+        # API Gateway calls these two through an alias that CodeDeploy moves from one published version to the
+        # next (infra/components/release.py), never through $LATEST.
+        self.api_alias = lambda_.Alias(self, "ApiLive", alias_name=LIVE_ALIAS, version=self.api.current_version)
+        self.authorizer_alias = lambda_.Alias(
+            self, "AuthorizerLive", alias_name=LIVE_ALIAS, version=self.authorizer.current_version
         )
         self.deletion = self._function(
             "DeletionSteps",

@@ -954,7 +954,8 @@ class Gateway:
     """API Gateway in front of the functions, as the template declares it: each request is matched to a
     resource and method of the template (a literal path part before a ``{parameter}``, as API Gateway
     matches), goes through that method's REQUEST authorizer (a missing identity source is a 401 without
-    a call; the rehearsal does not model the result cache) and reaches the function its integration names,
+    a call; the rehearsal does not model the result cache) and reaches the function its integration names
+    (through its alias: the rehearsal runs the function's code, the one version it has),
     with the client's headers as sent. The gateway's own answers are the template's gateway responses.
     Not modelled: usage plans (``ApiKeyRequired``: the tier's keys have no usage-plan key)."""
 
@@ -966,10 +967,14 @@ class Gateway:
         self.authorizer_calls: list[str] = []
         """The logical id of the authorizer of every call made to an authorizer function."""
         names = {fn.logical_id: fn.name for fn in deployment.functions.values()}
+        aliases = {
+            logical_id: resource["Properties"]["FunctionName"]["Ref"]
+            for logical_id, resource in t.of_type("AWS::Lambda::Alias").items()
+        }
         authorizers = {
             logical_id: Authorizer(
                 logical_id,
-                names[_function_of(props["AuthorizerUri"], names)],
+                names[_function_of(props["AuthorizerUri"], names, aliases)],
                 tuple(s.strip() for s in str(props.get("IdentitySource") or "").split(",") if s.strip()),
             )
             for logical_id, resource in t.of_type("AWS::ApiGateway::Authorizer").items()
@@ -992,7 +997,7 @@ class Gateway:
             self.methods[(props["HttpMethod"], path)] = Method(
                 props["HttpMethod"],
                 path,
-                names[_function_of(props["Integration"]["Uri"], names)],
+                names[_function_of(props["Integration"]["Uri"], names, aliases)],
                 authorizers[props["AuthorizerId"]["Ref"]] if kind == "CUSTOM" else None,
             )
         self.paths = {"/"} | {path_of({"Ref": i}) for i in parts}
@@ -1096,8 +1101,9 @@ class Gateway:
         return Reply(status, json.loads(raw), {"content-type": "application/json"}, raw=raw)
 
 
-def _function_of(uri: Any, functions: Mapping[str, str]) -> str:
-    """The logical id of the one function of the template an integration or authorizer URI names."""
+def _function_of(uri: Any, functions: Mapping[str, str], aliases: Mapping[str, str] | None = None) -> str:
+    """The logical id of the one function of the template an integration or authorizer URI names (directly, or
+    through one of its ``aliases``: alias logical id -> function logical id)."""
     found = set()
 
     def walk(value: Any) -> None:
@@ -1105,6 +1111,8 @@ def _function_of(uri: Any, functions: Mapping[str, str]) -> str:
             target = value.get("Fn::GetAtt")
             if isinstance(target, list) and target[0] in functions:
                 found.add(target[0])
+            if value.get("Ref") in (aliases or {}):
+                found.add((aliases or {})[value["Ref"]])
             for inner in value.values():
                 walk(inner)
         elif isinstance(value, list):

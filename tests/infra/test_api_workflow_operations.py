@@ -72,7 +72,9 @@ def test_the_agentcore_data_plane_is_a_tenant_proxy_route_on_the_api_function(sy
         assert method["AuthorizerId"] == routes[TENANT_ROUTES[0]]["AuthorizerId"]
         assert method["ApiKeyRequired"] is True
         assert method["Integration"]["Type"] == "AWS_PROXY"
-        assert functions[_integrated_function(method)]["Properties"]["Handler"] == "api.handler.handler"
+        assert functions[_integrated_function(method, synthesized.templates[stack_name])]["Properties"]["Handler"] == (
+            "api.handler.handler"
+        )
 
 
 def test_tenant_routes_use_the_request_authorizer_and_a_usage_plan_key(synthesized: Synthesized) -> None:
@@ -88,10 +90,15 @@ def test_tenant_routes_use_the_request_authorizer_and_a_usage_plan_key(synthesiz
         assert routes[route]["AuthorizationType"] == "NONE", route
 
 
-def _integrated_function(method: dict[str, Any]) -> str:
-    """The logical id of the function a proxy method invokes (the Fn::GetAtt inside its integration URI)."""
-    found = re.findall(r'"Fn::GetAtt": \["([^"]+)", "Arn"\]', json.dumps(method["Integration"]["Uri"]))
-    assert len(found) == 1, found
+def _integrated_function(method: dict[str, Any], template: dict[str, Any]) -> str:
+    """The logical id of the function a proxy method invokes: the function its integration URI names, or the
+    function of the alias it names."""
+    uri = json.dumps(method["Integration"]["Uri"])
+    direct = re.findall(r'"Fn::GetAtt": \["([^"]+)", "Arn"\]', uri)
+    refs = re.findall(r'"Ref": "([^"]+)"', uri)
+    aliases = [ref for ref in refs if template["Resources"].get(ref, {}).get("Type") == "AWS::Lambda::Alias"]
+    found = direct + [template["Resources"][alias]["Properties"]["FunctionName"]["Ref"] for alias in aliases]
+    assert len(found) == 1, uri
     return str(found[0])
 
 
@@ -109,13 +116,15 @@ def test_the_console_is_public_on_the_apis_origin_and_every_api_route_keeps_its_
             assert "AuthorizerId" not in method, route
             assert not method.get("ApiKeyRequired"), route
             assert method["Integration"]["Type"] == "AWS_PROXY", route
-            assert functions[_integrated_function(method)]["Properties"]["Handler"] == "console.handler.handler", route
+            assert functions[_integrated_function(method, template)]["Properties"]["Handler"] == (
+                "console.handler.handler"
+            ), route
         # And every tenant and MCP route still goes through an authorizer with the usage-plan key
         for route in TENANT_ROUTES + MCP_ROUTES:
             assert routes[route]["AuthorizationType"] == "CUSTOM", route
             assert routes[route]["AuthorizerId"], route
             assert routes[route]["ApiKeyRequired"] is True, route
-            handler_name = functions[_integrated_function(routes[route])]["Properties"]["Handler"]
+            handler_name = functions[_integrated_function(routes[route], template)]["Properties"]["Handler"]
             assert handler_name == "api.handler.handler", route
     # And the function the template names serves the page with its policy, and nothing outside the console
     from functions.console.handler import handler

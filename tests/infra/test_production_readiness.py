@@ -179,3 +179,80 @@ def test_access_logs_name_the_tenant(synthesized: Synthesized) -> None:
         assert fields["keyId"] == "$context.authorizer.key_id"
         assert fields["status"] == "$context.status"
         assert "x-api-key" not in json.dumps(fields).lower()  # the key itself is never logged
+
+
+# -- point 5: safe deploys -----------------------------------------------------------------------------------
+
+
+def test_the_api_and_the_authorizer_run_behind_an_alias_that_codedeploy_shifts(synthesized: Synthesized) -> None:
+    import json
+
+    for stack in (PROD_OPENSEARCH, DEV_TABLE):
+        template = synthesized.templates[stack]
+        functions = {k: f["Properties"]["Handler"] for k, f in resources(template, "AWS::Lambda::Function").items()}
+        aliases = resources(template, "AWS::Lambda::Alias")
+        versions = resources(template, "AWS::Lambda::Version")
+        alarms = resources(template, "AWS::CloudWatch::Alarm")
+        groups = resources(template, "AWS::CodeDeploy::DeploymentGroup")
+        by_handler = {}
+        for alias_id, alias in aliases.items():
+            props = alias["Properties"]
+            # Given each alias / Then it points at a published version of its function, never $LATEST
+            version_id = props["FunctionVersion"]["Fn::GetAtt"][0]
+            assert versions[version_id]["Properties"]["FunctionName"] == props["FunctionName"]
+            handler = functions[props["FunctionName"]["Ref"]]
+            by_handler[handler] = alias_id
+            # And CodeDeploy moves it: a deployment group of its own, named in the alias's update policy
+            group_id = alias["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"]["DeploymentGroupName"]["Ref"]
+            group = groups[group_id]["Properties"]
+            expected = (
+                "CodeDeployDefault.LambdaCanary10Percent15Minutes"
+                if stack == PROD_OPENSEARCH
+                else ("CodeDeployDefault.LambdaAllAtOnce")
+            )
+            assert group["DeploymentConfigName"] == expected, (stack, handler)
+            # And a deployment in alarm (or failed, or stopped) goes back to the previous version
+            assert set(group["AutoRollbackConfiguration"]["Events"]) == {
+                "DEPLOYMENT_FAILURE",
+                "DEPLOYMENT_STOP_ON_ALARM",
+                "DEPLOYMENT_STOP_ON_REQUEST",
+            }
+            assert group["AutoRollbackConfiguration"]["Enabled"] is True
+            watched = {a["Name"]["Ref"] for a in group["AlarmConfiguration"]["Alarms"]}
+            assert group["AlarmConfiguration"]["Enabled"] is True
+            assert watched <= set(alarms)
+            if handler == "api.handler.handler":
+                assert {name for name in watched if "Api5xxRate" in name or "ApiLatencyP95" in name} == watched
+                assert len(watched) == 2
+            else:
+                assert any("AuthorizerFailures" in name for name in watched)
+        assert set(by_handler) == {"api.handler.handler", "authorizer.handler.handler"}
+        # And API Gateway invokes the aliases: every method of the API and both authorizers
+        for method in resources(template, "AWS::ApiGateway::Method").values():
+            uri = json.dumps(method["Properties"]["Integration"]["Uri"])
+            if "console" in uri.lower():
+                continue
+            assert by_handler["api.handler.handler"] in uri
+        for authorizer in resources(template, "AWS::ApiGateway::Authorizer").values():
+            assert by_handler["authorizer.handler.handler"] in json.dumps(authorizer["Properties"]["AuthorizerUri"])
+
+
+def test_the_account_level_logging_role_belongs_to_no_stage(synthesized: Synthesized) -> None:
+    import json
+
+    # Given each stage's template / Then it holds no API Gateway account setting and no logging role for it
+    for stack in (PROD_OPENSEARCH, DEV_TABLE):
+        template = synthesized.templates[stack]
+        assert resources(template, "AWS::ApiGateway::Account") == {}
+        assert "AmazonAPIGatewayPushToCloudWatchLogs" not in json.dumps(template)
+        assert "CloudWatchRoleArn" not in json.dumps(resources(template, "AWS::ApiGateway::RestApi"))
+        # And it depends on the account's stack, which CDK deploys first
+        assert [d.stack_name for d in synthesized.stacks[stack].dependencies] == ["AgentMemory-account"]
+    # And the account's stack holds them, retained whatever happens to it
+    account = synthesized.account
+    assert account is not None
+    (setting,) = resources(account, "AWS::ApiGateway::Account").items()
+    (role_id, role) = next(iter(resources(account, "AWS::IAM::Role").items()))
+    assert setting[1]["Properties"]["CloudWatchRoleArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    assert (setting[1]["DeletionPolicy"], role["DeletionPolicy"]) == ("Retain", "Retain")
+    assert "AmazonAPIGatewayPushToCloudWatchLogs" in json.dumps(role["Properties"]["ManagedPolicyArns"])

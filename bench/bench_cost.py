@@ -648,7 +648,10 @@ def template_facts(deployment: Any) -> dict[str, float]:
     ocus = 0.0
     for resource in collections.values():
         ocus = 2.0 if resource["Properties"].get("StandbyReplicas", "ENABLED") == "ENABLED" else 1.0
+    acls = t.of_type("AWS::WAFv2::WebACL")
     return {
+        "waf_acls": float(len(acls)),
+        "waf_rules": float(sum(len(a["Properties"].get("Rules", [])) for a in acls.values())),
         "keys": float(len(t.of_type("AWS::KMS::Key"))),
         "secrets": float(len(t.of_type("AWS::SecretsManager::Secret"))),
         "alarm_metrics": float(alarms),

@@ -110,7 +110,8 @@ class Floor:
 def floor(template_facts: Mapping[str, float]) -> Floor:
     """The fixed monthly costs of a stack, from the facts the bench read off its template: ``ocus`` (the
     OpenSearch Serverless minimum, 0 without), ``alarm_metrics``, ``dashboards``, ``detailed_metrics``
-    (API Gateway's per-method metrics), ``custom_metrics`` (EMF), ``secrets`` and ``keys``."""
+    (API Gateway's per-method metrics), ``custom_metrics`` (EMF), ``secrets``, ``keys``, and ``waf_acls`` and
+    ``waf_rules`` (a web ACL and its rules, prod)."""
     facts = dict(template_facts)
     parts = {
         "kms_key": price("kms.key_month").of(facts["keys"]),
@@ -120,6 +121,8 @@ def floor(template_facts: Mapping[str, float]) -> Floor:
         "api_detailed_metrics": price("cloudwatch.custom_metric_month").of(facts["detailed_metrics"]),
         "custom_metrics": price("cloudwatch.custom_metric_month").of(facts["custom_metrics"]),
         "opensearch_ocus": price("aoss.ocu_hour").of(facts["ocus"] * MONTH_HOURS),
+        "waf": price("waf.web_acl_month").of(facts.get("waf_acls", 0))
+        + price("waf.rule_month").of(facts.get("waf_rules", 0)),
     }
     arithmetic = [
         f"KMS key {facts['keys']:.0f} x ${price('kms.key_month').usd}",
@@ -130,6 +133,9 @@ def floor(template_facts: Mapping[str, float]) -> Floor:
         f"${price('cloudwatch.custom_metric_month').usd}",
         f"EMF custom metrics {facts['custom_metrics']:.0f} x ${price('cloudwatch.custom_metric_month').usd}",
         f"OpenSearch Serverless {facts['ocus']:.1f} OCU x {MONTH_HOURS} h x ${price('aoss.ocu_hour').usd}",
+        f"WAF {facts.get('waf_acls', 0):.0f} web ACL x ${price('waf.web_acl_month').usd} + "
+        f"{facts.get('waf_rules', 0):.0f} rules x ${price('waf.rule_month').usd} (its requests: "
+        f"${price('waf.requests').usd} per million, not in the floor)",
     ]
     return Floor(parts, arithmetic)
 

@@ -3,7 +3,8 @@
 Context: ``stage`` (dev|prod), ``search_backend`` (table, the default, or opensearch: its
 monthly floor is printed before the synth), ``extraction_model`` (a Bedrock model id
 or inference profile id; unset: no extraction), ``extraction_concurrency``, ``extraction_model_regions``,
-``opensearch_vpc``, ``opensearch_subnets``, ``account_concurrency`` and ``alarm_email`` (required for prod);
+``opensearch_vpc``, ``opensearch_subnets``, ``account_concurrency``, ``tenants`` and ``alarm_email`` (required for
+prod);
 see infra/stack.py.
 cdk-nag's AwsSolutions checks run on every synth (``Validations.of(app).add_plugins``).
 """
@@ -59,6 +60,7 @@ def deployment_options(context: Callable[[str], Any]) -> Any:
     when EXTRACTION_MODEL is unset) or ``none`` means no extraction."""
     from infra.components.compute import context_list
     from infra.components.extraction import DEFAULT_RESERVED_CONCURRENCY
+    from infra.components.throttling import parse_tenants
     from infra.stack import DeploymentOptions
 
     model = str(context("extraction_model") or "").strip()
@@ -76,6 +78,7 @@ def deployment_options(context: Callable[[str], Any]) -> Any:
         extraction_model_regions=tuple(context_list(context("extraction_model_regions"))),
         account_concurrency=int(account),
         alarm_email=str(context("alarm_email") or "").strip() or None,
+        tenants=parse_tenants(context("tenants"), str(context("stage") or "dev")),
         opensearch_vpc=str(context("opensearch_vpc") or "").strip() or None,
         opensearch_subnets=tuple(context_list(context("opensearch_subnets"))),
     )

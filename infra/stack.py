@@ -16,6 +16,8 @@ Context (``-c key=value`` or ``make synth STAGE=... SEARCH_BACKEND=...``):
   unset for a ``us.`` profile).
 - ``alarm_email``: who the alarm topic emails (required in ``prod``, which refuses to synthesize without it;
   optional in ``dev``): ``make synth STAGE=prod ALARM_EMAIL=...``, ``-c alarm_email=...`` for ``cdk deploy``.
+- ``tenants``: how many tenants of each plan tier the stage is sized for (``starter:50,standard:20,scale:2``);
+  the stage's throttle is their plans' rates together (infra/components/throttling.py).
 - ``account_concurrency``: the account's Lambda concurrency quota in the Region (default 1,000, Lambda's default):
   every function's reserved concurrency is sized from it (infra/components/compute.py ``Concurrency``).
 """
@@ -23,7 +25,8 @@ Context (``-c key=value`` or ``make synth STAGE=... SEARCH_BACKEND=...``):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from aws_cdk import Acknowledgment, CfnOutput, Stack, Tags, Validations
 from aws_cdk import aws_logs as logs
@@ -38,6 +41,7 @@ from infra.components.release import SafeDeploys
 from infra.components.routes import CONSOLE_ROUTES, PUBLIC_ROUTES
 from infra.components.search import PrivateNetwork, VectorSearch
 from infra.components.storage import Storage
+from infra.components.throttling import TENANTS, stage_limit
 from infra.components.workflow import DeletionWorkflow
 
 STAGES = ("dev", "prod")
@@ -54,6 +58,8 @@ class DeploymentOptions:
     extraction_model_regions: tuple[str, ...] = ()
     account_concurrency: int = 1000
     alarm_email: str | None = None
+    tenants: Mapping[str, int] = field(default_factory=dict)
+    """Tenants per plan tier the stage is sized for (empty: the stage's default, infra/components/throttling.py)."""
     opensearch_vpc: str | None = None
     opensearch_subnets: tuple[str, ...] = ()
 
@@ -74,6 +80,7 @@ class DeploymentOptions:
         if (self.opensearch_vpc or self.opensearch_subnets) and self.search_backend != "opensearch":
             raise ValueError("context opensearch_vpc and opensearch_subnets are for search_backend=opensearch")
         _ = self.extraction, self.private_network, self.concurrency  # checked now, not halfway through the synth
+        _ = stage_limit(self.tenants or TENANTS[self.stage])
 
     @property
     def extraction(self) -> ExtractionSettings | None:
@@ -158,7 +165,10 @@ class MemoryServiceStack(Stack):
             self,
             "Api",
             settings=ApiSettings(
-                stage=options.stage, production=options.production, log_retention=options.log_retention
+                stage=options.stage,
+                production=options.production,
+                log_retention=options.log_retention,
+                tenants=options.tenants,
             ),
             handler=self.compute.api_alias,
             authorizer_function=self.compute.authorizer_alias,
@@ -195,6 +205,8 @@ class MemoryServiceStack(Stack):
         CfnOutput(self, "ConsoleUrl", value=self.api.rest_api.url_for_path("/console"))
         CfnOutput(self, "TableName", value=self.storage.table.table_name)
         CfnOutput(self, "UsagePlanId", value=self.api.usage_plan.usage_plan_id)
+        for tier, plan in self.api.usage_plans.items():
+            CfnOutput(self, f"UsagePlanId{tier.capitalize()}", value=plan.usage_plan_id)
         CfnOutput(self, "DeletionStateMachineArn", value=self.workflow.state_machine.state_machine_arn)
         if self.search is not None:
             CfnOutput(self, "OpenSearchEndpoint", value=self.search.endpoint)
@@ -275,13 +287,14 @@ def acknowledge_findings(stack: MemoryServiceStack) -> None:
             "CodeDeploy's documented managed policy for Lambda deployments: it may read the alarms and move the "
             "alias of the functions it deploys, nothing of the data.",
         )
-    _acknowledge(
-        stack.api.rest_api,
-        "AwsSolutions-APIG3",
-        "No WAF by default: it costs a fixed monthly fee per web ACL and rule, against the goal of a pay-per-use "
-        "deployment; the stage and usage plans throttle, and the authorizer rejects unknown keys. "
-        "Attach a WAF web ACL to the stage for internet-facing production.",
-    )
+    if stack.api.firewall is None:
+        _acknowledge(
+            stack.api.rest_api,
+            "AwsSolutions-APIG3",
+            "dev has no WAF (a web ACL costs about $10 a month before its first request, docs/deploy.md); prod "
+            "attaches one (infra/components/firewall.py). The stage's limits, route limits, usage plans and the "
+            "authorizer still apply.",
+        )
     _acknowledge(
         stack.api.rest_api,
         "AwsSolutions-COG4",

@@ -11,6 +11,9 @@
 - Health, capabilities and the OpenAPI document are public; so are ``GET /console`` and
   ``GET /console/{proxy+}``, the web console's files, served by the console function (docs/console.md) on
   the API's own origin: its page calls the tenant routes above with the user's key.
+- Throttling (infra/components/throttling.py): plan tiers (one usage plan each), the stage's limit sized from the
+  tenants and their plans, heavy and public routes limited apart; in prod a WAF web ACL in front
+  (infra/components/firewall.py).
 - Stage: access logs (JSON), execution logs at ERROR, X-Ray, throttling; no per-method metrics (a
   monthly cost of their own: docs/deploy.md). Request size: API Gateway
   refuses bodies over 10 MB (REQUEST_TOO_LARGE, answered 413 in the API's error shape) and the handler
@@ -21,7 +24,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
@@ -30,7 +34,9 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from agentmem.models.responses import error_body
+from infra.components.firewall import Firewall
 from infra.components.routes import AGENTCORE_ROUTES, CONSOLE_ROUTES, MCP_ROUTES, PUBLIC_ROUTES, TENANT_ROUTES
+from infra.components.throttling import DEFAULT_TIER, PLAN_TIERS, TENANTS, StageLimit, route_limits, stage_limit
 
 
 @dataclass(frozen=True)
@@ -38,11 +44,12 @@ class ApiSettings:
     stage: str
     production: bool
     log_retention: logs.RetentionDays
-    rate_limit: float = 100
-    burst_limit: int = 200
-    tenant_rate_limit: float = 20
-    tenant_burst_limit: int = 40
-    tenant_requests_per_day: int = 100_000
+    tenants: Mapping[str, int] = field(default_factory=dict)
+    """How many tenants of each plan tier the stage is sized for (infra/components/throttling.py)."""
+
+    @property
+    def stage_limit(self) -> StageLimit:
+        return stage_limit(self.tenants or TENANTS[self.stage])
 
 
 ACCESS_LOG_FIELDS = {
@@ -124,8 +131,18 @@ class Api(Construct):
                 # errors, latency), which the alarms and the dashboard read, come free.
                 metrics_enabled=False,
                 tracing_enabled=True,
-                throttling_rate_limit=settings.rate_limit,
-                throttling_burst_limit=settings.burst_limit,
+                throttling_rate_limit=settings.stage_limit.rate_limit,
+                throttling_burst_limit=settings.stage_limit.burst_limit,
+                method_options={
+                    f"{path}/{method}": apigw.MethodDeploymentOptions(
+                        throttling_rate_limit=limit.rate_limit,
+                        throttling_burst_limit=limit.burst_limit,
+                        logging_level=apigw.MethodLoggingLevel.ERROR,
+                        data_trace_enabled=False,
+                        metrics_enabled=False,
+                    )
+                    for (method, path), limit in route_limits().items()
+                },
             ),
         )
         self.authorizer = apigw.RequestAuthorizer(
@@ -188,13 +205,25 @@ class Api(Construct):
                 status_code=status,
                 templates=_error_template(code, message),
             )
-        self.usage_plan = self.rest_api.add_usage_plan(
-            "TenantPlan",
-            name=f"agent-memory-{settings.stage}-tenant",
-            description="Per-tenant quota and throttle; one API key per tenant (agentmem keys create --usage-plan-id)",
-            throttle=apigw.ThrottleSettings(
-                rate_limit=settings.tenant_rate_limit, burst_limit=settings.tenant_burst_limit
-            ),
-            quota=apigw.QuotaSettings(limit=settings.tenant_requests_per_day, period=apigw.Period.DAY),
-            api_stages=[apigw.UsagePlanPerApiStage(api=self.rest_api, stage=self.rest_api.deployment_stage)],
+        self.usage_plans: dict[str, apigw.UsagePlan] = {}
+        for tier in PLAN_TIERS:
+            self.usage_plans[tier.name] = self.rest_api.add_usage_plan(
+                f"{tier.name.capitalize()}Plan",
+                name=f"agent-memory-{settings.stage}-{tier.name}",
+                description=f"The {tier.name} tier: per-key throttle and daily quota (agentmem keys create)",
+                throttle=apigw.ThrottleSettings(rate_limit=tier.rate_limit, burst_limit=tier.burst_limit),
+                quota=apigw.QuotaSettings(limit=tier.requests_per_day, period=apigw.Period.DAY),
+                api_stages=[apigw.UsagePlanPerApiStage(api=self.rest_api, stage=self.rest_api.deployment_stage)],
+            )
+        self.usage_plan = self.usage_plans[DEFAULT_TIER]
+        self.firewall = (
+            Firewall(
+                self,
+                "Firewall",
+                stage=self.rest_api.deployment_stage,
+                name=f"agentmem-{settings.stage}",
+                log_retention=settings.log_retention,
+            )
+            if settings.production
+            else None
         )

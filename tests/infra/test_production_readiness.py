@@ -256,3 +256,145 @@ def test_the_account_level_logging_role_belongs_to_no_stage(synthesized: Synthes
     assert setting[1]["Properties"]["CloudWatchRoleArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
     assert (setting[1]["DeletionPolicy"], role["DeletionPolicy"]) == ("Retain", "Retain")
     assert "AmazonAPIGatewayPushToCloudWatchLogs" in json.dumps(role["Properties"]["ManagedPolicyArns"])
+
+
+# -- point 1: no tenant can starve the others ----------------------------------------------------------------
+
+
+def _stage(template: dict[str, Any]) -> dict[str, Any]:
+    (stage,) = resources(template, "AWS::ApiGateway::Stage").values()
+    return dict(stage["Properties"])
+
+
+def test_the_stage_limit_is_sized_from_the_tenants_and_their_plan_tiers(synthesized: Synthesized) -> None:
+    from infra.components.throttling import PLAN_TIERS, TENANTS
+
+    tiers = {tier.name: tier for tier in PLAN_TIERS}
+    for stack, stage_name in ((PROD_OPENSEARCH, "prod"), (DEV_TABLE, "dev")):
+        template = synthesized.templates[stack]
+        # Given the tenants each stage is sized for / Then its default limit is all of them at their plans' rates
+        default = next(m for m in _stage(template)["MethodSettings"] if m["ResourcePath"] == "/*")
+        tenants = TENANTS[stage_name]
+        assert default["ThrottlingRateLimit"] == sum(tiers[t].rate_limit * n for t, n in tenants.items())
+        assert default["ThrottlingBurstLimit"] == sum(tiers[t].burst_limit * n for t, n in tenants.items())
+        # And plans come in tiers: one usage plan each, on the stage, with its per-key throttle and daily quota
+        plans = {
+            p["Properties"]["UsagePlanName"]: p["Properties"]
+            for p in resources(template, "AWS::ApiGateway::UsagePlan").values()
+        }
+        assert set(plans) == {f"agent-memory-{stage_name}-{tier}" for tier in tiers}
+        for name, tier in tiers.items():
+            plan = plans[f"agent-memory-{stage_name}-{name}"]
+            assert plan["Throttle"] == {"RateLimit": tier.rate_limit, "BurstLimit": tier.burst_limit}
+            assert plan["Quota"] == {"Limit": tier.requests_per_day, "Period": "DAY"}
+            assert len(plan["ApiStages"]) == 1
+            assert f"UsagePlanId{name.capitalize()}" in template["Outputs"]
+    assert tiers["starter"].rate_limit < tiers["standard"].rate_limit < tiers["scale"].rate_limit
+
+
+def test_heavy_and_public_routes_have_limits_of_their_own_below_the_stages(synthesized: Synthesized) -> None:
+    from infra.components.routes import CONSOLE_ROUTES, PUBLIC_ROUTES
+    from infra.components.throttling import HEAVY_ROUTES, PUBLIC_LIMIT, route_limits
+
+    assert set(PUBLIC_ROUTES + CONSOLE_ROUTES) <= set(route_limits())
+    assert ("GET", "/v1/apps/{app}/users/{user}/export") in HEAVY_ROUTES
+    for stack in (PROD_OPENSEARCH, DEV_TABLE):
+        settings = _stage(synthesized.templates[stack])["MethodSettings"]
+        default = next(m for m in settings if m["ResourcePath"] == "/*")
+        by_route = {
+            (m["HttpMethod"], m["ResourcePath"][1:].replace("~1", "/")): m
+            for m in settings
+            if m["ResourcePath"] != "/*"
+        }
+        # Given each limited route / Then a method setting of its own, at most the stage's, logging as the rest
+        for (method, path), limit in route_limits().items():
+            setting = by_route[(method, path)]
+            assert (setting["ThrottlingRateLimit"], setting["ThrottlingBurstLimit"]) == (
+                limit.rate_limit,
+                limit.burst_limit,
+            )
+            assert setting["ThrottlingRateLimit"] < default["ThrottlingRateLimit"], (stack, path)
+            assert (setting["LoggingLevel"], setting["MetricsEnabled"]) == ("ERROR", False)
+        assert by_route[("GET", "/v1/health")]["ThrottlingRateLimit"] == PUBLIC_LIMIT.rate_limit
+
+
+def test_the_tenants_context_sizes_the_stage_and_refuses_what_it_cannot_read() -> None:
+    from infra.app import deployment_options
+    from infra.components.throttling import ACCOUNT_RATE_LIMIT, stage_limit
+
+    options = deployment_options({"tenants": "starter:10, scale:1"}.get)
+    assert stage_limit(options.tenants).rate_limit == 10 * 5 + 1 * 100
+    assert stage_limit({"scale": 1000}).rate_limit == ACCOUNT_RATE_LIMIT  # never above the account's limit
+    for value, message in (("gold:3", "no such plan tier"), ("starter", "tier"), ("starter:0", "no tenant")):
+        with pytest.raises(ValueError, match=message):
+            deployment_options({"tenants": value}.get)
+
+
+def _rules(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    (acl,) = resources(template, "AWS::WAFv2::WebACL").values()
+    return {rule["Name"]: rule for rule in acl["Properties"]["Rules"]}
+
+
+def test_prod_has_a_waf_web_acl_on_its_stage_with_the_rules_a_launch_needs(synthesized: Synthesized) -> None:
+    import json
+
+    from infra.components.firewall import BODY_LIMIT_BYTES, COUNTED_COMMON_RULES, IP_LIMIT, KEY_LIMIT
+
+    template = synthesized.templates[PROD_OPENSEARCH]
+    (acl_id, acl) = next(iter(resources(template, "AWS::WAFv2::WebACL").items()))
+    (stage_id,) = resources(template, "AWS::ApiGateway::Stage")
+    (association,) = resources(template, "AWS::WAFv2::WebACLAssociation").values()
+    # Given prod / Then a regional web ACL is associated with its stage
+    assert acl["Properties"]["Scope"] == "REGIONAL"
+    assert association["Properties"]["WebACLArn"] == {"Fn::GetAtt": [acl_id, "Arn"]}
+    assert {"Ref": stage_id} in association["Properties"]["ResourceArn"]["Fn::Join"][1]
+    rules = _rules(template)
+    # And it limits each client address and each x-api-key, answering 429 in the API's error body
+    per_ip = rules["RatePerClientAddress"]["Statement"]["RateBasedStatement"]
+    assert (per_ip["AggregateKeyType"], per_ip["Limit"]) == ("IP", IP_LIMIT)
+    per_key = rules["RatePerApiKey"]["Statement"]["RateBasedStatement"]
+    assert per_key["AggregateKeyType"] == "CUSTOM_KEYS"
+    assert per_key["CustomKeys"][0]["Header"]["Name"] == "x-api-key"
+    assert per_key["Limit"] == KEY_LIMIT
+    for name in ("RatePerClientAddress", "RatePerApiKey"):
+        response = rules[name]["Action"]["Block"]["CustomResponse"]
+        assert response["ResponseCode"] == 429
+        body = json.loads(acl["Properties"]["CustomResponseBodies"][response["CustomResponseBodyKey"]]["Content"])
+        assert body["error"]["code"] == "rate_limited"
+    # And it refuses bodies larger than Lambda could be invoked with, with 413
+    size = rules["BodyUnderLambdaLimit"]
+    assert size["Statement"]["RegexMatchStatement"]["FieldToMatch"] == {"SingleHeader": {"Name": "content-length"}}
+    assert size["Action"]["Block"]["CustomResponse"]["ResponseCode"] == 413
+    assert BODY_LIMIT_BYTES < 6 * 1024 * 1024
+    # And AWS's common and known-bad-inputs rule sets, the common set's body inspections counted only
+    common = rules["AWSManagedRulesCommonRuleSet"]["Statement"]["ManagedRuleGroupStatement"]
+    overrides = {o["Name"]: o["ActionToUse"] for o in common["RuleActionOverrides"]}
+    assert overrides == {rule: {"Count": {}} for rule in COUNTED_COMMON_RULES}
+    assert "AWSManagedRulesKnownBadInputsRuleSet" in rules
+    # And it logs what it blocks or counts, never a key
+    (logging,) = resources(template, "AWS::WAFv2::LoggingConfiguration").values()
+    assert {f["SingleHeader"]["Name"] for f in logging["Properties"]["RedactedFields"]} == {
+        "x-api-key",
+        "authorization",
+    }
+    assert logging["Properties"]["LoggingFilter"]["DefaultBehavior"] == "DROP"
+    # And dev, which pays for no web ACL, has none
+    assert resources(synthesized.templates[DEV_TABLE], "AWS::WAFv2::WebACL") == {}
+
+
+@pytest.mark.parametrize("limit", [6_000_001, 1, 10, 99, 100, 1009, 5_999_990])
+def test_the_body_size_rule_matches_exactly_the_lengths_above_the_limit(limit: int) -> None:
+    import random
+    import re
+
+    from infra.components.firewall import at_least
+
+    pattern = re.compile(at_least(limit))
+    rng = random.Random(limit)
+    samples = {0, 1, limit - 1, limit, limit + 1, 10 * limit, 6_291_456, 10_485_760}
+    samples |= {rng.randrange(0, 20 * limit + 10) for _ in range(3000)}
+    for value in samples:
+        assert bool(pattern.match(str(value))) == (value >= limit), value
+        assert bool(pattern.match("00" + str(value))) == (value >= limit), value
+    for text in ("", "12a", "-7000000", "6e9"):
+        assert not pattern.match(text), text

@@ -28,12 +28,15 @@ OPENSEARCH_VPC ?=
 OPENSEARCH_SUBNETS ?=
 # Who the alarms email: required for STAGE=prod (the synth refuses without it), optional for dev.
 ALARM_EMAIL ?=
+# prod's daily backups are copied to this vault of another account (arn:aws:backup:<region>:<account>:backup-vault:<name>).
+BACKUP_COPY_VAULT ?=
 # The account's Lambda concurrency quota in the Region (default 1000): every function's reservation is sized from it.
 ACCOUNT_CONCURRENCY ?=
 CDK_CONTEXT = -c stage=$(STAGE) -c search_backend=$(SEARCH_BACKEND) \
 	$(if $(OPENSEARCH_VPC),-c opensearch_vpc=$(OPENSEARCH_VPC) -c opensearch_subnets=$(OPENSEARCH_SUBNETS)) \
 	$(if $(ACCOUNT_CONCURRENCY),-c account_concurrency=$(ACCOUNT_CONCURRENCY)) \
 	$(if $(ALARM_EMAIL),-c alarm_email=$(ALARM_EMAIL)) \
+	$(if $(BACKUP_COPY_VAULT),-c backup_copy_vault=$(BACKUP_COPY_VAULT)) \
 	$(if $(EXTRACTION_MODEL),-c extraction_model=$(EXTRACTION_MODEL)) \
 	$(if $(EXTRACTION_CONCURRENCY),-c extraction_concurrency=$(EXTRACTION_CONCURRENCY)) \
 	$(if $(EXTRACTION_MODEL_REGIONS),-c extraction_model_regions=$(EXTRACTION_MODEL_REGIONS))
@@ -161,7 +164,7 @@ bench: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(
 	$(BIN)/python bench/run.py $(ONLY)
 
 synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too; STAGE=prod needs ALARM_EMAIL=)
-	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","account_concurrency":"$(ACCOUNT_CONCURRENCY)","alarm_email":"$(ALARM_EMAIL)","aws:cdk:bundling-stacks":[]}' \
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","account_concurrency":"$(ACCOUNT_CONCURRENCY)","alarm_email":"$(ALARM_EMAIL)","backup_copy_vault":"$(BACKUP_COPY_VAULT)","aws:cdk:bundling-stacks":[]}' \
 		$(BIN)/python infra/app.py
 	@echo "cdk.out/AgentMemory-$(STAGE).template.json"
 

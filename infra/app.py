@@ -3,8 +3,8 @@
 Context: ``stage`` (dev|prod), ``search_backend`` (table, the default, or opensearch: its
 monthly floor is printed before the synth), ``extraction_model`` (a Bedrock model id
 or inference profile id; unset: no extraction), ``extraction_concurrency``, ``extraction_model_regions``,
-``opensearch_vpc``, ``opensearch_subnets``, ``account_concurrency``, ``tenants`` and ``alarm_email`` (required for
-prod);
+``opensearch_vpc``, ``opensearch_subnets``, ``account_concurrency``, ``tenants``, ``backup_copy_vault`` and
+``alarm_email`` (required for prod);
 see infra/stack.py.
 cdk-nag's AwsSolutions checks run on every synth (``Validations.of(app).add_plugins``).
 """
@@ -49,7 +49,7 @@ def build_app(context: dict[str, object] | None = None) -> object:
     env = Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION"))
     account = AccountSettingsStack(app, env=env)
     stage = MemoryServiceStack(app, f"AgentMemory-{options.stage}", options=options, env=env)
-    stage.add_dependency(account, "API Gateway's execution logging role of the account")
+    stage.add_stack_dependency(account, "API Gateway's execution logging role of the account")
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
 
@@ -78,6 +78,7 @@ def deployment_options(context: Callable[[str], Any]) -> Any:
         extraction_model_regions=tuple(context_list(context("extraction_model_regions"))),
         account_concurrency=int(account),
         alarm_email=str(context("alarm_email") or "").strip() or None,
+        backup_copy_vault=str(context("backup_copy_vault") or "").strip() or None,
         tenants=parse_tenants(context("tenants"), str(context("stage") or "dev")),
         opensearch_vpc=str(context("opensearch_vpc") or "").strip() or None,
         opensearch_subnets=tuple(context_list(context("opensearch_subnets"))),

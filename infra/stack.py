@@ -16,6 +16,8 @@ Context (``-c key=value`` or ``make synth STAGE=... SEARCH_BACKEND=...``):
   unset for a ``us.`` profile).
 - ``alarm_email``: who the alarm topic emails (required in ``prod``, which refuses to synthesize without it;
   optional in ``dev``): ``make synth STAGE=prod ALARM_EMAIL=...``, ``-c alarm_email=...`` for ``cdk deploy``.
+- ``backup_copy_vault``: a backup vault's ARN in another account: prod's daily AWS Backup of the table is copied
+  there (infra/components/backup.py); without it prod's backups stay in the account (a synth warning).
 - ``tenants``: how many tenants of each plan tier the stage is sized for (``starter:50,standard:20,scale:2``);
   the stage's throttle is their plans' rates together (infra/components/throttling.py).
 - ``account_concurrency``: the account's Lambda concurrency quota in the Region (default 1,000, Lambda's default):
@@ -34,6 +36,7 @@ from constructs import Construct
 
 from agentmem.settings import Env
 from infra.components.api import Api, ApiSettings
+from infra.components.backup import Backups, check_copy_vault
 from infra.components.compute import Compute, ComputeSettings, Concurrency
 from infra.components.extraction import DEFAULT_RESERVED_CONCURRENCY, ExtractionSettings
 from infra.components.operations import Operations
@@ -58,6 +61,8 @@ class DeploymentOptions:
     extraction_model_regions: tuple[str, ...] = ()
     account_concurrency: int = 1000
     alarm_email: str | None = None
+    backup_copy_vault: str | None = None
+    """A backup vault's ARN in another account: prod's daily backups are copied there (infra/components/backup.py)."""
     tenants: Mapping[str, int] = field(default_factory=dict)
     """Tenants per plan tier the stage is sized for (empty: the stage's default, infra/components/throttling.py)."""
     opensearch_vpc: str | None = None
@@ -81,6 +86,10 @@ class DeploymentOptions:
             raise ValueError("context opensearch_vpc and opensearch_subnets are for search_backend=opensearch")
         _ = self.extraction, self.private_network, self.concurrency  # checked now, not halfway through the synth
         _ = stage_limit(self.tenants or TENANTS[self.stage])
+        if self.backup_copy_vault is not None:
+            if not self.production:
+                raise ValueError("context backup_copy_vault is for stage=prod (dev keeps no backups)")
+            check_copy_vault(self.backup_copy_vault)
 
     @property
     def extraction(self) -> ExtractionSettings | None:
@@ -126,6 +135,13 @@ class MemoryServiceStack(Stack):
         Tags.of(self).add("stage", options.stage)
 
         self.storage = Storage(self, "Storage", production=options.production, stream=options.reads_the_stream)
+        self.backups = (
+            Backups(
+                self, "Backups", table=self.storage.table, key=self.storage.key, copy_vault=options.backup_copy_vault
+            )
+            if options.production
+            else None
+        )
         self.search = (
             VectorSearch(
                 self,
@@ -286,6 +302,12 @@ def acknowledge_findings(stack: MemoryServiceStack) -> None:
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSCodeDeployRoleForLambdaLimited]",
             "CodeDeploy's documented managed policy for Lambda deployments: it may read the alarms and move the "
             "alias of the functions it deploys, nothing of the data.",
+        )
+    if stack.backups is not None:
+        _acknowledge(
+            stack.backups.selection,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup]",
+            "AWS Backup's documented managed policy for the role that backs up the selected resources (the table).",
         )
     if stack.api.firewall is None:
         _acknowledge(

@@ -31,6 +31,8 @@ EXTRACTION_MODEL = "us.amazon.nova-micro-v1:0"
 """The extraction model of the prod shape (a US inference profile: its Regions are the stack's defaults)."""
 ALARM_EMAIL = "oncall@example.com"
 """Who the prod shape's alarms email (prod refuses to synthesize without one; dev has none)."""
+BACKUP_COPY_VAULT = "arn:aws:backup:us-east-1:210987654321:backup-vault:agentmem-copies"
+"""Where the prod shape copies its backups: a vault of another account."""
 PRIVATE_NETWORK = ("vpc-0a1b2c3d4e5f60718", ("subnet-0a1b2c3d4e5f60718", "subnet-0f1e2d3c4b5a69788"))
 """The prod shape reaches its vector collection only through a VPC endpoint in these (made-up) subnets."""
 
@@ -89,6 +91,7 @@ def synthesize(outdir: Path) -> Synthesized:
                 search_backend="opensearch",
                 extraction_model=EXTRACTION_MODEL,
                 alarm_email=ALARM_EMAIL,
+                backup_copy_vault=BACKUP_COPY_VAULT,
                 opensearch_vpc=PRIVATE_NETWORK[0],
                 opensearch_subnets=PRIVATE_NETWORK[1],
             ),
@@ -96,7 +99,7 @@ def synthesize(outdir: Path) -> Synthesized:
         DEV_TABLE: MemoryServiceStack(app, DEV_TABLE, options=DeploymentOptions(stage="dev", search_backend="table")),
     }
     for stack in stacks.values():
-        stack.add_dependency(account)
+        stack.add_stack_dependency(account)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()
     templates = {name: json.loads((outdir / f"{name}.template.json").read_text()) for name in stacks}

@@ -398,3 +398,50 @@ def test_the_body_size_rule_matches_exactly_the_lengths_above_the_limit(limit: i
         assert bool(pattern.match("00" + str(value))) == (value >= limit), value
     for text in ("", "12a", "-7000000", "6e9"):
         assert not pattern.match(text), text
+
+
+# -- point 8: a backup outside the account -------------------------------------------------------------------
+
+
+def test_prod_backs_the_table_up_daily_and_copies_it_to_another_accounts_vault(synthesized: Synthesized) -> None:
+    import json
+
+    from tests.synthesis import BACKUP_COPY_VAULT
+
+    template = synthesized.templates[PROD_OPENSEARCH]
+    (table_id,) = resources(template, "AWS::DynamoDB::Table")
+    (key_id,) = resources(template, "AWS::KMS::Key")
+    (vault_id, vault) = next(iter(resources(template, "AWS::Backup::BackupVault").items()))
+    (plan,) = resources(template, "AWS::Backup::BackupPlan").values()
+    (selection,) = resources(template, "AWS::Backup::BackupSelection").values()
+    # Given prod / Then a daily backup of the table into a vault encrypted with the data key, kept here 35 days
+    assert vault["Properties"]["EncryptionKeyArn"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert vault["DeletionPolicy"] == "Retain"
+    (rule,) = plan["Properties"]["BackupPlan"]["BackupPlanRule"]
+    assert rule["ScheduleExpression"] == "cron(0 3 * * ? *)"
+    assert rule["TargetBackupVault"] == {"Fn::GetAtt": [vault_id, "BackupVaultName"]}
+    assert rule["Lifecycle"]["DeleteAfterDays"] == 35
+    assert {"Fn::GetAtt": [table_id, "Arn"]} in selection["Properties"]["BackupSelection"]["Resources"]
+    # And a copy of each into the other account's vault, kept 90 days
+    (copy,) = rule["CopyActions"]
+    assert copy["DestinationBackupVaultArn"] == BACKUP_COPY_VAULT
+    assert copy["Lifecycle"]["DeleteAfterDays"] == 90
+    # And that account may use the data key through AWS Backup only
+    account = BACKUP_COPY_VAULT.split(":")[4]
+    statements = template["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
+    (shared,) = [s for s in statements if account in json.dumps(s.get("Principal"))]
+    assert set(shared["Action"]) == {"kms:Decrypt", "kms:DescribeKey", "kms:CreateGrant"}
+    assert "backup." in json.dumps(shared["Condition"]["StringEquals"]["kms:ViaService"])
+    # And dev keeps none (point-in-time recovery only)
+    assert resources(synthesized.templates[DEV_TABLE], "AWS::Backup::BackupPlan") == {}
+
+
+def test_the_copy_vault_context_is_checked() -> None:
+    from infra.app import deployment_options
+
+    prod = {"stage": "prod", "alarm_email": "a@b.example"}
+    for value, message in (("vault-1", "backup vault ARN"), ("arn:aws:s3:::bucket", "backup vault ARN")):
+        with pytest.raises(ValueError, match=message):
+            deployment_options({**prod, "backup_copy_vault": value}.get)
+    with pytest.raises(ValueError, match="stage=prod"):
+        deployment_options({"backup_copy_vault": "arn:aws:backup:us-east-1:210987654321:backup-vault:v"}.get)

@@ -1,0 +1,74 @@
+"""Backups outside the account (prod): AWS Backup copies the table, every day, into a vault of another account.
+
+Point-in-time recovery (the table's own) restores within the account, which an account compromised or closed
+takes with it. In prod a daily AWS Backup of the table goes to a vault here (encrypted with the data key, kept
+35 days) and, with ``-c backup_copy_vault=<vault ARN in another account>``, a copy to that vault (kept 90 days);
+the data key lets that account use it through AWS Backup only. Without the context the synth warns: the backup
+then stays in the account.
+
+One-time settings outside this stack (docs/deploy.md): AWS Backup's cross-account backup enabled in the
+organization, DynamoDB's advanced AWS Backup features enabled in this account (they make the vault's key encrypt
+the copy), and the destination vault's access policy admitting copies from this account.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aws_cdk import Annotations, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_backup as backup
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+KEPT_HERE = Duration.days(35)
+KEPT_THERE = Duration.days(90)
+_VAULT_ARN = re.compile(r"^arn:aws[a-z-]*:backup:[a-z0-9-]+:\d{12}:backup-vault:[A-Za-z0-9_.-]+$")
+
+
+def check_copy_vault(arn: str) -> str:
+    if not _VAULT_ARN.match(arn):
+        raise ValueError(f"context backup_copy_vault must be a backup vault ARN (arn:aws:backup:...), not {arn!r}")
+    return arn
+
+
+class Backups(Construct):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, table: dynamodb.ITable, key: kms.Key, copy_vault: str | None
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.vault = backup.BackupVault(self, "Vault", encryption_key=key, removal_policy=RemovalPolicy.RETAIN)
+        copies = []
+        if copy_vault is not None:
+            copies.append(
+                backup.BackupPlanCopyActionProps(
+                    destination_backup_vault=backup.BackupVault.from_backup_vault_arn(self, "CopyVault", copy_vault),
+                    delete_after=KEPT_THERE,
+                )
+            )
+            account = check_copy_vault(copy_vault).split(":")[4]
+            key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    principals=[iam.AccountPrincipal(account)],
+                    actions=["kms:Decrypt", "kms:DescribeKey", "kms:CreateGrant"],
+                    resources=["*"],
+                    conditions={"StringEquals": {"kms:ViaService": f"backup.{Stack.of(self).region}.amazonaws.com"}},
+                )
+            )
+        else:
+            Annotations.of(self).add_warning_v2(
+                "agentmem:backup-in-account",
+                "no -c backup_copy_vault: the table's backups stay in this account (docs/deploy.md)",
+            )
+        self.plan = backup.BackupPlan(self, "Plan", backup_vault=self.vault)
+        self.plan.add_rule(
+            backup.BackupPlanRule(
+                rule_name="Daily",
+                schedule_expression=events.Schedule.cron(hour="3", minute="0"),
+                delete_after=KEPT_HERE,
+                copy_actions=copies,
+            )
+        )
+        self.selection = self.plan.add_selection("Table", resources=[backup.BackupResource.from_dynamo_db_table(table)])

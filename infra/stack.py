@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from aws_cdk import Acknowledgment, CfnOutput, Stack, Tags, Validations
+from aws_cdk import Acknowledgment, CfnOutput, RemovalPolicy, Stack, Tags, Validations
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -175,6 +175,9 @@ class MemoryServiceStack(Stack):
             log_retention=options.log_retention,
             production=options.production,
         )
+        self.workflow.redrive_with(
+            self.compute.redrive, removal=RemovalPolicy.RETAIN if options.production else RemovalPolicy.DESTROY
+        )
         self.compute.api.add_environment(Env.DELETION_STATE_MACHINE_ARN, self.workflow.state_machine.state_machine_arn)
         self.workflow.grant_start(self.compute.api.role)  # type: ignore[arg-type]
         self.api = Api(
@@ -203,6 +206,7 @@ class MemoryServiceStack(Stack):
             rest_api=self.api.rest_api,
             functions=self.compute.functions,
             state_machine=self.workflow.state_machine,
+            undelivered_redrives=self.workflow.undelivered,
             indexer=self.compute.indexer,
             index_failures=self.compute.index_failures,
             extraction=self.compute.extraction,
@@ -290,6 +294,11 @@ def acknowledge_findings(stack: MemoryServiceStack) -> None:
             "Lambda names the objects it writes to the indexer's failure bucket (one per batch given up); the role "
             "may put objects there and list the bucket, nothing else.",
         )
+    _acknowledge(
+        stack.workflow.undelivered,
+        "AwsSolutions-SQS3",
+        "This queue IS the dead-letter queue of the EventBridge rule that re-drives failed erasures.",
+    )
     if stack.compute.extraction is not None:
         _acknowledge(
             stack.compute.extraction.stream_failures,

@@ -22,7 +22,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from agentmem.keys import SCOPE_TAG
+from agentmem.keys import SCOPE_TAG, tenant_partition
 from agentmem.memory.records import ENTRY
 from agentmem.settings import API_MEMORY_MB, Env
 from agentmem.tenancy.keys import lookup_partition
@@ -71,6 +71,7 @@ class Concurrency:
     indexer: int = 20
     deletion: int = DELETION_RESERVED_CONCURRENCY
     console: int = 10
+    redrive: int = 2
     extraction: int = 0
     minimum_api: int = 10
 
@@ -79,7 +80,7 @@ class Concurrency:
         """Production takes most of the account; dev a tenth, so both stages fit in one account."""
         if production:
             return cls(account=account, extraction=extraction)
-        return cls(account=account, share=0.1, authorizer=10, indexer=2, console=2, extraction=extraction)
+        return cls(account=account, share=0.1, authorizer=10, indexer=2, console=2, redrive=1, extraction=extraction)
 
     @property
     def budget(self) -> int:
@@ -87,7 +88,7 @@ class Concurrency:
 
     @property
     def reserved_for_others(self) -> int:
-        return self.authorizer + self.indexer + self.deletion + self.console + self.extraction
+        return self.authorizer + self.indexer + self.deletion + self.console + self.redrive + self.extraction
 
     @property
     def api(self) -> int:
@@ -207,6 +208,17 @@ class Compute(Construct):
             description="user erasure steps",
             reserved_concurrency=concurrency.deletion,
         )
+        # Re-drives failed erasures (infra/components/workflow.py gives it the state machine and its events): the
+        # store's settings, but of the table it may read deletion requests (T#<app>) only.
+        self.redrive = self._function(
+            "Redrive",
+            "redrive",
+            memory=256,
+            timeout=30,
+            description="re-drive of failed user erasures",
+            reserved_concurrency=concurrency.redrive,
+        )
+        storage.grant_get_items(self.redrive.role, [tenant_partition("") + "*"])  # type: ignore[arg-type]
         storage.grant_read_write(self.api.role)  # type: ignore[arg-type]
         # Two GetItems per request (the key's lookup item, the tenant record); nothing else of the table.
         storage.grant_get_items(self.authorizer.role, AUTHORIZER_PARTITIONS)  # type: ignore[arg-type]
@@ -314,7 +326,7 @@ class Compute(Construct):
         extraction = self.extraction.function if self.extraction is not None else None
         self.functions = [
             fn
-            for fn in (self.api, self.authorizer, self.deletion, self.indexer, extraction, self.console)
+            for fn in (self.api, self.authorizer, self.deletion, self.indexer, extraction, self.console, self.redrive)
             if fn is not None
         ]
 

@@ -2,11 +2,11 @@
 
 Alarms: API 5xx rate, API p95 latency, 429 surges at the gateway (from the access log), DynamoDB throttling,
 authorizer failures (its errors less the keys it refused), searches degraded to keyword only, Lambda concurrency
-near the account's quota, Lambda throttles, failed deletions; with OpenSearch the batches the indexer gave up on
-(objects in its failure bucket) and its stream iterator age; with extraction the messages in its two failure
-queues (a wake that kept failing, a stream batch given up). Missing data is not breaching (an idle API is
-healthy). The extraction function's throttles raise no alarm: its reserved concurrency is a cap on purpose, and
-both of its event sources retry a throttled batch.
+near the account's quota, Lambda throttles, failed deletions (each is re-driven) and erasures given up; with
+OpenSearch the batches the indexer gave up on (objects in its failure bucket) and its stream iterator age; with
+extraction the messages in its two failure queues (a wake that kept failing, a stream batch given up). Missing
+data is not breaching (an idle API is healthy). The extraction function's throttles raise no alarm: its reserved
+concurrency is a cap on purpose, and both of its event sources retry a throttled batch.
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from agentmem.deletion.redrive import ERASURES_GIVEN_UP
 from agentmem.observability import KEYS_REJECTED, NAMESPACE, SEARCHES_DEGRADED, SERVICE
 from infra.components.extraction import Extraction
 
@@ -69,6 +71,7 @@ class Operations(Construct):
         rest_api: apigw.RestApi,
         functions: Sequence[lambda_.Function],
         state_machine: sfn.StateMachine,
+        undelivered_redrives: sqs.IQueue,
         indexer: lambda_.Function | None,
         index_failures: s3.IBucket | None,
         extraction: Extraction | None = None,
@@ -185,6 +188,20 @@ class Operations(Construct):
         self._alarm(
             "FailedDeletions", failed, limits.failed_deletions, "user erasures that did not succeed", sustained=False
         )
+        # An accepted erasure that will not finish by itself: the redrive function gave up on it (six re-drives
+        # over about 17 hours), or EventBridge could not deliver its failure to the function.
+        given_up = cw.MathExpression(
+            expression="gaveup+undelivered",
+            using_metrics={
+                "gaveup": self._own_metric(ERASURES_GIVEN_UP),
+                "undelivered": undelivered_redrives.metric_approximate_number_of_messages_visible(
+                    statistic="Maximum", period=FIVE_MINUTES
+                ),
+            },
+            label="erasures given up",
+            period=FIVE_MINUTES,
+        )
+        self._alarm("ErasuresGivenUp", given_up, 1, "accepted erasures that no re-drive will finish", sustained=False)
         if index_failures is not None:
             # S3's daily storage metrics (free): a batch the indexer gave up on is seen within a day, and its object
             # is kept a week for the runbook (the iterator age below says sooner that the indexer struggles).

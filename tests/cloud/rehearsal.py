@@ -15,6 +15,10 @@
 - Event source mappings: :meth:`Deployment.pump_stream` reads the table's stream as a function's mapping
   does (with the function's role, its batch size and its filter criteria from the template) and
   :meth:`Deployment.deliver_queue` receives a queue's messages for the function that consumes it.
+- Erasure re-drive: EventBridge's rule on the state machine's status changes, which moto does not raise, is
+  modelled by :meth:`Deployment.deliver_execution_events` (the documented event, the template's pattern and
+  target); Lambda's reserved concurrency, which moto does not enforce, by :class:`ReservedConcurrency` on the
+  state machine's invokes; a step's process dying by :attr:`Deployment.crashing` (Lambda's ``Runtime.ExitError``).
 - Bedrock: Titan embeddings are answered by a deterministic vector (moto answers ``{}``) and Converse, which
   moto lacks, by :data:`CONVERSE` (a scripted tool-use answer per tool name), each checking the request's
   shape. A Converse on an inference profile is authorized, as Bedrock does, on the profile and on its model
@@ -37,6 +41,7 @@ from unittest import mock
 
 from tests.cloud.iam import Policy, matches
 from tests.cloud.template import ACCOUNT, REGION, Template
+from tests.event_filters import matches as pattern_matches
 from tests.event_filters import passes
 from tests.synthesis import Synthesized
 
@@ -288,6 +293,10 @@ class Deployment:
         self._stream_positions: dict[tuple[str, str], str] = {}
         self.stream_deliveries: dict[str, list[dict[str, Any]]] = {}
         """Function name -> every stream record its mapping's filter let through to it."""
+        self.concurrency = ReservedConcurrency()
+        self.crashing: Callable[[str, Mapping[str, Any]], bool] | None = None
+        """(function name, event) -> whether that invocation's process exits before answering."""
+        self._delivered_executions: set[str] = set()
 
     # -- bringing it up ------------------------------------------------------------------------------
 
@@ -302,7 +311,9 @@ class Deployment:
         from tests.moto_support import serialise_moto_dynamodb
 
         serialise_moto_dynamodb()
-        locked_lambda_task = _under_the_environment_lock(lambda_tasks.execute_lambda_function_integration)
+        locked_lambda_task = self.concurrency.admitting(
+            _under_the_environment_lock(lambda_tasks.execute_lambda_function_integration)
+        )
         self.recorder = Recorder({OPERATOR: OPERATOR})
         hooks = [("provide-client-params", self.recorder.provide_params), ("before-call", self.recorder.before_call)]
         botocore.handlers.BUILTIN_HANDLERS.extend(hooks)  # every botocore session made from now on
@@ -320,6 +331,10 @@ class Deployment:
             ):
                 self._create_resources()
                 self._read_functions()
+                self.concurrency.limits = {
+                    fn.logical_id: int(self.template.properties(fn.logical_id)["ReservedConcurrentExecutions"])
+                    for fn in self.functions.values()
+                }
                 self.recorder.table_key = self._partition_key
                 self.recorder.principals.update({fn.access_key: fn.role for fn in self.functions.values()})
                 self.recorder.principals[STATE_MACHINE_KEY] = self.state_machine_role
@@ -511,8 +526,13 @@ class Deployment:
     ) -> bytes:
         """moto's Lambda without Docker echoes payloads: run the function the ARN names instead."""
         fn = next(f for f in self.functions.values() if function_name.endswith(f":{f.logical_id}"))
+        event = json.loads(body)
+        if self.crashing is not None and self.crashing(fn.name, event):
+            # Lambda's answer when the function's process exits before it answers (its documented errorType)
+            response_headers["x-amz-function-error"] = "Unhandled"
+            return json.dumps({"errorType": "Runtime.ExitError", "errorMessage": "exit status 1"}).encode()
         try:
-            result = self.invoke(fn.name, json.loads(body))
+            result = self.invoke(fn.name, event)
         except Exception as exc:
             response_headers["x-amz-function-error"] = "Unhandled"
             return json.dumps({"errorType": type(exc).__name__, "errorMessage": str(exc)}).encode()
@@ -711,6 +731,68 @@ class Deployment:
                     sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
             return {**response, "event": event}
 
+    def operator_client(self, service: str) -> Any:
+        """A client signed with the operator's credentials whatever a function run in another thread has swapped
+        into the environment meanwhile."""
+        import boto3
+
+        with _ENVIRONMENT_LOCK:
+            return boto3.client(
+                service, region_name=REGION, aws_access_key_id=OPERATOR, aws_secret_access_key="operator-secret"
+            )
+
+    def deliver_execution_events(self) -> list[Any]:
+        """EventBridge for the state machine's executions, which moto does not model: for each execution that
+        stopped since the last call, the "Step Functions Execution Status Change" event as AWS documents it
+        (detail: executionArn, stateMachineArn, name, status, startDate and stopDate in epoch milliseconds, the
+        input as a string, error, cause) goes to the target of every rule of the template whose pattern it
+        matches, invoked as that function's role. Returns what each invocation answered."""
+
+        t = self.template
+        rules = [r["Properties"] for r in t.of_type("AWS::Events::Rule").values()]
+        client = self.operator_client("stepfunctions")  # the service's own view: not recorded
+        answers = []
+        pages = client.get_paginator("list_executions").paginate(stateMachineArn=self.state_machine_arn)
+        for listed in [e for page in pages for e in page["executions"]]:
+            if listed["status"] == "RUNNING" or listed["executionArn"] in self._delivered_executions:
+                continue
+            self._delivered_executions.add(listed["executionArn"])
+            described = client.describe_execution(executionArn=listed["executionArn"])
+            millis = {k: int(described[k].timestamp() * 1000) for k in ("startDate", "stopDate") if described.get(k)}
+            event = {
+                "version": "0",
+                "id": str(uuid.uuid4()),
+                "detail-type": "Step Functions Execution Status Change",
+                "source": "aws.states",
+                "account": ACCOUNT,
+                "time": described["stopDate"].isoformat(),
+                "region": REGION,
+                "resources": [described["executionArn"]],
+                "detail": {
+                    "executionArn": described["executionArn"],
+                    "stateMachineArn": described["stateMachineArn"],
+                    "name": described["name"],
+                    "status": described["status"],
+                    "startDate": millis.get("startDate"),
+                    "stopDate": millis.get("stopDate"),
+                    "input": described["input"],
+                    "inputDetails": {"included": True},
+                    "output": described.get("output"),
+                    "error": described.get("error"),
+                    "cause": described.get("cause"),
+                },
+            }
+            for rule in rules:
+                if rule.get("State", "ENABLED") != "ENABLED" or not pattern_matches(
+                    t.resolve(rule["EventPattern"]), event
+                ):
+                    continue
+                for target in rule["Targets"]:
+                    logical_id = target["Arn"]["Fn::GetAtt"][0]
+                    name = next(fn.name for fn in self.functions.values() if fn.logical_id == logical_id)
+                    answers.append(self.invoke(name, event))
+        return answers
+
     # -- checking ------------------------------------------------------------------------------------
 
     def principal_arn(self, role: str) -> str:
@@ -781,6 +863,49 @@ class _LambdaContext:
     @staticmethod
     def get_remaining_time_in_millis() -> int:
         return 30_000
+
+
+class ReservedConcurrency:
+    """Lambda's reserved concurrency on the state machine's invokes, which moto does not enforce. As Lambda
+    documents it: a function with N reserved slots runs at most N invocations at once, and an invocation beyond
+    them is refused with TooManyRequestsException (429), which Step Functions reports to the Task as
+    ``Lambda.TooManyRequestsException`` (moto names every Lambda service error ``Exception``: the model raises
+    it under the documented name). An invocation holds its slot from the request until its answer; the
+    rehearsal runs functions one at a time, so invocations waiting their turn hold slots as ones running in
+    parallel would. ``hold`` keeps admitted invocations from running (their slots held) until it is released:
+    a burst that arrives before anything finishes."""
+
+    def __init__(self) -> None:
+        self.limits: dict[str, int] = {}
+        """Function logical id -> its ReservedConcurrentExecutions in the template."""
+        self.in_flight: dict[str, int] = {}
+        self.throttled: dict[str, int] = {}
+        self.hold = threading.Event()
+        self.hold.set()
+        self._lock = threading.Lock()
+
+    def admitting(self, task: Callable[..., Any]) -> Callable[..., Any]:
+        from moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils import (
+            LambdaFunctionErrorException,
+        )
+
+        def admitted(env: Any, parameters: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+            function = str(parameters["FunctionName"]).rsplit(":", 1)[-1]
+            limit = self.limits.get(function)
+            with self._lock:
+                if limit is not None and self.in_flight.get(function, 0) >= limit:
+                    self.throttled[function] = self.throttled.get(function, 0) + 1
+                    refused = {"errorType": "Lambda.TooManyRequestsException", "errorMessage": "Rate Exceeded."}
+                    raise LambdaFunctionErrorException("Unhandled", json.dumps(refused))
+                self.in_flight[function] = self.in_flight.get(function, 0) + 1
+            try:
+                self.hold.wait()
+                return task(env, parameters, *args, **kwargs)
+            finally:
+                with self._lock:
+                    self.in_flight[function] -= 1
+
+        return admitted
 
 
 _ENVIRONMENT_LOCK = threading.RLock()

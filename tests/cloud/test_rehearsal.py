@@ -79,9 +79,9 @@ def test_each_function_runs_with_the_environment_its_template_gives_it(flow: Flo
     secret = d.template.physical[d.template.one("AWS::SecretsManager::Secret")].ref
     # (the prod shape runs extraction too: tests/synthesis.py)
     assert set(d.functions) == (
-        {"api", "authorizer", "deletion", "indexer", "extraction", "console"}
+        {"api", "authorizer", "deletion", "indexer", "extraction", "console", "redrive"}
         if flow.opensearch
-        else {"api", "authorizer", "deletion", "console"}
+        else {"api", "authorizer", "deletion", "console", "redrive"}
     )
     # The console's function serves static files: no store settings at all (and its role grants no data)
     assert not any(name.startswith("MEMORY_") for name in d.functions["console"].variables)

@@ -181,6 +181,142 @@ def test_access_logs_name_the_tenant(synthesized: Synthesized) -> None:
         assert "x-api-key" not in json.dumps(fields).lower()  # the key itself is never logged
 
 
+# -- point 2: every accepted erasure ends SUCCEEDED ----------------------------------------------------------
+
+_THROTTLE = "Lambda.TooManyRequestsException"
+_TIMEOUTS = ("Sandbox.Timedout", "States.Timeout", "Lambda.Unknown")
+
+
+def _states(definition: dict[str, Any], inside: str = "") -> list[tuple[str, str, dict[str, Any]]]:
+    """Every state of the definition with the top-level state it lies in ('' at the top)."""
+    found = []
+    for name, state in definition["States"].items():
+        found.append((name, inside, state))
+        for branch in state.get("Branches", []):
+            found += _states(branch, inside or name)
+        if "ItemProcessor" in state:
+            found += _states(state["ItemProcessor"], inside or name)
+    return found
+
+
+def _longest_wait(rule: dict[str, Any]) -> float:
+    """Seconds a retry rule spends waiting at most (its delays before jitter, capped by MaxDelaySeconds)."""
+    cap = rule.get("MaxDelaySeconds", float("inf"))
+    return sum(
+        min(rule.get("IntervalSeconds", 1) * rule.get("BackoffRate", 2.0) ** n, cap)
+        for n in range(rule.get("MaxAttempts", 3))
+    )
+
+
+def test_every_state_of_the_erasure_workflow_is_caught_and_retries_throttles_and_timeouts() -> None:
+    import json
+
+    from infra.components.workflow import ASL_FILE
+
+    definition = json.loads(ASL_FILE.read_text())
+    states = _states(definition)
+    top = definition["States"]
+    # Given every Task of the workflow
+    tasks = [(name, inside, state) for name, inside, state in states if state["Type"] == "Task"]
+    assert len(tasks) >= 9
+    for name, inside, state in tasks:
+        rules = state["Retry"]
+        throttled = [r for r in rules if _THROTTLE in r["ErrorEquals"]]
+        timed_out = [r for r in rules if set(_TIMEOUTS) <= set(r["ErrorEquals"])]
+        # Then throttling is retried for half an hour at least (ten reserved slots, a burst of erasures)
+        assert throttled, name
+        assert _longest_wait(throttled[0]) >= 30 * 60, name
+        assert throttled[0]["JitterStrategy"] == "FULL", name
+        # And a timed-out invocation is retried (it was not)
+        assert timed_out, name
+        assert timed_out[0]["MaxAttempts"] >= 2, name
+        # And every failure is caught: by the Task itself, or by the Parallel around it
+        catcher = state if not inside else top[inside]
+        assert [c["Next"] for c in catcher["Catch"] if c["ErrorEquals"] == ["States.ALL"]], name
+    # And so is RecordFailure (it had no catch): its own failure still ends the execution at DeletionFailed,
+    # which the re-drive rule sees
+    assert [c["Next"] for c in top["RecordFailure"]["Catch"]] == ["DeletionFailed"]
+    assert top["DeletionFailed"]["Type"] == "Fail"
+    # And an execution is bounded (TIMED_OUT is re-driven too): a day, longer than the longest backoff
+    from agentmem.deletion.redrive import REDRIVE_DELAYS
+
+    assert max(REDRIVE_DELAYS) + 3600 < definition["TimeoutSeconds"] <= 24 * 3600
+    # And the first state waits the attempt's backoff
+    assert top[definition["StartAt"]] == {
+        **top[definition["StartAt"]],
+        "Type": "Wait",
+        "SecondsPath": "$.delay_seconds",
+    }
+
+
+def test_failed_and_timed_out_erasures_are_redriven_by_a_function_that_may_only_start_them(
+    synthesized: Synthesized,
+) -> None:
+    from agentmem.deletion.redrive import ERASURES_GIVEN_UP, REDRIVE_DELAYS
+
+    # Given the re-drive's schedule: six re-drives, the last more than half a day after the failure
+    assert len(REDRIVE_DELAYS) == 6
+    assert sum(REDRIVE_DELAYS) >= 12 * 3600
+    assert list(REDRIVE_DELAYS) == sorted(REDRIVE_DELAYS)
+    for name in (PROD_OPENSEARCH, DEV_TABLE):
+        template = synthesized.templates[name]
+        (machine,) = resources(template, "AWS::StepFunctions::StateMachine")
+        functions = {
+            logical: f["Properties"]
+            for logical, f in resources(template, "AWS::Lambda::Function").items()
+            if f["Properties"]["Handler"] == "redrive.handler.handler"
+        }
+        ((redrive_id, redrive),) = functions.items()
+        assert redrive["Environment"]["Variables"]["MEMORY_DELETION_STATE_MACHINE_ARN"] == {"Ref": machine}
+        assert redrive["ReservedConcurrentExecutions"] >= 1
+        # Then an EventBridge rule sends the machine's FAILED and TIMED_OUT executions to it
+        (rule,) = [r["Properties"] for r in resources(template, "AWS::Events::Rule").values()]
+        assert rule["EventPattern"] == {
+            "source": ["aws.states"],
+            "detail-type": ["Step Functions Execution Status Change"],
+            "detail": {"status": ["FAILED", "TIMED_OUT"], "stateMachineArn": [{"Ref": machine}]},
+        }
+        (target,) = rule["Targets"]
+        assert target["Arn"] == {"Fn::GetAtt": [redrive_id, "Arn"]}
+        # And an event EventBridge cannot deliver is retried for a day, then kept in a queue
+        assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 86400, "MaximumRetryAttempts": 185}
+        queue = target["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0]
+        # And so is an event the function failed on (Lambda's asynchronous retries, then its destination)
+        (invoke_config,) = [
+            c["Properties"]
+            for c in resources(template, "AWS::Lambda::EventInvokeConfig").values()
+            if c["Properties"]["FunctionName"] == {"Ref": redrive_id}
+        ]
+        assert invoke_config["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [queue, "Arn"]}
+        # And the alarm counts both the erasures given up and the events no re-drive received
+        (alarm,) = [
+            a["Properties"]
+            for logical, a in resources(template, "AWS::CloudWatch::Alarm").items()
+            if logical.startswith("OperationsErasuresGivenUp")
+        ]
+        watched = {q["MetricStat"]["Metric"]["MetricName"] for q in alarm["Metrics"] if "MetricStat" in q}
+        assert watched == {ERASURES_GIVEN_UP, "ApproximateNumberOfMessagesVisible"}
+        assert alarm["Threshold"] == 1
+        # And the function's role may start executions of this machine, read deletion requests (T#) and send
+        # to its queue: nothing else
+        role = redrive["Role"]["Fn::GetAtt"][0]
+        statements = [
+            statement
+            for policy in resources(template, "AWS::IAM::Policy").values()
+            if {"Ref": role} in policy["Properties"]["Roles"]
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+            if statement["Effect"] == "Allow"
+        ]
+        actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+        assert "states:StartExecution" in actions
+        assert not {a for a in actions if a.startswith("states:")} - {"states:StartExecution"}
+        assert not {a for a in actions if a.startswith("dynamodb:")} - {"dynamodb:GetItem"}
+        starts = [s for s in statements if s["Action"] == "states:StartExecution"]
+        assert [s["Resource"] for s in starts] == [{"Ref": machine}]
+        reads = [s for s in statements if s["Action"] == "dynamodb:GetItem"]
+        assert [s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] for s in reads] == [["T#*"]]
+
+
 # -- point 5: safe deploys -----------------------------------------------------------------------------------
 
 

@@ -129,12 +129,12 @@ def test_table_backend_deploys_no_opensearch_and_no_indexer(dev: Any, synthesize
         "AWS::OpenSearchServerless::SecurityPolicy",
         "AWS::OpenSearchServerless::AccessPolicy",
         "AWS::Lambda::EventSourceMapping",
-        "AWS::SQS::Queue",
     ):
         dev.resource_count_is(kind, 0)
-    dev.resource_count_is("AWS::Lambda::Function", 4)
+    dev.resource_count_is("AWS::SQS::Queue", 1)  # the erasure re-drive's dead letters, nothing of indexing
+    dev.resource_count_is("AWS::Lambda::Function", 5)
     functions = _store_functions(synthesized.templates[DEV_TABLE])
-    assert len(functions) == 3
+    assert len(functions) == 4
     for function in functions.values():
         assert function["Properties"]["Environment"]["Variables"]["MEMORY_VECTOR_INDEX"] == "exact"
 
@@ -172,7 +172,7 @@ def test_every_function_is_arm64_python3_traced_with_both_layers_and_a_retained_
     assert len(console["Layers"]) == 1
     assert console["Layers"][0]["Ref"].startswith("ComputeCoreLayer")
     assert not any(name.startswith("MEMORY_") for name in console["Environment"]["Variables"])
-    prod.resource_count_is("AWS::Lambda::Function", 6)  # the five, and extraction
+    prod.resource_count_is("AWS::Lambda::Function", 7)  # the six, and extraction
     prod.resource_count_is("AWS::Lambda::LayerVersion", 2)
     prod.all_resources_properties(
         "AWS::Lambda::LayerVersion",

@@ -131,7 +131,13 @@ def test_user_in_three_projects_is_erased_and_nobody_else_is_touched(cloud: Clou
     assert "ana" not in {str(v) for v in receipt.values()}
     assert receipt["user_hash"] == records.user_hash(b"test-receipt-key", target.user)
     # and the execution's input and history (Step Functions keeps them 90 days) name nobody either
-    assert json.loads(described["input"]) == {"deletion_id": started.body["deletion_id"], "app": "shop"}
+    assert json.loads(described["input"]) == {
+        "deletion_id": started.body["deletion_id"],
+        "app": "shop",
+        "attempt": 0,
+        "redrive": 0,
+        "delay_seconds": 0,
+    }
     client = boto3.client("stepfunctions", region_name="us-east-1")
     history = client.get_execution_history(executionArn=described["executionArn"])["events"]
     assert len(history) > 10

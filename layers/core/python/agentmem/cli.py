@@ -352,6 +352,34 @@ def _replay_index_failures(args: argparse.Namespace) -> int:
     return 0
 
 
+def _erasures(args: argparse.Namespace) -> int:
+    """``agentmem erasures list|retry --table T --state-machine ARN``: the accepted erasures no re-drive will
+    finish (their latest attempt failed, timed out or was aborted and they still have work), and the retry of
+    one (its next attempt now; docs/deploy.md's runbook)."""
+    os.environ["MEMORY_STORE"] = "dynamodb"
+    from agentmem.deletion.redrive import failed_erasures, retry
+    from agentmem.deletion.runners import StepFunctionsRunner
+
+    container = _admin_container(args)
+    runner = StepFunctionsRunner(args.state_machine, region_name=container.settings.aws_region)
+    if args.erasures_command == "list":
+        failed = failed_erasures(runner, container.table)
+        for execution in failed:
+            print(
+                f"{execution.deletion_id}\tapp={execution.app}\tattempt={execution.attempt}\t"
+                f"{execution.status}\t{execution.stopped_at or ''}\t{execution.error or ''}"
+            )
+        print(f"{len(failed)} erasures need a retry", file=sys.stderr)
+        return 0
+    try:
+        started = retry(runner, container.table, args.deletion_id)
+    except ValueError as refused:
+        print(str(refused), file=sys.stderr)
+        return 1
+    print(f"erasure {started.deletion_id}: attempt {started.attempt} started")
+    return 0
+
+
 def _tune_engine(args: argparse.Namespace) -> int:
     from agentmem.embeddings.engine import tune
 
@@ -473,6 +501,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     replay.add_argument("--bucket", required=True, help="the indexer's failure bucket (IndexerFailuresBucket output)")
     replay.add_argument("--delete", action="store_true", help="delete each failure record once it is replayed")
     replay.set_defaults(run=_replay_index_failures)
+
+    erasures = commands.add_parser(
+        "erasures", help="list the accepted erasures that failed for good, and retry one (Step Functions)"
+    )
+    erasures_commands = erasures.add_subparsers(dest="erasures_command", required=True)
+    failed = erasures_commands.add_parser("list", help="erasures whose latest attempt failed and still have work")
+    again = erasures_commands.add_parser("retry", help="start an erasure's next attempt now")
+    again.add_argument("deletion_id")
+    for sub in (failed, again):
+        sub.add_argument("--table", required=True, help="the stack's table (TableName output)")
+        sub.add_argument("--state-machine", required=True, help="the erasure workflow (DeletionStateMachineArn output)")
+        sub.set_defaults(run=_erasures)
 
     tuner = commands.add_parser(
         "tune-engine", help="build the local model's engine for this CPU (checked against the shipped build)"

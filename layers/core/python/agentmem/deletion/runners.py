@@ -11,7 +11,8 @@ import json
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -41,17 +42,41 @@ def load_definition(path: str | Path | None = None) -> dict[str, Any]:
     return json.loads(text.replace(FUNCTION_PLACEHOLDER, LOCAL_FUNCTION))  # type: ignore[no-any-return]
 
 
-def execution_input(deletion_id: str, app: str) -> dict[str, str]:
-    """What an execution is given: the erasure's app and id, never the user (its history is kept 90 days);
-    the steps read the user from the deletion request."""
-    return {"deletion_id": deletion_id, "app": app}
+@dataclass(frozen=True)
+class Attempt:
+    """One run of an erasure's workflow (see :func:`execution_input`)."""
+
+    number: int = 0
+    redrive: int = 0
+    delay_seconds: int = 0
+
+
+def execution_input(deletion_id: str, app: str, attempt: Attempt | None = None) -> dict[str, Any]:
+    """What an execution is given: the erasure's app and id, never the user (its history is kept 90 days; the
+    steps read the user from the deletion request), and which attempt it is: ``attempt`` (0 for the first,
+    counted across every attempt of the erasure), ``redrive`` (how many automatic re-drives led to it: an
+    operator's retry starts again from 0) and ``delay_seconds`` (the workflow's first state waits that long)."""
+    attempt = attempt or Attempt()
+    return {
+        "deletion_id": deletion_id,
+        "app": app,
+        "attempt": attempt.number,
+        "redrive": attempt.redrive,
+        "delay_seconds": attempt.delay_seconds,
+    }
+
+
+def execution_name(deletion_id: str, attempt: int) -> str:
+    """The first attempt is named after the erasure; later ones ``<deletion id>-<attempt>`` (Step Functions keeps a
+    name for 90 days: each attempt has its own, and starting one twice starts it once)."""
+    return deletion_id if attempt == 0 else f"{deletion_id}-{attempt}"
 
 
 class DeletionRunner(Protocol):
     name: str
 
-    def start(self, deletion_id: str, app: str) -> None:
-        """Start the workflow; raise Unavailable when it cannot be started."""
+    def start(self, deletion_id: str, app: str, attempt: Attempt | None = None) -> None:
+        """Start the workflow (its first attempt, or ``attempt``); raise Unavailable when it cannot be started."""
         ...
 
     def is_active(self, deletion_id: str) -> bool:
@@ -133,11 +158,11 @@ class LocalRunner:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
 
-    def start(self, deletion_id: str, app: str) -> None:
+    def start(self, deletion_id: str, app: str, attempt: Attempt | None = None) -> None:
         handle = _RunLock(self._lock_dir, deletion_id).acquire()
         with self._lock:
             self._active[deletion_id] = handle
-        payload = execution_input(deletion_id, app)
+        payload = execution_input(deletion_id, app, attempt)
         if not self._background:
             self._execute(deletion_id, payload)
             return
@@ -162,7 +187,7 @@ class LocalRunner:
                 return True
         return _RunLock(self._lock_dir, deletion_id).held()
 
-    def _execute(self, deletion_id: str, payload: dict[str, str]) -> None:
+    def _execute(self, deletion_id: str, payload: dict[str, Any]) -> None:
         kwargs = {} if self._sleep is None else {"sleep": self._sleep}
         interpreter = Interpreter(self._definition, lambda _resource, event: self._run_step(event), **kwargs)
         try:
@@ -195,17 +220,25 @@ class StepFunctionsRunner:
 
         return boto3.client("stepfunctions", region_name=self._region)
 
+    @property
+    def client(self) -> SFNClient:
+        return self._client
+
+    @property
+    def state_machine_arn(self) -> str:
+        return self._arn
+
     def execution_arn(self, deletion_id: str) -> str:
         return self._arn.replace(":stateMachine:", ":execution:", 1) + ":" + deletion_id
 
-    def start(self, deletion_id: str, app: str) -> None:
+    def start(self, deletion_id: str, app: str, attempt: Attempt | None = None) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             self._client.start_execution(
                 stateMachineArn=self._arn,
-                name=deletion_id,
-                input=json.dumps(execution_input(deletion_id, app), ensure_ascii=False),
+                name=execution_name(deletion_id, attempt.number if attempt else 0),
+                input=json.dumps(execution_input(deletion_id, app, attempt), ensure_ascii=False),
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
@@ -215,10 +248,26 @@ class StepFunctionsRunner:
             raise Unavailable("the deletion workflow could not be started") from exc
 
     def is_active(self, deletion_id: str) -> bool:
+        """Whether an attempt of the erasure runs: its first execution, or a later attempt (a re-drive's,
+        ``<deletion id>-<n>``) among the running ones. True when Step Functions cannot say."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             status = self._client.describe_execution(executionArn=self.execution_arn(deletion_id))["status"]
+            if status in ("RUNNING", "PENDING_REDRIVE"):
+                return True
+            pages = self._client.get_paginator("list_executions").paginate(
+                stateMachineArn=self._arn, statusFilter="RUNNING"
+            )
+            return any(e["name"].startswith(f"{deletion_id}-") for page in pages for e in page["executions"])
         except (ClientError, BotoCoreError):
             return True
-        return status in ("RUNNING", "PENDING_REDRIVE")
+
+    def executions(self) -> Iterator[dict[str, Any]]:
+        """Every execution of the state machine, described (status, input; ``stopDate`` as ISO text or None)."""
+        for page in self._client.get_paginator("list_executions").paginate(stateMachineArn=self._arn):
+            for listed in page["executions"]:
+                described: dict[str, Any] = dict(self._client.describe_execution(executionArn=listed["executionArn"]))
+                stopped = described.get("stopDate")
+                described["stopDate"] = stopped.isoformat() if stopped is not None else None
+                yield described

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from collections import Counter as Tally
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from typing import Any
 from agentmem import users
 from agentmem.agentcore import records as agentcore_records
 from agentmem.budget import Budget
-from agentmem.clock import format_timestamp, new_id, utc_now
+from agentmem.clock import format_timestamp, new_id, parse_timestamp, utc_now
 from agentmem.deletion import records
 from agentmem.errors import ConditionFailed, Conflict, InvalidInput, MalformedRequest, NotFound
 from agentmem.extraction import work as extraction_work
@@ -107,14 +108,16 @@ class DeletionService:
     def begin(self, user: UserRef, *, is_active: Callable[[str], bool]) -> DeletionStart:
         """Record a deletion request and mark the user (writes get 409 from here on).
 
-        A deletion already running for the user is returned instead of a new one; a request left
-        RUNNING by a runner that no longer knows it (a local server restarted) or a FAILED one is
+        A deletion already running for the user is returned instead of a new one (a FAILED one too while a
+        re-driven attempt of it waits its backoff: agentmem/deletion/redrive.py); a request left RUNNING by a
+        runner that no longer knows it (a local server restarted) or a FAILED one nothing re-drives is
         superseded by a new request: the steps are idempotent, so the new run finishes the work.
         """
         mark = self._table.get(*users.deletion_mark_key(user))
         if mark is not None and mark.get("deletion_id"):
             current = self._table.get(*records.request_key(user.app, mark["deletion_id"]))
-            if current is not None and current["status"] == "RUNNING" and is_active(mark["deletion_id"]):
+            unfinished = current is not None and current["status"] in ("RUNNING", "FAILED")
+            if unfinished and is_active(mark["deletion_id"]):
                 return DeletionStart(mark["deletion_id"], "RUNNING", started=False)
         deletion_id = new_id()
         request = records.request_item(
@@ -178,19 +181,31 @@ class DeletionService:
         From the mark on, every write for the user is refused in its own transaction. A request that
         passed its early check just before the mark may still be writing: waiting for as long as a
         request can run (the API's timeout) before sweeping means the sweep and the final verification
-        come after anything such a request could still land. Where the process knows the user's requests in
-        flight (the local server: :func:`agentmem.users.settle`), this step waits only until none is, within
-        the same bound, and the workflow waits no more."""
-        self._table.transact_write([Put(item) for item in users.mark_items(self._mark_item(user, deletion_id))])
-        if self._request(user.app, deletion_id) is None:
+        come after anything such a request could still land. The wait counts from when this erasure's mark was
+        placed (by the API's request, or by an earlier attempt: a re-driven attempt waits only what is left of it),
+        and an attempt after a failed one sets the request RUNNING again. Where the process knows the user's
+        requests in flight (the local server: :func:`agentmem.users.settle`), this step waits only until none is,
+        within what is left of the bound, and the workflow waits no more."""
+        mark = self._mark_item(user, deletion_id)
+        held = self._table.get(*users.deletion_mark_key(user))
+        if held is not None and held.get("deletion_id") == deletion_id and held.get("marked_at"):
+            mark["marked_at"] = held["marked_at"]
+        self._table.transact_write([Put(item) for item in users.mark_items(mark)])
+        request = self._request(user.app, deletion_id)
+        if request is None:
             hashed = records.user_hash(self._key, user)
             request = records.request_item(
                 user.app, deletion_id, user=user.user, hashed_user=hashed, started_at=self._now()
             )
             self._table.put(request)
-        if users.settle(user, self._drain_seconds):
+        elif request.get("status") == "FAILED":
+            retried = {k: v for k, v in request.items() if k not in ("error", "cause")}
+            self._table.put({**retried, "status": "RUNNING", "finished_at": None})
+        elapsed = (self._clock() - parse_timestamp(str(mark["marked_at"]))).total_seconds()
+        remaining = max(0, math.ceil(self._drain_seconds - max(0.0, elapsed)))
+        if users.settle(user, remaining):
             return {"drain_seconds": 0}
-        return {"drain_seconds": self._drain_seconds}
+        return {"drain_seconds": remaining}
 
     def list_scopes(self, user: UserRef, after: str | None = None) -> dict[str, Any]:
         """One page of the user's scopes (global first), so the workflow's state stays small however

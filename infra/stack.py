@@ -232,6 +232,8 @@ class MemoryServiceStack(Stack):
             CfnOutput(self, "OpenSearchEndpoint", value=self.search.endpoint)
         if self.compute.index_failures is not None:
             CfnOutput(self, "IndexerFailuresBucket", value=self.compute.index_failures.bucket_name)
+        if self.compute.snapshots is not None:
+            CfnOutput(self, "SnapshotsBucket", value=self.compute.snapshots.bucket.bucket_name)
         acknowledge_findings(self)
 
 
@@ -293,6 +295,27 @@ def acknowledge_findings(stack: MemoryServiceStack) -> None:
             f"AwsSolutions-IAM5[Resource::<{_logical_id(stack, stack.compute.index_failures)}.Arn>/*]",
             "Lambda names the objects it writes to the indexer's failure bucket (one per batch given up); the role "
             "may put objects there and list the bucket, nothing else.",
+        )
+    if stack.compute.snapshots is not None:
+        snapshots = stack.compute.snapshots
+        _acknowledge(
+            snapshots.bucket,
+            "AwsSolutions-S1",
+            "Derived data (search index snapshots) read and written by this stack's functions only, through their "
+            "roles; objects expire in 30 days. Server access logs would need a second bucket; CloudTrail data "
+            "events can record its reads if wanted.",
+        )
+        objects = f"AwsSolutions-IAM5[Resource::<{_logical_id(stack, snapshots.bucket)}.Arn>/partitions/*]"
+        reason = (
+            "One snapshot object per user partition, named by a digest of it (partitions/<sha256>.snap): the names "
+            "are only known at run time; the prefix is the only place any role may read, write or delete."
+        )
+        for fn in (stack.compute.api, stack.compute.deletion, snapshots.function):
+            _acknowledge(fn.role, objects, reason)  # type: ignore[arg-type]
+        _acknowledge(
+            snapshots.dead_letters,
+            "AwsSolutions-SQS3",
+            "This queue IS the dead-letter queue of the snapshot requests.",
         )
     _acknowledge(
         stack.workflow.undelivered,

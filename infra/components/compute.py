@@ -1,5 +1,6 @@
-"""Compute: the Lambda functions (API, stream indexer, deletion steps, authorizer, console, and extraction when
-a model is configured: infra/components/extraction.py) and their layers.
+"""Compute: the Lambda functions (API, stream indexer, deletion steps, authorizer, console, the snapshot writer on
+the table backend: infra/components/snapshots.py, and extraction when a model is configured:
+infra/components/extraction.py) and their layers.
 
 Every function: arm64, Python 3.14, X-Ray active tracing, its own log group with a retention, its own
 role holding only what it uses (explicit DynamoDB/KMS actions on the one table and key, no wildcard
@@ -29,6 +30,7 @@ from agentmem.tenancy.keys import lookup_partition
 from infra import packaging
 from infra.components.extraction import Extraction, ExtractionSettings
 from infra.components.search import ERASER, INDEXER, SEARCHER, VectorSearch
+from infra.components.snapshots import Snapshots
 from infra.components.storage import DELETION_ACTIONS, Storage
 
 EMBEDDING_MODEL_ID = "amazon.titan-embed-text-v2:0"
@@ -73,14 +75,25 @@ class Concurrency:
     console: int = 10
     redrive: int = 2
     extraction: int = 0
+    snapshots: int = 0
     minimum_api: int = 10
 
     @classmethod
-    def for_stage(cls, production: bool, *, account: int, extraction: int) -> Concurrency:
-        """Production takes most of the account; dev a tenth, so both stages fit in one account."""
+    def for_stage(cls, production: bool, *, account: int, extraction: int, snapshots: bool = False) -> Concurrency:
+        """Production takes most of the account; dev a tenth, so both stages fit in one account. ``snapshots``:
+        the table backend's snapshot writer (5 in prod, 1 in dev)."""
         if production:
-            return cls(account=account, extraction=extraction)
-        return cls(account=account, share=0.1, authorizer=10, indexer=2, console=2, redrive=1, extraction=extraction)
+            return cls(account=account, extraction=extraction, snapshots=5 if snapshots else 0)
+        return cls(
+            account=account,
+            share=0.1,
+            authorizer=10,
+            indexer=2,
+            console=2,
+            redrive=1,
+            extraction=extraction,
+            snapshots=1 if snapshots else 0,
+        )
 
     @property
     def budget(self) -> int:
@@ -88,7 +101,16 @@ class Concurrency:
 
     @property
     def reserved_for_others(self) -> int:
-        return self.authorizer + self.indexer + self.deletion + self.console + self.redrive + self.extraction
+        others = (
+            self.authorizer,
+            self.indexer,
+            self.deletion,
+            self.console,
+            self.redrive,
+            self.extraction,
+            self.snapshots,
+        )
+        return sum(others)
 
     @property
     def api(self) -> int:
@@ -115,7 +137,12 @@ class ComputeSettings:
     @property
     def concurrency(self) -> Concurrency:
         extraction = self.extraction.reserved_concurrency if self.extraction is not None else 0
-        return Concurrency.for_stage(self.production, account=self.account_concurrency, extraction=extraction)
+        return Concurrency.for_stage(
+            self.production,
+            account=self.account_concurrency,
+            extraction=extraction,
+            snapshots=self.search_backend == "table",
+        )
 
 
 class Compute(Construct):
@@ -247,6 +274,19 @@ class Compute(Construct):
             storage.grant_read_write(self.extraction.function.role)  # type: ignore[arg-type]
             self._allow_embeddings(self.extraction.function)
 
+        self.snapshots: Snapshots | None = None
+        if search is None:  # the table backend: its held indexes start from snapshots
+            self.snapshots = Snapshots(
+                self,
+                "Snapshots",
+                storage=storage,
+                removal=self._removal,
+                new_function=self._function,
+                reserved_concurrency=concurrency.snapshots,
+            )
+            self.snapshots.allow_reads(self.api)
+            self.snapshots.allow_erasure(self.deletion)
+
         self.indexer: lambda_.Function | None = None
         self.search_functions: list[lambda_.Function] = []
         """The functions that call the vector collection (placed in its private subnets when it has them)."""
@@ -324,9 +364,19 @@ class Compute(Construct):
             environment={"POWERTOOLS_SERVICE_NAME": SERVICE_NAME},
         )
         extraction = self.extraction.function if self.extraction is not None else None
+        snapshots = self.snapshots.function if self.snapshots is not None else None
         self.functions = [
             fn
-            for fn in (self.api, self.authorizer, self.deletion, self.indexer, extraction, self.console, self.redrive)
+            for fn in (
+                self.api,
+                self.authorizer,
+                self.deletion,
+                self.indexer,
+                extraction,
+                self.console,
+                self.redrive,
+                snapshots,
+            )
             if fn is not None
         ]
 

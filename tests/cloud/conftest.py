@@ -40,6 +40,10 @@ class Flow:
     replies: dict[str, Any] = field(default_factory=dict)
     indexer_batches: list[dict[str, Any]] = field(default_factory=list)
     vectors_after_erasure: int | None = None
+    snapshot_delivery: dict[str, Any] | None = None
+    """The table backend: the snapshot function's answer to the requests the flow's searches sent."""
+    snapshots: dict[str, bool] = field(default_factory=dict)
+    """The table backend: whether the user's snapshot object was in the bucket, ``before`` and ``after`` erasure."""
     keys: dict[str, str] = field(default_factory=dict)
     """App -> the key the operator made for it (the tests after the flow call with them too)."""
 
@@ -195,6 +199,10 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
     call("agentcore_retrieve", "POST", f"{agentcore}/retrieve", retrieve, api_key=key)
     call("agentcore_other_tenant", "POST", f"{agentcore}/actors", {}, api_key=other_key)
     export_all("export")
+    snapshot_exists = _snapshot_probe(deployment)
+    if snapshot_exists is not None:  # the table backend: the searches above asked for the user's snapshot
+        flow.snapshot_delivery = deployment.deliver_queue("snapshots", _snapshot_queue(deployment))
+        flow.snapshots["before"] = snapshot_exists()
     erase = call("erase", "DELETE", SCOPE, api_key=key)
     assert erase.status == 202, erase.body
     deletion = f"{SCOPE}/deletions/{erase.body['deletion_id']}"
@@ -205,6 +213,8 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
 
     _until(finished, "the erasure workflow", timeout=300)  # the template's drain Wait alone is 30 s
     export_all("export_after_erasure")
+    if snapshot_exists is not None:
+        flow.snapshots["after"] = snapshot_exists()
     pump()
     if operator_index is not None:
         from agentmem.keys import UserRef
@@ -214,6 +224,29 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
         operator_index.client.indices.refresh(index=operator_index.index)
         flow.vectors_after_erasure = operator_index.count_user(UserRef(APP, USER))
     return flow
+
+
+def _snapshot_queue(deployment: Deployment) -> str:
+    [queue] = [q for q in deployment.template.of_type("AWS::SQS::Queue") if "SnapshotsRequests" in q and "Dlq" not in q]
+    return queue
+
+
+def _snapshot_probe(deployment: Deployment) -> Any:
+    """Whether the flow's user's snapshot is in the stack's snapshot bucket (the operator looks), or None when
+    the stack keeps none (OpenSearch)."""
+    if "snapshots" not in deployment.functions:
+        return None
+    import boto3
+
+    from agentmem.keys import Scope
+    from agentmem.search.snapshots import snapshot_key
+
+    bucket = deployment.functions["api"].variables["MEMORY_SNAPSHOT_BUCKET"]
+    s3 = boto3.Session(aws_access_key_id=OPERATOR, aws_secret_access_key="operator-secret", region_name=REGION).client(
+        "s3"
+    )
+    key = snapshot_key(Scope(APP, USER).partition)
+    return lambda: s3.list_objects_v2(Bucket=bucket, Prefix=key).get("KeyCount", 0) == 1
 
 
 @pytest.fixture(scope="package", params=STACKS)

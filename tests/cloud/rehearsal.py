@@ -187,7 +187,13 @@ class Recorder:
             return [(action, arn.format("sqs", name))]
         if service == "s3":
             bucket = f"arn:aws:s3:::{params['Bucket']}"
-            return [(action, bucket if operation == "ListObjectsV2" else f"{bucket}/{params['Key']}")]
+            if operation == "ListObjectsV2":
+                return [(action, bucket)]
+            if operation == "DeleteObjects":  # authorized object by object, as s3:DeleteObject
+                return [("s3:DeleteObject", f"{bucket}/{o['Key']}") for o in params["Delete"]["Objects"]]
+            if operation == "HeadObject":  # authorized as s3:GetObject
+                return [("s3:GetObject", f"{bucket}/{params['Key']}")]
+            return [(action, f"{bucket}/{params['Key']}")]
         raise AssertionError(f"the rehearsal has no resource mapping for {service}:{operation}")
 
     def _dynamodb(

@@ -81,7 +81,7 @@ def test_each_function_runs_with_the_environment_its_template_gives_it(flow: Flo
     assert set(d.functions) == (
         {"api", "authorizer", "deletion", "indexer", "extraction", "console", "redrive"}
         if flow.opensearch
-        else {"api", "authorizer", "deletion", "console", "redrive"}
+        else {"api", "authorizer", "deletion", "console", "redrive", "snapshots"}
     )
     # The console's function serves static files: no store settings at all (and its role grants no data)
     assert not any(name.startswith("MEMORY_") for name in d.functions["console"].variables)
@@ -101,6 +101,11 @@ def test_each_function_runs_with_the_environment_its_template_gives_it(flow: Flo
             assert fn.variables.get(Env.OPENSEARCH_SERVICE) == "aoss", "the stack says the signing service itself"
         else:
             assert (settings.vector_index, settings.opensearch_endpoint) == ("exact", None), fn.name
+        # On the table backend the API, the erasure steps and the writer know the snapshot bucket; only the API
+        # asks for snapshots (the writer never asks itself)
+        keeps = not flow.opensearch and fn.name in ("api", "deletion", "snapshots")
+        assert (settings.snapshots == "s3", settings.snapshot_bucket is not None) == (keeps, keeps), fn.name
+        assert (settings.snapshot_queue_url is not None) == (keeps and fn.name == "api"), fn.name
         # Only the API (which writes pending rows) and extraction are told of the model and the wake queue
         learns = flow.opensearch and fn.name in ("api", "extraction")
         assert (settings.model != "none", settings.extraction_queue_url is not None) == (learns, learns), fn.name
@@ -117,3 +122,17 @@ def test_every_aws_call_is_allowed_by_the_callers_role(flow: Flow, record_proper
     assert d.recorder is not None
     assert d.recorder.calls
     assert d.violations() == []
+
+
+def test_the_table_backend_writes_the_users_snapshot_when_asked_and_erasure_deletes_it(flow: Flow) -> None:
+    if flow.opensearch:
+        assert "snapshots" not in flow.deployment.functions  # OpenSearch holds the vectors: no snapshots
+        return
+    # Given the flow's searches, which read the user's partition whole (a cold container) and asked the queue
+    # the template names: the snapshot function, fed by its mapping, wrote the snapshot with its own role
+    assert flow.snapshot_delivery is not None
+    assert flow.snapshot_delivery["batchItemFailures"] == []
+    assert flow.snapshots["before"] is True
+    # Then the user's erasure deleted it, through the erasure steps' grants
+    assert flow.snapshots["after"] is False
+    assert flow.deployment.violations() == []

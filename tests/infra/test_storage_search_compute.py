@@ -123,18 +123,21 @@ def _store_functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_table_backend_deploys_no_opensearch_and_no_indexer(dev: Any, synthesized: Synthesized) -> None:
-    # Given search_backend=table / Then no collection, no indexer queue, and the functions search the table
+    # Given search_backend=table / Then no collection, no indexer, and the functions search the table
     for kind in (
         "AWS::OpenSearchServerless::Collection",
         "AWS::OpenSearchServerless::SecurityPolicy",
         "AWS::OpenSearchServerless::AccessPolicy",
-        "AWS::Lambda::EventSourceMapping",
     ):
         dev.resource_count_is(kind, 0)
-    dev.resource_count_is("AWS::SQS::Queue", 1)  # the erasure re-drive's dead letters, nothing of indexing
-    dev.resource_count_is("AWS::Lambda::Function", 5)
+    # The one mapping feeds the snapshot writer from its queue (tests/infra/test_snapshots_stack.py); the queues are
+    # the erasure re-drive's dead letters and the snapshot requests with theirs: nothing of indexing
+    [mapping] = resources(synthesized.templates[DEV_TABLE], "AWS::Lambda::EventSourceMapping").values()
+    assert "Snapshots" in str(mapping["Properties"]["FunctionName"])
+    dev.resource_count_is("AWS::SQS::Queue", 3)
+    dev.resource_count_is("AWS::Lambda::Function", 6)
     functions = _store_functions(synthesized.templates[DEV_TABLE])
-    assert len(functions) == 4
+    assert len(functions) == 5
     for function in functions.values():
         assert function["Properties"]["Environment"]["Variables"]["MEMORY_VECTOR_INDEX"] == "exact"
 

@@ -19,6 +19,13 @@ bench/cost_model.py and printed):
   lengths: the model's tokens per 1,000 turns by strategy, counted from its requests (bench/extraction_use.py), or
   a real model's where ``make bench ONLY=extraction`` wrote bench/out/extraction.json; priced at Nova Micro, Nova
   Lite and Claude Haiku list prices, beside AgentCore's long-term record rates for the same records.
+- A cold search (issue 35): a user of 1,000 / 10,000 / 100,000 memories (Titan-sized vectors) written through
+  the memory service on SQLite, loaded by a process that does not hold it: before, the partition read whole;
+  after, the snapshot (one object) and the change log's rows since it, 0 to 99 turns behind; read units as
+  DynamoDB bills them, the snapshot's bytes, its decode time here.
+- The held indexes' cache: each workload's agents (sessions of turns, Poisson in time) over the API function's
+  containers, each holding users' indexes within half its memory (cost_model.simulate_cache, its assumptions
+  stated there): the hit rate, and a search's cost with the cold loads, catch-ups and snapshots it causes.
 - Prices: agentmem/costs/prices.csv, one line each with region, date and source.
 The figures are printed and written to bench/out/cost.json (not committed).
 """
@@ -66,10 +73,9 @@ FACTS = scaled(100, 5)
 REPEATS = scaled(5, 1)
 AGENTCORE_RECORDS = scaled(100, 5)
 """Memory records of the user that RetrieveMemoryRecords ranks."""
-LAMBDA_FULL_CPU_MB = 1769
-"""Lambda gives a function one vCPU at 1,769 MB and a proportional share below (AWS Lambda guide): our
-code's time here is scaled by 1769 / memory for the function's share (this machine's core is taken as
-fast as a Graviton core)."""
+LAMBDA_FULL_CPU_MB = cost_model.LAMBDA_FULL_CPU_MB
+"""Our code's time here is scaled by 1769 / memory for the function's CPU share (this machine's core is taken
+as fast as a Graviton core)."""
 AWS_ROUND_TRIP_MS = {
     ("dynamodb", "GetItem"): 4,
     ("dynamodb", "Query"): 5,
@@ -474,6 +480,14 @@ def measure_stack(backend: str, opensearch_url: str | None) -> dict[str, Any]:
                 lambda: bench.request("POST", f"{SCOPE}/memories", {"entry": bench.turn(), "session_id": "live"}),
             )
         )
+        history = {"filter": {"session_id": "live"}, "limit": 10}
+        uses.append(
+            measure(
+                bench,
+                "session history (last 10 turns)",
+                lambda: bench.request("POST", f"{SCOPE}/memories/query", history),
+            )
+        )
         for mode in ("keyword", "semantic", "hybrid"):
             uses.append(measure(bench, f"search ({mode})", search(mode)))
         remember = {"entity": "Pixel", "entity_type": "dog", "facts": ["likes the beach"]}
@@ -670,26 +684,304 @@ def _authorizer_ttl(deployment: Any) -> float:
     return 0.0
 
 
+# -- a cold search: one user's index loaded by a process that does not hold it (issue 35) -------------
+
+COLD_ENTRIES = tuple(scaled(n, 20) for n in (1_000, 10_000, 100_000))
+CATCH_UP_LAGS = (0, 1, 10, 50, 99)
+"""Change-log rows written (one turn each) after the snapshot, for the catch-up a cold load reads: a load
+asks for a new snapshot at ``SNAPSHOT_LAG`` (100) rows, so a load is 0 to 99 rows behind."""
+DECODES = 5
+TITAN_DIMENSION = 1024
+DYNAMODB_PAGE_BYTES = 2**20
+"""A Query returns at most 1 MB a page (the SQLite table pages by items only): the pages a whole read takes."""
+
+
+class TitanLikeEmbedder:
+    """Unit vectors of 1,024 dense components, as Titan v2 returns them (normalized), one per text and
+    the same for the same text; no meaning (the cold load's costs do not depend on it)."""
+
+    dimension = TITAN_DIMENSION
+    model_id = "amazon.titan-embed-text-v2:0"
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        import numpy as np
+
+        out = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+            vector = np.random.default_rng(seed).standard_normal(self.dimension).astype(np.float32)
+            out.append((vector / np.linalg.norm(vector)).tolist())
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]
+
+
+def cold_search(entries: int, folder: Path) -> dict[str, Any]:
+    """One user of ``entries`` memories (texts as the bench's turns, Titan-sized vectors) written through the
+    memory service on a SQLite table (which charges DynamoDB's read units, agentmem/capacity.py): what a
+    process new to the user reads before (the partition whole) and after (the snapshot, one object, and the
+    change log's rows since it), and the snapshot's decode time here."""
+    import statistics
+
+    from agentmem.keys import Scope
+    from agentmem.memory import records as entry_records
+    from agentmem.memory.service import MemoryService
+    from agentmem.models.memory import MemoryEntry
+    from agentmem.search.snapshot import decode
+    from agentmem.search.snapshots import FileSnapshots
+    from agentmem.stores.sqlite_table import SqliteTable
+    from agentmem.stores.table import query_all
+    from agentmem.vectors.exact import ExactVectorIndex
+
+    class CountedSnapshots(FileSnapshots):
+        reads = 0
+
+        def get(self, partition: str) -> bytes | None:
+            self.reads += 1
+            return super().get(partition)
+
+    rng, words = random.Random(35), vocabulary(3000)
+
+    def entry() -> MemoryEntry:
+        text = sentence(rng, words, (10, 28))
+        return MemoryEntry.model_validate({"content": {"role": "user", "parts": [{"text": text}]}, "author": "user"})
+
+    table = SqliteTable(folder / f"cold-{entries}.db")
+    store = CountedSnapshots(folder / f"snapshots-{entries}")
+    service = MemoryService(table, embedder=TitanLikeEmbedder(), vector_index=ExactVectorIndex(table))
+    scope = Scope(APP, f"cold-{entries}")
+    partition = scope.partition
+    started = time.perf_counter()
+    for start in range(0, entries, 500):
+        service.add_session(scope, f"s{start}", [entry() for _ in range(min(500, entries - start))])
+    fill_s = time.perf_counter() - started
+
+    # Before: a process without a snapshot reads every entry (pages of a Query)
+    whole = ExactVectorIndex(table)
+    with capacity.measuring() as before:
+        started = time.perf_counter()
+        whole.held(partition)
+        whole_ms = (time.perf_counter() - started) * 1000
+    whole_bytes = sum(capacity.item_size(item) for item in query_all(table, partition, entry_records.ENTRY))
+    # The snapshot, as the snapshot function writes it (from the index it holds, brought to now)
+    started = time.perf_counter()
+    data, _, _ = whole.snapshot(partition)
+    encode_ms = (time.perf_counter() - started) * 1000
+    store.put(partition, data)
+    decode_ms = []
+    for _ in range(DECODES):
+        started = time.perf_counter()
+        decoded = decode(data)
+        decode_ms.append((time.perf_counter() - started) * 1000)
+    held_bytes = decoded.nbytes
+    del whole, decoded
+
+    # After: a process new to the user, the snapshot 0..99 turns behind
+    by_lag: dict[str, dict[str, Any]] = {}
+    written = 0
+    for lag in CATCH_UP_LAGS:
+        while written < lag:
+            service.add_entry(scope, entry())
+            written += 1
+        fresh = ExactVectorIndex(table, snapshots=store)
+        store.reads = 0
+        with capacity.measuring() as after:
+            loaded = fresh.held(partition)
+        assert len(loaded) == entries + lag, (len(loaded), entries, lag)
+        by_lag[str(lag)] = {  # the statistics read, the snapshot's GET, the log's Query and the entries' BatchGet
+            "requests": sum(after.calls.values()) + store.reads,
+            "read_units": after.read_units,
+            "table_calls": dict(after.calls),
+            "snapshot_gets": store.reads,
+        }
+        del fresh, loaded
+    at_zero = by_lag["0"]
+    return {
+        "entries": entries,
+        "requests": at_zero["requests"],
+        "read_units": at_zero["read_units"],
+        "bytes": len(data),
+        "decode_ms": statistics.median(decode_ms),
+        "encode_ms": encode_ms,
+        "held_bytes": held_bytes,
+        "catch_up_by_lag": by_lag,
+        "before": {
+            "requests": before.calls["GetItem"]
+            + max(before.calls["Query"], math.ceil(whole_bytes / DYNAMODB_PAGE_BYTES)),
+            "read_units": before.read_units,
+            "bytes": whole_bytes,
+            "load_ms": whole_ms,
+        },
+        "fill_seconds": fill_s,
+    }
+
+
+def cold_searches() -> dict[str, dict[str, Any]]:
+    import tempfile
+
+    from agentmem.search.snapshots import SNAPSHOT_LAG
+
+    assert SNAPSHOT_LAG == cost_model.SNAPSHOT_LAG, "bench/cost_model.py's SNAPSHOT_LAG is the code's"
+    out = {}
+    (ROOT / ".data").mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=ROOT / ".data", prefix="bench-cold-") as folder:
+        for entries in COLD_ENTRIES:
+            print(f"cold search: {entries:,} entries...", file=sys.stderr, flush=True)
+            out[str(entries)] = cold_search(entries, Path(folder))
+    return out
+
+
+def cold_load(row: dict[str, Any]) -> cost_model.ColdLoad:
+    return cost_model.ColdLoad(
+        entries=int(row["entries"]),
+        snapshot_bytes=row["bytes"],
+        held_bytes=row["held_bytes"],
+        decode_ms=row["decode_ms"],
+        encode_ms=row["encode_ms"],
+        units_by_lag={int(lag): v["read_units"] for lag, v in row["catch_up_by_lag"].items()},
+    )
+
+
+def report_cold(cold: dict[str, dict[str, Any]]) -> None:
+    import statistics
+
+    print("\na cold search: a process new to the user loads its index (issue 35, point 1; Titan-sized 1,024-d vectors)")
+    print(
+        "| entries | before: requests | before: read units | before: bytes | before: load ms here "
+        "| after: requests | after: read units | after: snapshot bytes | decode ms here | bytes after/before |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for entries, row in cold.items():
+        before = row["before"]
+        print(
+            f"| {int(entries):,} | {before['requests']:,} | {before['read_units']:,.0f} | {before['bytes']:,} | "
+            f"{before['load_ms']:,.0f} | {row['requests']} | {row['read_units']:,.0f} | {row['bytes']:,} | "
+            f"{row['decode_ms']:,.1f} | {row['bytes'] / before['bytes']:.2f} |"
+        )
+    print("(after: the snapshot current; the table's statistics item, read by every search, counted in both)")
+    print("catch-up past the snapshot, per cold load (requests / read units), by rows written since it:")
+    for entries, row in cold.items():
+        print(
+            f"  {int(entries):,} entries: "
+            + "; ".join(
+                f"{lag} rows {v['requests']} / {v['read_units']:,.0f}" for lag, v in row["catch_up_by_lag"].items()
+            )
+            + f" (over 0..{cost_model.SNAPSHOT_LAG - 1} rows evenly: "
+            f"{1 + statistics.mean(map(cold_load(row).catch_up_units, range(cost_model.SNAPSHOT_LAG))):,.1f} read "
+            f"units); encode {row['encode_ms']:,.0f} ms; held in process {row['held_bytes'] / 2**20:,.1f} MiB"
+        )
+
+
 # -- the report ------------------------------------------------------------------------------------
 
 
+SIM_SECONDS = scaled(3600, 60)
+SIM_SESSIONS = scaled(20_000, 200)
+"""The cache is simulated over at least an hour and this many sessions (after a warm-up of an idle expiry and a
+session), at the month's average rate: the month is taken as steady (no daily peak)."""
+_simulated: dict[tuple[str, int, int, int], tuple[cost_model.CacheRun, float]] = {}
+WHAT_IF_LAGS = (50, 25, 10)
+"""Snapshot lags the 1,000,000-user workload is also simulated at (the code asks at SNAPSHOT_LAG = 100 rows)."""
+
+
+def simulated(
+    backend: str,
+    measured: dict[str, Any],
+    workload: Workload,
+    load: cost_model.ColdLoad,
+    snapshot_lag: int = cost_model.SNAPSHOT_LAG,
+) -> tuple[Any, float]:
+    """The API function's containers under ``workload``'s agents (cost_model.simulate_cache), each holding
+    what its budget (half the function's memory, agentmem/search/changes.py) allows of users' indexes; with
+    the seconds counted. OpenSearch holds no index in the container: its searches are all 'hits'."""
+    key = (backend, workload.users, workload.memories, snapshot_lag)
+    if key not in _simulated:
+        uses = {use.kind: use for use in measured["uses"]}
+        api = uses["search (hybrid)"].functions["api"]
+        turn_seconds = {
+            "history": uses["session history (last 10 turns)"].functions["api"].billed_ms / 1000,
+            "search": api.billed_ms / 1000,
+            "store": uses["add one entry"].functions["api"].billed_ms / 1000,
+        }
+        sessions_per_second = workload.users * workload.sessions / cost_model.MONTH_SECONDS
+        warm_up = cost_model.CONTAINER_IDLE_SECONDS + cost_model.SESSION_SECONDS
+        window = max(SIM_SECONDS, SIM_SESSIONS / sessions_per_second)
+        requests = cost_model.agent_requests(workload, warm_up + window, random.Random(35), turn_seconds=turn_seconds)
+        lags = random.Random(36)
+        table = backend == "table"
+        run = cost_model.simulate_cache(
+            requests,
+            index_bytes=int(load.held_bytes) if table else 0,
+            budget_bytes=api.memory_mb * 2**20 // 2,
+            load_seconds=load.load_ms(cost_model.SNAPSHOT_LAG // 2, api.memory_mb) / 1000 if table else 0.0,
+            snapshot_lag=snapshot_lag,
+            initial_lag=lambda _: lags.randrange(snapshot_lag),
+            counted_from=warm_up,
+        )
+        _simulated[key] = (run, window)
+    return _simulated[key]
+
+
+@dataclass
+class SearchAllIn:
+    """What searching costs once the cache is simulated: the warm search as measured, plus the cold loads it
+    causes, the catch-ups of what other containers wrote, and the snapshots those loads ask for."""
+
+    searches: float
+    hit_rate: float | None
+    warm: float
+    cold_loads: float
+    warm_catch_up: float
+    refreshes: float
+
+    @property
+    def per_1k(self) -> float:
+        return 1000 * (self.warm + self.cold_loads + self.warm_catch_up + self.refreshes)
+
+
+def search_all_in(
+    backend: str,
+    measured: dict[str, Any],
+    workload: Workload,
+    load: cost_model.ColdLoad,
+    warm_each: float,
+    snapshot_lag: int = cost_model.SNAPSHOT_LAG,
+) -> tuple[SearchAllIn, Any, float]:
+    run, window = simulated(backend, measured, workload, load, snapshot_lag)
+    searches = max(1, run.searches)
+    if backend != "table":
+        return SearchAllIn(searches, None, warm_each, 0.0, 0.0, 0.0), run, window
+    memory = next(u for u in measured["uses"] if u.kind == "search (hybrid)").functions["api"].memory_mb
+    cold = sum(n * load.load_usd(lag, memory) for lag, n in run.lag_at_load.items()) / searches
+    caught = sum(n * load.warm_catch_up_usd(rows, memory) for rows, n in run.rows_at_hit.items()) / searches
+    refreshes = run.refreshes * load.refresh_usd() / searches
+    return SearchAllIn(searches, run.hit_rate, warm_each, cold, caught, refreshes), run, window
+
+
 def workload_bill(
-    backend: str, measured: dict[str, Any], workload: Workload, floor: cost_model.Floor
-) -> tuple[float, list[str]]:
+    backend: str,
+    measured: dict[str, Any],
+    workload: Workload,
+    floor: cost_model.Floor,
+    load: cost_model.ColdLoad,
+) -> tuple[float, list[str], dict[str, Any]]:
     """One month of ``workload`` on ``backend``: every call priced with the cache, tracing and cold
-    starts of its traffic, storage, and the floor; the arithmetic in lines."""
+    starts of its traffic, the held indexes' cache simulated, storage, and the floor; the arithmetic in
+    lines, and the figures cost.json keeps."""
     uses = {use.kind: use for use in measured["uses"]}
     rate = workload.requests_per_second()
     traced = cost_model.traced_share(rate)
     auth_share = cost_model.authorizer_share(rate, measured["authorizer_ttl"])
     lines = [f"traffic {rate:.3f} requests/s; X-Ray records {traced:.1%}, the authorizer runs for {auth_share:.1%}"]
     total = 0.0
+    warm_search = 0.0
     for kind, calls in workload.calls().items():
-        use = next((u for k, u in uses.items() if k.startswith(kind.split(" (")[0])), None)
-        if kind.startswith("search"):
-            use = uses["search (hybrid)"]
+        use = next((u for k, u in uses.items() if k.startswith(kind)), None)
         assert use is not None, kind
         each = sum(cost_model.call_cost(use, authorizer_share=auth_share, traced_share=traced).values())
+        if kind.startswith("search"):
+            warm_search = each
         total += each * calls
         lines.append(f"{kind}: {calls:,.0f} x ${each * 1000:.4f}/1k = ${each * calls:,.2f}")
     memories = workload.users * workload.memories
@@ -708,17 +1000,50 @@ def workload_bill(
     lines.append(
         f"KMS table-key refreshes {kms:,.0f} x ${price('kms.requests').usd}/10k = ${price('kms.requests').of(kms):,.2f}"
     )
+    all_in, run, window = search_all_in(backend, measured, workload, load, warm_search)
+    month = workload.users * workload.searches
+    figures: dict[str, Any] = {
+        "cache_hit_rate": all_in.hit_rate,
+        "search_all_in_usd_per_1k": all_in.per_1k,
+        "search_warm_usd_per_1k": 1000 * warm_search,
+        "simulated": {
+            "seconds": window,
+            "requests": run.requests,
+            "searches": run.searches,
+            "cold_loads": run.cold_loads,
+            "containers_started": run.containers_started,
+            "most_containers": run.most_containers,
+            "refreshes": run.refreshes,
+            "mean_lag_at_load": sum(lag * n for lag, n in run.lag_at_load.items()) / max(1, run.cold_loads),
+        },
+    }
+    lines.append(
+        f"cache simulated ({window / 3600:,.1f} h, {run.searches:,} searches, at most {run.most_containers} "
+        f"containers): "
+        + (f"hit rate {all_in.hit_rate:.1%}" if all_in.hit_rate is not None else "no per-user index in the function")
+    )
     if backend == "table":
-        # Each container a user's session reaches loads the user's memories once (exact search in process).
-        sessions = workload.users * workload.sessions
-        per_session = cost_model.containers_per_session(rate, seconds, workload.searches / workload.sessions)
-        cold_units = math.ceil(workload.memories * measured["held_bytes_per_memory"] / capacity.READ_UNIT_BYTES)
-        loads = sessions * per_session
-        cold = price("dynamodb.read_request_units").of(loads * cold_units)
-        total += cold
+        cold = month * all_in.cold_loads
+        caught = month * all_in.warm_catch_up
+        refreshes = month * all_in.refreshes
+        snapshots = load.storage_usd_month(workload.users)
+        total += cold + caught + refreshes + snapshots
+        upkeep = refreshes + snapshots
+        figures.update(
+            cold_loads_usd_month=cold,
+            warm_catch_up_usd_month=caught,
+            snapshot_upkeep_usd_month=upkeep,
+            snapshot_refreshes_month=month * run.refreshes / max(1, run.searches),
+        )
         lines.append(
-            f"cold caches: {per_session:.2f} containers a session x {sessions:,.0f} sessions x "
-            f"{cold_units:,} read units = ${cold:,.2f}"
+            f"cold loads: {run.cold_loads / max(1, run.searches):.1%} of searches x "
+            f"{figures['simulated']['mean_lag_at_load']:.0f} rows behind on average (S3 GET, catch-up, decode "
+            f"{load.decode_ms:.1f} ms here) = ${cold:,.2f}; catch-ups of other containers' writes = ${caught:,.2f}"
+        )
+        lines.append(
+            f"snapshot upkeep: {figures['snapshot_refreshes_month']:,.0f} snapshots written (SQS, the snapshot "
+            f"function, S3 GET and PUT) ${refreshes:,.2f}; S3 storage {workload.users:,} x "
+            f"{load.snapshot_bytes / 1e6:,.2f} MB = ${snapshots:,.2f}"
         )
     else:
         vectors = memories
@@ -735,13 +1060,17 @@ def workload_bill(
             f"({extra:,.1f} above the floor) = ${ocu_cost:,.2f}; storage {aoss_gb:,.1f} GB = "
             f"${price('aoss.storage').of(aoss_gb):,.2f}"
         )
-    cold_starts = workload.requests_per_second() * cost_model.MONTH_SECONDS * cost_model.cold_share(rate)
-    init = price("lambda.arm64_gb_second").of(cold_starts * measured["init_ms"] / 1000) + price("lambda.requests").of(0)
+    cold_starts = run.containers_started / window * cost_model.MONTH_SECONDS
+    init = price("lambda.arm64_gb_second").of(cold_starts * measured["init_ms"] / 1000)
     total += init
-    lines.append(f"cold starts {cold_starts:,.0f} x {measured['init_ms']:.0f} ms INIT at 1 GB = ${init:,.2f}")
+    lines.append(
+        f"cold starts (containers started, simulated) {cold_starts:,.0f} x {measured['init_ms']:.0f} ms INIT at 1 GB"
+        f" = ${init:,.2f}"
+    )
     total += floor.total
     lines.append(f"fixed floor ${floor.total:,.2f}")
-    return total, lines
+    figures["usd_month"] = total
+    return total, lines, figures
 
 
 def report_extraction(uses: list[cost_model.ExtractionUse]) -> dict[str, Any]:
@@ -860,6 +1189,7 @@ def main() -> None:
 
     from tests import opensearch_node
 
+    cold = cold_searches()
     runs = extraction_use.measure_all(lambda line: print(line, file=sys.stderr, flush=True))
     results: dict[str, Any] = {}
     node = opensearch_node.start()
@@ -872,10 +1202,25 @@ def main() -> None:
     for measured in results.values():
         measured["init_ms"] = start
     uses = [extraction_use.with_real_model(extraction_use.per_thousand_turns(run), EXTRACTION_OUT) for run in runs]
-    report(results, uses)
+    report(results, uses, cold)
 
 
-def report(results: dict[str, Any], extraction: list[cost_model.ExtractionUse] | None = None) -> None:
+def records_per_session() -> tuple[float, str]:
+    """Long-term records a session, from a real model's run of ``make bench ONLY=extraction`` where one wrote
+    bench/out/extraction.json, else the stated assumption (cost_model.AGENTCORE_RECORDS_PER_SESSION)."""
+    if EXTRACTION_OUT.is_file():
+        pipeline = json.loads(EXTRACTION_OUT.read_text(encoding="utf-8")).get("pipeline") or {}
+        model = str(pipeline.get("model") or "")
+        if model and not model.startswith("scripted") and pipeline.get("records_per_session"):
+            return float(pipeline["records_per_session"]), f"measured: {model}, bench/out/extraction.json"
+    return cost_model.AGENTCORE_RECORDS_PER_SESSION, "assumed: the last real run, SmolLM2-135M (docs/extraction.md)"
+
+
+def report(
+    results: dict[str, Any],
+    extraction: list[cost_model.ExtractionUse] | None,
+    cold: dict[str, dict[str, Any]],
+) -> None:
     print(f"prices: agentmem/costs/prices.csv ({len(prices())} lines): {costs.basis()}")
     print(f"memories per user: {MEMORIES:,}; facts: {FACTS}; each call measured {REPEATS} times after a warm-up")
     print("\n$ per 1,000 calls (warm; authorizer uncached; X-Ray at 5%):")
@@ -918,38 +1263,102 @@ def report(results: dict[str, Any], extraction: list[cost_model.ExtractionUse] |
         print(f"\n{backend}: fixed monthly floor ${fl.total:,.2f}: " + "; ".join(fl.arithmetic))
     if extraction:
         out["extraction"] = report_extraction(extraction)
+    report_cold(cold)
+    out["cold_search"] = {"table": cold}
+    load = cold_load(cold[min(cold, key=lambda entries: abs(int(entries) - 1000))]).for_entries(1000)
+    per_session, per_session_source = records_per_session()
+    retrieval_per_1k = price("agentcore.memory_retrievals").of(1000)
     for users in (100, 10_000, 1_000_000):
         workload = Workload(users)
-        agentcore, agentcore_lines = cost_model.agentcore_bill(workload)
-        out["workloads"][str(users)] = {}
+        agentcore, _ = cost_model.agentcore_bill(workload)
+        agentcore_now = cost_model.agentcore_bills(workload, per_session)
+        out["workloads"][str(users)] = {
+            "agentcore_usd_month": agentcore,
+            "agentcore_short_term_usd_month": agentcore_now.short_term,
+            "agentcore_with_long_term_usd_month": agentcore_now.long_term_built_in,
+            "agentcore_with_long_term_self_managed_usd_month": agentcore_now.long_term_self_managed,
+            "agentcore_records_per_session": per_session,
+        }
         print(
-            f"\nworkload: {users:,} users a month (each: 30 sessions of 10 turns, 300 searches, 20 graph writes, "
-            f"1,000 memories; an erasure per 1,000 users)"
+            f"\nworkload: {users:,} users a month (each: 30 sessions of 10 turns, a turn = the session's history "
+            "read, a search, the turn stored; 20 graph writes, 1,000 memories held; an erasure per 1,000 users)"
         )
         for backend, measured in results.items():
-            bill, lines = workload_bill(backend, measured, workload, cost_model.floor(measured["facts"]))
-            out["workloads"][str(users)][backend] = {"usd_month": bill, "agentcore_usd_month": agentcore}
-            print(f"  {backend}: ${bill:,.2f} a month (${bill / users:.4f} a user)")
+            bill, lines, figures = workload_bill(
+                backend, measured, workload, cost_model.floor(measured["facts"]), load.for_entries(workload.memories)
+            )
+            figures["agentcore_usd_month"] = agentcore
+            figures["search_vs_agentcore_retrieval"] = retrieval_per_1k / figures["search_all_in_usd_per_1k"]
+            if backend == "table":
+                cold_part = figures["cold_loads_usd_month"] + figures["warm_catch_up_usd_month"]
+                figures["cold_loads_share_of_bill"] = cold_part / bill
+                figures["cold_loads_and_upkeep_share_of_bill"] = (
+                    cold_part + figures["snapshot_upkeep_usd_month"]
+                ) / bill
+            out["workloads"][str(users)][backend] = figures
+            hit = figures["cache_hit_rate"]
+            print(
+                f"  {backend}: ${bill:,.2f} a month (${bill / users:.4f} a user); a search all-in "
+                f"${figures['search_all_in_usd_per_1k']:.4f}/1k (warm ${figures['search_warm_usd_per_1k']:.4f}/1k"
+                + (f", cache hit rate {hit:.1%}" if hit is not None else "")
+                + f"): 1/{figures['search_vs_agentcore_retrieval']:,.0f} of AgentCore's retrieval"
+            )
             for line in lines:
                 print(f"    {line}")
-        print(f"  AgentCore Memory: ${agentcore:,.2f} a month (${agentcore / users:.4f} a user)")
-        for line in agentcore_lines:
+            if backend == "table":
+                print(
+                    f"    cold loads and catch-ups {figures['cold_loads_share_of_bill']:.1%} of the bill; with the "
+                    f"snapshots' upkeep {figures['cold_loads_and_upkeep_share_of_bill']:.1%}"
+                )
+        print(
+            f"  AgentCore Memory, short-term only: ${agentcore_now.short_term:,.2f} a month; with long-term memory: "
+            f"${agentcore_now.long_term_built_in:,.2f} (built-in strategies), "
+            f"${agentcore_now.long_term_self_managed:,.2f} (self-managed; the model's tokens apart); "
+            f"{per_session:.2f} records a session ({per_session_source})"
+        )
+        for line in agentcore_now.arithmetic:
             print(f"    {line}")
+        print(f"  (before issue 35 the comparison priced every memory held as a record: ${agentcore:,.2f})")
         if extraction:
             out["extraction"]["workloads"][str(users)] = extraction_month(workload, extraction[0])
-    print("\nwhen OpenSearch pays off: the 10,000-user workload with more memories held per user (a month)")
-    print("| memories a user | table | opensearch | cheaper |")
+    workload = Workload(1_000_000)
+    warm = out["workloads"]["1000000"]["table"]["search_warm_usd_per_1k"] / 1000
+    print(
+        "\nwhat if a cold load asked for a new snapshot sooner (the code asks at "
+        f"{cost_model.SNAPSHOT_LAG} rows behind): the 1,000,000-user workload, table backend"
+    )
+    print("| snapshot asked at rows behind | mean rows caught up a cold load | search all-in $/1k | of which upkeep |")
     print("|---|---|---|---|")
+    out["snapshot_lag_what_if"] = {}
+    for lag in (cost_model.SNAPSHOT_LAG, *WHAT_IF_LAGS):
+        all_in, run, _ = search_all_in("table", results["table"], workload, load, warm, snapshot_lag=lag)
+        mean = sum(rows * n for rows, n in run.lag_at_load.items()) / max(1, run.cold_loads)
+        out["snapshot_lag_what_if"][str(lag)] = {"search_all_in_usd_per_1k": all_in.per_1k, "mean_lag_at_load": mean}
+        print(f"| {lag} | {mean:.1f} | ${all_in.per_1k:.4f} | ${1000 * all_in.refreshes:.4f} |")
+    print("\nwhen OpenSearch pays off: the 10,000-user workload with more memories held per user (a month)")
+    print("| memories a user | table | table: cache hit rate | table: search all-in $/1k | opensearch | cheaper |")
+    print("|---|---|---|---|---|---|")
     out["memories_per_user"] = {}
     for memories in (1_000, 10_000, 30_000, 100_000):
         workload = Workload(10_000, memories=memories)
-        bills = {
-            backend: workload_bill(backend, measured, workload, cost_model.floor(measured["facts"]))[0]
+        nearest = cold_load(cold[min(cold, key=lambda entries: abs(int(entries) - memories))])
+        figures = {
+            backend: workload_bill(
+                backend, measured, workload, cost_model.floor(measured["facts"]), nearest.for_entries(memories)
+            )[2]
             for backend, measured in results.items()
         }
-        out["memories_per_user"][str(memories)] = bills
+        bills = {backend: f["usd_month"] for backend, f in figures.items()}
+        out["memories_per_user"][str(memories)] = {
+            **bills,
+            "table_cache_hit_rate": figures["table"]["cache_hit_rate"],
+            "table_search_all_in_usd_per_1k": figures["table"]["search_all_in_usd_per_1k"],
+        }
         cheaper = min(bills, key=lambda backend: bills[backend])
-        print(f"| {memories:,} | ${bills['table']:,.0f} | ${bills['opensearch']:,.0f} | {cheaper} |")
+        print(
+            f"| {memories:,} | ${bills['table']:,.0f} | {figures['table']['cache_hit_rate']:.1%} | "
+            f"${figures['table']['search_all_in_usd_per_1k']:.4f} | ${bills['opensearch']:,.0f} | {cheaper} |"
+        )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=2, default=str))
     print(f"\nwritten: {OUT.relative_to(ROOT)}")

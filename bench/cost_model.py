@@ -5,8 +5,12 @@ assumption that is not a price is a named constant with its reason."""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
-from collections.abc import Mapping
+import random
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from agentmem.costs import chat_model_prices, price
@@ -144,7 +148,8 @@ def floor(template_facts: Mapping[str, float]) -> Floor:
 class Workload:
     """A month of an app's users: ``users`` each with ``sessions`` sessions of ``turns`` turns, ``searches``
     searches, ``graph_writes`` graph writes and ``memories`` memories held; one erasure per
-    ``erasure_per_users`` users."""
+    ``erasure_per_users`` users. An agent's turn reads the session's history, then stores the turn (one
+    entry, as an agent's loop stores it: not a session of ten at the end)."""
 
     users: int
     sessions: int = 30
@@ -155,21 +160,70 @@ class Workload:
     erasure_per_users: int = 1000
 
     def calls(self) -> dict[str, float]:
-        """Calls of each kind a month (the turns stored a session at a time)."""
+        """Calls of each kind a month, named as the bench measured them."""
+        turns = self.users * self.sessions * self.turns
         return {
-            "store a 10-turn session": self.users * self.sessions * self.turns / 10,
+            "add one entry": turns,
+            "session history (last 10 turns)": turns,
             "search (hybrid)": self.users * self.searches,
             "graph remember": self.users * self.graph_writes,
-            "erase a user (1,000 entries, 100 facts)": self.users / self.erasure_per_users,
+            "erase a user": self.users / self.erasure_per_users,
         }
 
     def requests_per_second(self) -> float:
         return sum(calls for kind, calls in self.calls().items()) / MONTH_SECONDS
 
 
+AGENTCORE_RECORDS_PER_SESSION = 1.5
+"""Long-term records AgentCore's strategies keep per session when bench/out/extraction.json holds no real
+model's run: the last real run measured 1.5 (SmolLM2-135M-Instruct on LoCoMo's first dev conversation,
+docs/extraction.md). A larger model may keep more."""
+
+
+@dataclass(frozen=True)
+class AgentCoreBill:
+    """Bedrock AgentCore Memory's list price for a workload, a month."""
+
+    short_term: float
+    """Every turn stored an event; the history read (ListEvents) is not priced."""
+    long_term_built_in: float
+    """Short-term, plus each search a retrieval and the records held at the built-in strategies' rate."""
+    long_term_self_managed: float
+    """The same at the self-managed rate (the extraction model's tokens, billed apart, not included)."""
+    records_held: float
+    arithmetic: list[str]
+
+
+def agentcore_bills(workload: Workload, records_per_session: float) -> AgentCoreBill:
+    """AgentCore Memory on the same work: each turn an event; long-term records only what extraction keeps
+    (``records_per_session``), held for the sessions the user's memories came from (``memories / turns``
+    sessions), each search a retrieval."""
+    events = workload.users * workload.sessions * workload.turns
+    retrievals = workload.users * workload.searches
+    records = workload.users * workload.memories / workload.turns * records_per_session
+    event_usd = price("agentcore.memory_events").of(events)
+    retrieval_usd = price("agentcore.memory_retrievals").of(retrievals)
+    built_in = price("agentcore.memory_records_month").of(records)
+    self_managed = price("agentcore.memory_records_month_self_managed").of(records)
+    arithmetic = [
+        f"{events:,.0f} events x ${price('agentcore.memory_events').usd}/1k = ${event_usd:,.2f} (short-term only)",
+        f"{retrievals:,.0f} retrievals x ${price('agentcore.memory_retrievals').usd}/1k = ${retrieval_usd:,.2f}",
+        f"{records:,.0f} records held ({workload.memories // workload.turns} sessions x {records_per_session:.2f}"
+        f" a user) x ${price('agentcore.memory_records_month').usd}/1k built-in = ${built_in:,.2f}, x "
+        f"${price('agentcore.memory_records_month_self_managed').usd}/1k self-managed = ${self_managed:,.2f}",
+    ]
+    return AgentCoreBill(
+        short_term=event_usd,
+        long_term_built_in=event_usd + retrieval_usd + built_in,
+        long_term_self_managed=event_usd + retrieval_usd + self_managed,
+        records_held=records,
+        arithmetic=arithmetic,
+    )
+
+
 def agentcore_bill(workload: Workload) -> tuple[float, list[str]]:
-    """Bedrock AgentCore Memory's list price for the same work: each turn an event, each search a
-    retrieval, each memory held a long-term record (graph facts among them); erasure is not priced."""
+    """The comparison as it was priced before issue 35 (kept beside the new rows): each turn an event, each
+    search a retrieval, each memory held a long-term record (graph facts among them)."""
     events = workload.users * workload.sessions * workload.turns
     retrievals = workload.users * workload.searches
     records = workload.users * workload.memories
@@ -301,3 +355,265 @@ def kms_requests(rate: float, containers: float) -> float:
         max(1.0, containers) * MONTH_SECONDS / KMS_KEY_REFRESH_SECONDS * (1 - math.exp(-rate * KMS_KEY_REFRESH_SECONDS))
     )
     return idle_calls + busy
+
+
+# -- the held indexes' cache (issue 35): simulated, not assumed ------------------------------------------
+
+SNAPSHOT_LAG = 100
+"""Writes a cold load may catch up past a user's snapshot before it asks for a newer one (the code's
+``agentmem.search.snapshots.SNAPSHOT_LAG``; the bench checks they agree)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request to the API function: at ``at`` seconds, for ``user``, holding its container ``seconds``;
+    ``search``: it needs the user's index; ``writes``: change-log rows it adds to the user's partition."""
+
+    at: float
+    user: int
+    seconds: float
+    search: bool = False
+    writes: int = 0
+
+
+@dataclass
+class CacheRun:
+    """What a stream of requests did to the containers and their held indexes."""
+
+    requests: int = 0
+    searches: int = 0
+    hits: int = 0
+    cold_loads: int = 0
+    containers_started: int = 0
+    most_containers: int = 0
+    lag_at_load: Counter[int] = field(default_factory=Counter)
+    """Change-log rows each cold load caught up past the snapshot, counted by rows."""
+    rows_at_hit: Counter[int] = field(default_factory=Counter)
+    """Change-log rows each search that found the index held caught up (what other containers wrote)."""
+    refreshes: int = 0
+    """Snapshots asked for: cold loads that found theirs :data:`SNAPSHOT_LAG` rows or more behind."""
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hits / self.searches if self.searches else 0.0
+
+
+@dataclass
+class _Container:
+    born: float
+    free_at: float = 0.0
+    held: OrderedDict[int, int] = field(default_factory=OrderedDict)
+    """user -> the log version held, least recently used first."""
+
+
+def simulate_cache(
+    requests: Iterable[Request],
+    *,
+    index_bytes: int,
+    budget_bytes: int,
+    idle_seconds: float = CONTAINER_IDLE_SECONDS,
+    lifetime_seconds: float = CONTAINER_LIFETIME_HOURS * 3600,
+    load_seconds: float = 0.0,
+    snapshot_lag: int = SNAPSHOT_LAG,
+    initial_lag: Callable[[int], int] = lambda user: 0,
+    counted_from: float = 0.0,
+) -> CacheRun:
+    """Lambda's containers of one function serving ``requests`` (in time order), each container holding the
+    indexes of the users it searched for, least recently used forgotten past ``budget_bytes`` (each user's
+    index ``index_bytes``; the one just loaded is kept whatever its size).
+
+    Assumptions (AWS publishes none of them): a request goes to a warm idle container, the one that went idle
+    last (Lambda keeps the fewest containers warm that way), else a new container starts; a container idle
+    ``idle_seconds`` is gone, and one older than ``lifetime_seconds`` is replaced when it is next idle. A
+    search whose user its container does not hold is a cold load: it holds the container ``load_seconds``
+    longer, catches up the rows written since the user's snapshot, and asks for a new snapshot when they are
+    ``snapshot_lag`` or more (taken as written at once). ``initial_lag(user)``: the rows the user's snapshot
+    is behind when the user first appears (a steady month: snapshots exist). Only requests from
+    ``counted_from`` seconds on are counted (the containers start empty before)."""
+    run = CacheRun()
+    idle: deque[_Container] = deque()  # oldest idle first
+    busy: list[tuple[float, int, _Container]] = []
+    version: dict[int, int] = {}
+    snapshot: dict[int, int] = {}
+    for started, request in enumerate(requests):
+        counted = request.at >= counted_from
+        while busy and busy[0][0] <= request.at:
+            _, _, freed = heapq.heappop(busy)
+            idle.append(freed)
+        while idle and request.at - idle[0].free_at > idle_seconds:
+            idle.popleft()
+        while idle and request.at - idle[-1].born > lifetime_seconds:
+            idle.pop()
+        if idle:
+            container = idle.pop()
+        else:
+            container = _Container(born=request.at)
+            run.containers_started += counted
+        run.most_containers = max(run.most_containers, len(idle) + len(busy) + 1)
+        user = request.user
+        if user not in version:
+            version[user] = initial_lag(user)
+            snapshot[user] = 0
+        seconds = request.seconds
+        if request.search:
+            run.searches += counted
+            held = container.held.get(user)
+            if held is not None:
+                run.hits += counted
+                if counted:
+                    run.rows_at_hit[version[user] - held] += 1
+                container.held.move_to_end(user)
+            else:
+                lag = version[user] - snapshot[user]
+                if counted:
+                    run.cold_loads += 1
+                    run.lag_at_load[lag] += 1
+                if lag >= snapshot_lag:
+                    snapshot[user] = version[user]
+                    run.refreshes += counted
+                seconds += load_seconds
+                while container.held and (len(container.held) + 1) * index_bytes > budget_bytes:
+                    container.held.popitem(last=False)
+            container.held[user] = version[user]
+        version[user] += request.writes
+        container.free_at = request.at + seconds
+        heapq.heappush(busy, (container.free_at, started, container))
+        run.requests += counted
+    return run
+
+
+def agent_requests(
+    workload: Workload,
+    seconds: float,
+    rng: random.Random,
+    *,
+    turn_seconds: Mapping[str, float],
+    users: int | None = None,
+) -> list[Request]:
+    """``seconds`` of ``workload``'s agents, in time order: sessions start as a Poisson stream at the month's
+    average rate (no daily peak), each of a user drawn at random among ``users`` (the workload's by default),
+    its ``turns`` turns spaced evenly over :data:`SESSION_SECONDS`; a turn reads the session's history, searches
+    (the workload's searches per turn, at random when not whole) and stores the turn (one change-log row).
+    ``turn_seconds``: each call's time in its container, by kind (``history``, ``search``, ``store``)."""
+    population = workload.users if users is None else users
+    rate = workload.users * workload.sessions / MONTH_SECONDS
+    searches_per_turn = workload.searches / (workload.sessions * workload.turns)
+    gap = SESSION_SECONDS / workload.turns
+    out: list[Request] = []
+    at = rng.expovariate(rate)
+    while at < seconds:
+        user = rng.randrange(population)
+        for turn in range(workload.turns):
+            when = at + turn * gap
+            out.append(Request(when, user, turn_seconds["history"]))
+            searches = int(searches_per_turn) + (rng.random() < searches_per_turn % 1)
+            for n in range(searches):
+                out.append(Request(when + 0.1 * (n + 1), user, turn_seconds["search"], search=True))
+            out.append(Request(when + 0.1 * (searches + 1), user, turn_seconds["store"], writes=1))
+        at += rng.expovariate(rate)
+    out.sort(key=lambda r: r.at)
+    return out
+
+
+# -- what a cold load costs, from what the bench measured of one --------------------------------------
+
+LAMBDA_FULL_CPU_MB = 1769
+"""Lambda gives a function one vCPU at 1,769 MB and a proportional share below (AWS Lambda guide)."""
+S3_FIRST_BYTE_MS = 30
+S3_STREAM_BYTES_PER_MS = 80_000
+"""Assumed, not published by AWS: an S3 GET's first byte after some tens of milliseconds in the Region, then
+about 80 MB/s on one connection (AWS's S3 performance guide gives aggregate figures, not one stream's)."""
+CATCH_UP_ROUND_TRIPS_MS = 5 + 6
+"""A catch-up's change-log Query and its BatchGetItem of the entries the rows name (bench_cost's round trips)."""
+S3_PUT_MS = 60
+SNAPSHOT_FUNCTION_MB = 1024
+"""The snapshot function's memory (priced at the API's: the template of this run does not hold it yet)."""
+SQS_REQUESTS_PER_REFRESH = 3
+"""SendMessage, the mapping's ReceiveMessage and DeleteMessage: an upper bound (receives and deletes batch)."""
+
+
+@dataclass(frozen=True)
+class ColdLoad:
+    """One cold load of a user's index of ``entries`` memories, as the bench measured it: the snapshot's
+    bytes, the index's bytes held in process, the decode and encode times here, and the read units and
+    requests of the load (the statistics read every search makes, the snapshot, the catch-up) by how many
+    change-log rows the snapshot was behind."""
+
+    entries: int
+    snapshot_bytes: float
+    held_bytes: float
+    decode_ms: float
+    encode_ms: float
+    units_by_lag: Mapping[int, float]
+
+    def for_entries(self, entries: int) -> ColdLoad:
+        """The same user with ``entries`` memories: bytes and times per entry as measured; the catch-up as is
+        (it reads what changed, not the partition)."""
+        ratio = entries / self.entries
+        return ColdLoad(
+            entries,
+            self.snapshot_bytes * ratio,
+            self.held_bytes * ratio,
+            self.decode_ms * ratio,
+            self.encode_ms * ratio,
+            self.units_by_lag,
+        )
+
+    def catch_up_units(self, lag: int) -> float:
+        """Read units of catching up ``lag`` rows, beyond the statistics read a warm search makes too: linear
+        between the lags measured (and past the last, on the last segment's slope)."""
+        points = sorted(self.units_by_lag.items())
+        segment = points[-2:]
+        for low, high in itertools.pairwise(points):
+            if lag <= high[0]:
+                segment = [low, high]
+                break
+        (low_lag, low_units), (high_lag, high_units) = segment
+        units = low_units + (high_units - low_units) * (lag - low_lag) / (high_lag - low_lag)
+        return max(0.0, units - points[0][1])
+
+    def load_ms(self, lag: int, memory_mb: int) -> float:
+        """Billed milliseconds a cold load adds to its search: the snapshot's GET, its decode at the
+        function's CPU share, the catch-up's round trips when behind."""
+        cpu = self.decode_ms * LAMBDA_FULL_CPU_MB / memory_mb
+        return (
+            S3_FIRST_BYTE_MS
+            + self.snapshot_bytes / S3_STREAM_BYTES_PER_MS
+            + cpu
+            + (CATCH_UP_ROUND_TRIPS_MS if lag else 0)
+        )
+
+    def load_usd(self, lag: int, memory_mb: int) -> float:
+        return (
+            price("s3.get_requests").of(1)
+            + price("dynamodb.read_request_units").of(self.catch_up_units(lag))
+            + price("lambda.arm64_gb_second").of(self.load_ms(lag, memory_mb) / 1000 * memory_mb / 1024)
+        )
+
+    def warm_catch_up_usd(self, rows: int, memory_mb: int) -> float:
+        """A search whose container holds the user, ``rows`` rows behind (what other containers wrote)."""
+        if rows <= 0:
+            return 0.0
+        return price("dynamodb.read_request_units").of(self.catch_up_units(rows)) + price("lambda.arm64_gb_second").of(
+            CATCH_UP_ROUND_TRIPS_MS / 1000 * memory_mb / 1024
+        )
+
+    def refresh_usd(self) -> float:
+        """One snapshot written: the queue's messages, the function's invocation (the last snapshot's GET and
+        decode, :data:`SNAPSHOT_LAG` rows caught up, the encode, the PUT) and the S3 requests."""
+        ms = (
+            self.load_ms(SNAPSHOT_LAG, SNAPSHOT_FUNCTION_MB)
+            + self.encode_ms * LAMBDA_FULL_CPU_MB / SNAPSHOT_FUNCTION_MB
+        )
+        ms += S3_PUT_MS
+        return (
+            price("sqs.requests").of(SQS_REQUESTS_PER_REFRESH)
+            + price("lambda.requests").of(1)
+            + price("lambda.arm64_gb_second").of(ms / 1000 * SNAPSHOT_FUNCTION_MB / 1024)
+            + price("s3.get_requests").of(1)
+            + price("s3.put_requests").of(1)
+            + price("dynamodb.read_request_units").of(self.catch_up_units(SNAPSHOT_LAG) + 2)
+        )
+
+    def storage_usd_month(self, users: float) -> float:
+        return price("s3.storage").of(users * self.snapshot_bytes / GB)

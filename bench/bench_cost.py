@@ -749,7 +749,7 @@ def cold_search(entries: int, folder: Path) -> dict[str, Any]:
 
     table = SqliteTable(folder / f"cold-{entries}.db")
     store = CountedSnapshots(folder / f"snapshots-{entries}")
-    service = MemoryService(table, embedder=TitanLikeEmbedder(), vector_index=ExactVectorIndex(table))
+    service = MemoryService(table, embedder=TitanLikeEmbedder(), vector_index=ExactVectorIndex(table, max_entries=None))
     scope = Scope(APP, f"cold-{entries}")
     partition = scope.partition
     started = time.perf_counter()
@@ -758,7 +758,7 @@ def cold_search(entries: int, folder: Path) -> dict[str, Any]:
     fill_s = time.perf_counter() - started
 
     # Before: a process without a snapshot reads every entry (pages of a Query)
-    whole = ExactVectorIndex(table)
+    whole = ExactVectorIndex(table, max_entries=None)
     with capacity.measuring() as before:
         started = time.perf_counter()
         whole.held(partition)
@@ -784,7 +784,7 @@ def cold_search(entries: int, folder: Path) -> dict[str, Any]:
         while written < lag:
             service.add_entry(scope, entry())
             written += 1
-        fresh = ExactVectorIndex(table, snapshots=store)
+        fresh = ExactVectorIndex(table, snapshots=store, max_entries=None)
         store.reads = 0
         with capacity.measuring() as after:
             loaded = fresh.held(partition)

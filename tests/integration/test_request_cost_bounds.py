@@ -126,3 +126,33 @@ def test_a_search_with_min_score_embeds_its_query_once_and_does_not_widen(counte
     assert reply.status == 200
     assert embedder.calls == 1
     assert table.reads < 20  # one semantic search, not four widening rounds over the scope
+
+
+def test_a_sessions_history_reads_the_sessions_entries_not_the_scopes(counted: Any) -> None:
+    # Given a scope of 120 entries in one session and a later session of 7 (an agent's current conversation)
+    api, table, _ = counted
+    _fill(api)
+    turns = [text_entry(f"turn {n} of today's chat", timestamp=f"2026-02-01T00:00:{n:02d}Z") for n in range(7)]
+    assert api.put(f"{SCOPE}/sessions/today/memories", {"entries": turns}).status == 200
+    # When the agent reads that session's history, newest first, a page of 3 at a time, filtered by session alone
+    # and with another condition beside it
+    for extra in ({}, {"author": "user"}):
+        pages, cursor, found, most = 0, None, [], 0
+        while True:
+            table.items_read = 0
+            body: dict[str, Any] = {"filter": {"session_id": "today", **extra}, "limit": 3}
+            reply = api.post(f"{SCOPE}/memories/query", body | ({"cursor": cursor} if cursor else {}))
+            assert reply.status == 200
+            most = max(most, table.items_read)
+            found += reply.body["entries"]
+            pages += 1
+            cursor = reply.body["next_cursor"]
+            if cursor is None:
+                break
+        # Then every turn comes, newest first, in pages of 3
+        assert [e["content"]["parts"][0]["text"] for e in found] == [
+            f"turn {n} of today's chat" for n in range(6, -1, -1)
+        ]
+        assert pages == 3
+        # And a page read the session's 7 rows and at most a page and one of its entries: none of the other 120
+        assert most <= 7 + 4, extra

@@ -324,6 +324,20 @@ def without_live(where: Node | None) -> tuple[Node | None, str | None]:
     return where, None
 
 
+def pinned(node: Node | None, name: str) -> str | None:
+    """The one text value ``node`` requires the built-in field ``name`` to have (its equality, alone or in a
+    top-level ``$and``), or None: what lets a reader go straight to those items (a session's rows)."""
+    field = Field(name, builtin=True)
+    if isinstance(node, Compare) and node.field == field and node.op == "$eq" and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, In) and node.field == field and not node.negate and len(set(node.values)) == 1:
+        value = node.values[0]
+        return value if isinstance(value, str) else None
+    if isinstance(node, And):
+        return next((v for v in (pinned(part, name) for part in node.parts) if v is not None), None)
+    return None
+
+
 def both(first: Node | None, second: Node | None) -> Node | None:
     if first is None:
         return second

@@ -283,11 +283,14 @@ class MemoryService:
         start = records.entry_sk(_decode_cursor(cursor)) if cursor else None
         now = self._now()
         page_size = limit + 1 if where is None else min(max(limit + 1, 100), QUERY_READ)
-        newest = heapq.merge(
-            *(self._newest_first(s.partition, start, page_size) for s in scope.visible_scopes()),
-            key=lambda item: str(item["sk"]),
-            reverse=True,
-        )
+        session = filters.pinned(where, "session_id")
+        if session is not None:  # an agent's history read: the session's rows name its entries
+            page_size = min(limit + 1, QUERY_READ)
+            partitions = [s.partition for s in scope.visible_scopes()]
+            sources = [self._session_newest_first(p, session, start, page_size) for p in partitions]
+        else:
+            sources = [self._newest_first(s.partition, start, page_size) for s in scope.visible_scopes()]
+        newest = heapq.merge(*sources, key=lambda item: str(item["sk"]), reverse=True)
         matching: list[Item] = []
         read: Item | None = None
         count = 0
@@ -318,6 +321,22 @@ class MemoryService:
             if page.next_start is None:
                 return
             start = page.next_start
+
+    def _session_newest_first(
+        self, partition: str, session_id: str, start: str | None, page_size: int
+    ) -> Iterator[Item]:
+        """The session's entries in ``partition``, newest first from before ``start``: its rows (small items,
+        many to a read) name them, read ``page_size`` at a time."""
+        prefix = records.session_prefix(session_id)
+        keys = sorted(
+            (records.entry_sk(row["sk"][len(prefix) :]) for row in query_all(self._table, partition, prefix)),
+            reverse=True,
+        )
+        if start is not None:
+            keys = [sk for sk in keys if sk < start]
+        for at in range(0, len(keys), page_size):
+            found = self._table.batch_get([(partition, sk) for sk in keys[at : at + page_size]])
+            yield from sorted(found, key=lambda item: str(item["sk"]), reverse=True)
 
     def get_entry(self, user: UserRef, entry_id: str) -> StoredEntry:
         return records.entry_from_item(self._find(user, entry_id))

@@ -687,9 +687,10 @@ def _authorizer_ttl(deployment: Any) -> float:
 # -- a cold search: one user's index loaded by a process that does not hold it (issue 35) -------------
 
 COLD_ENTRIES = tuple(scaled(n, 20) for n in (1_000, 10_000, 100_000))
-CATCH_UP_LAGS = (0, 1, 10, 50, 99)
+CATCH_UP_LAGS = (0, 1, 10, 24, 50, 99)
 """Change-log rows written (one turn each) after the snapshot, for the catch-up a cold load reads: a load
-asks for a new snapshot at ``SNAPSHOT_LAG`` (100) rows, so a load is 0 to 99 rows behind."""
+asks for a new snapshot at ``SNAPSHOT_LAG`` (25) rows, so a load is 0 to 24 rows behind (50 and 99 for the
+what-if lags)."""
 DECODES = 5
 TITAN_DIMENSION = 1024
 DYNAMODB_PAGE_BYTES = 2**20
@@ -881,8 +882,8 @@ SIM_SESSIONS = scaled(20_000, 200)
 """The cache is simulated over at least an hour and this many sessions (after a warm-up of an idle expiry and a
 session), at the month's average rate: the month is taken as steady (no daily peak)."""
 _simulated: dict[tuple[str, int, int, int], tuple[cost_model.CacheRun, float]] = {}
-WHAT_IF_LAGS = (50, 25, 10)
-"""Snapshot lags the 1,000,000-user workload is also simulated at (the code asks at SNAPSHOT_LAG = 100 rows)."""
+WHAT_IF_LAGS = (100, 50, 10)
+"""Snapshot lags the 1,000,000-user workload is also simulated at (the code asks at SNAPSHOT_LAG = 25 rows)."""
 
 
 def simulated(

@@ -359,7 +359,7 @@ def kms_requests(rate: float, containers: float) -> float:
 
 # -- the held indexes' cache (issue 35): simulated, not assumed ------------------------------------------
 
-SNAPSHOT_LAG = 100
+SNAPSHOT_LAG = 25
 """Writes a cold load may catch up past a user's snapshot before it asks for a newer one (the code's
 ``agentmem.search.snapshots.SNAPSHOT_LAG``; the bench checks they agree)."""
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchlib import scaled
+from benchlib import scaled, unlimited
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = [scaled(1000, 10), scaled(10_000, 100), scaled(100_000, 1000)]
@@ -88,7 +88,8 @@ def _services(path: str) -> tuple[Counted, Any, Any]:
     from agentmem.stores.sqlite_table import SqliteTable
 
     table = Counted(SqliteTable(path))
-    return table, MemoryService(table, embedder=HashingEmbedder(384)), GraphMemoryService(table)  # type: ignore[arg-type]
+    memory = unlimited(MemoryService(table, embedder=HashingEmbedder(384)))  # type: ignore[arg-type]
+    return table, memory, GraphMemoryService(table)  # type: ignore[arg-type]
 
 
 def _text(rng: random.Random) -> str:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib import LocalServer, Rest, percentiles, scaled, sentence, vocabulary
+from benchlib import UNLIMITED_ENTRIES, LocalServer, Rest, percentiles, scaled, sentence, unlimited, vocabulary
 
 SIZES = [
     int(s)
@@ -39,7 +39,7 @@ def seed(db: Path, have: int, target: int, rng: random.Random, words: list[str])
     from agentmem.stores.sqlite_table import SqliteTable
 
     table = SqliteTable(db)
-    service = MemoryService(table)
+    service = unlimited(MemoryService(table))
     started = time.perf_counter()
     while have < target:
         count = min(500, target - have)
@@ -91,7 +91,7 @@ def main() -> None:
             seconds = seed(db, have, size, rng, words)
             print(f"  seeded {size - have:,} in {seconds:.1f} s", file=sys.stderr, flush=True)
             seeding[size] = (size - have) / seconds
-            with LocalServer(db) as server:
+            with LocalServer(db, env=UNLIMITED_ENTRIES) as server:
                 grown[size] = latency(server.port, rng, words)
             have = size + 50  # the writes measured
     print("REST latency as one scope grows (p50 / p95 ms; local server, SQLite, no embedder)")

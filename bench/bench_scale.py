@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import LocalServer, Rest, report, scaled
+from benchlib import UNLIMITED_ENTRIES, LocalServer, Rest, report, scaled, unlimited
 
 ENTRIES = scaled(100_000, 1000)
 SAMPLES = scaled(50, 5)
@@ -38,7 +38,7 @@ def fill(db: Path) -> None:
     from agentmem.stores.sqlite_table import SqliteTable
 
     table = SqliteTable(db)
-    memory = MemoryService(table, embedder=HashingEmbedder(384))
+    memory = unlimited(MemoryService(table, embedder=HashingEmbedder(384)))
     rng = random.Random(25)
     scope = Scope(APP, USER)
     for start in range(0, ENTRIES, 500):
@@ -77,7 +77,7 @@ def main() -> None:
         print(f"{ENTRIES:,} entries written in-process in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         print(f"SQLite file: {db.stat().st_size / 2**20:,.0f} MB for {ENTRIES:,} entries")
         started = time.perf_counter()
-        server = LocalServer(db, workers=2, embedder="hashing")
+        server = LocalServer(db, workers=2, embedder="hashing", env=UNLIMITED_ENTRIES)
         print(f"start-up (process start to the first health answer): {(time.perf_counter() - started) * 1000:,.0f} ms")
         try:
             rest = Rest(server.port)

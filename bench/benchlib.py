@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 SCALE = float(os.environ.get("BENCH_SCALE", "1"))
 """How much of each workload runs: 1 for ``make bench``; the test tier's smoke run (tests/bench) uses a
@@ -43,6 +44,20 @@ def emulated_aws(region: str = "us-east-1") -> None:
 def scaled(full: int, least: int = 1) -> int:
     """``full`` items of a workload at :data:`SCALE`, at least ``least``."""
     return max(least, round(full * SCALE))
+
+
+UNLIMITED_ENTRIES = {"MEMORY_MAX_ENTRIES": "10000000"}
+"""A server's environment for a bench that holds more entries a user than the table backend serves by default
+(agentmem/vectors/exact.py MAX_ENTRIES): the bench measures past it."""
+
+
+def unlimited(service: Any) -> Any:
+    """``service`` (a MemoryService) without the table backend's entries-per-user limit, where the code under
+    test has one (a bench run against an older tree has none)."""
+    index = service._search.vector_index
+    if hasattr(index, "max_entries"):
+        index.max_entries = None
+    return service
 
 
 def percentiles(samples_ms: list[float]) -> tuple[float, float]:

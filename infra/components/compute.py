@@ -295,18 +295,7 @@ class Compute(Construct):
             # The batches the indexer gave up on, whole (Lambda writes the invocation record with its payload to an
             # S3 destination; an SQS one gets shard and sequence numbers only): encrypted with the data key, kept a
             # week (they hold memory text; docs/deploy.md's runbook replays them from the table within that).
-            self.index_failures = s3.Bucket(
-                self,
-                "IndexerFailures",
-                encryption=s3.BucketEncryption.KMS,
-                encryption_key=storage.key,
-                bucket_key_enabled=True,
-                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-                object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-                enforce_ssl=True,
-                lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(INDEX_FAILURES_KEPT_DAYS))],
-                removal_policy=RemovalPolicy.RETAIN,
-            )
+            self.index_failures = storage.private_bucket(self, "IndexerFailures", kept_days=INDEX_FAILURES_KEPT_DAYS)
             self.indexer = self._function(
                 "Indexer",
                 "indexer",

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -65,18 +64,7 @@ class Snapshots(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self._storage = storage
-        self.bucket = s3.Bucket(
-            self,
-            "Bucket",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=storage.key,
-            bucket_key_enabled=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            enforce_ssl=True,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(KEPT_DAYS))],
-            removal_policy=RemovalPolicy.RETAIN,
-        )
+        self.bucket = storage.private_bucket(self, "Bucket", kept_days=KEPT_DAYS)
         self.dead_letters = sqs.Queue(
             self,
             "RequestsDlq",

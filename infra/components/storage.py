@@ -9,6 +9,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from agentmem.tenancy.keys import lookup_partition
@@ -101,6 +102,23 @@ class Storage(Construct):
             )
         )
         self.grant_key(role, KEY_READ_ACTIONS)
+
+    def private_bucket(self, scope: Construct, construct_id: str, *, kept_days: int) -> s3.Bucket:
+        """A bucket for data derived from the table: encrypted with its key, no public access, TLS only, each
+        object deleted ``kept_days`` after it was written; kept when the stack goes (it may hold memory text
+        until then)."""
+        return s3.Bucket(
+            scope,
+            construct_id,
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=self.key,
+            bucket_key_enabled=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            enforce_ssl=True,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(kept_days))],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
 
     def grant_key(
         self, role: iam.IRole, actions: Sequence[str] = KEY_ACTIONS, *, via: Sequence[str] = ("dynamodb",)

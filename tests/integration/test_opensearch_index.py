@@ -16,13 +16,8 @@ from agentmem.embeddings.hashing import HashingEmbedder
 from agentmem.keys import Scope, UserRef
 from agentmem.settings import Settings
 from agentmem.stores.table import Table
-from agentmem.vectors.opensearch import (
-    KNN_CANDIDATES,
-    OpenSearchVectorIndex,
-    cosine_from_score,
-    index_body,
-    knn_query_body,
-)
+from agentmem.vectors.opensearch import OpenSearchVectorIndex
+from agentmem.vectors.opensearch_queries import KNN_CANDIDATES, cosine_from_score, index_body, knn_query_body
 from agentmem.vectors.port import VectorIndex, VectorRecord
 from tests.opensearch_node import TEST_DIMENSION, OpenSearchNode, on_node
 from tests.support import ApiClient, scope_path, text_entry

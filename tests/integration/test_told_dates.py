@@ -14,7 +14,8 @@ import uuid
 from agentmem.container import Container, set_container
 from agentmem.settings import Settings
 from agentmem.stores.table import Table
-from agentmem.vectors.opensearch import OpenSearchVectorIndex, index_body
+from agentmem.vectors.opensearch import OpenSearchVectorIndex
+from agentmem.vectors.opensearch_queries import index_body
 from tests.opensearch_node import TEST_DIMENSION, OpenSearchNode, on_node
 from tests.support import ApiClient, scope_path, text_entry
 

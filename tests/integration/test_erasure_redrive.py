@@ -26,7 +26,7 @@ from agentmem.keys import UserRef
 from agentmem.stores.dynamo_table import DynamoTable
 from agentmem.stores.table import Table
 from tests.erasure_support import StepRouter, export_all, moto_deployment
-from tests.support import ApiClient, text_entry
+from tests.support import ApiClient, load_event, text_entry
 
 pytestmark = pytest.mark.xdist_group("erasure-moto")
 NO_WAIT = (0,) * len(REDRIVE_DELAYS)
@@ -61,18 +61,17 @@ class Cloud:
             time.sleep(0.05)
 
     def status_change(self, described: dict[str, Any]) -> dict[str, Any]:
-        """The event EventBridge delivers for the execution's last status change (its documented shape)."""
+        """The event EventBridge delivers for the execution's last status change: the documented shape of
+        events/redrive_execution_failed.json, with this execution's values."""
         millis = lambda moment: int(moment.timestamp() * 1000) if moment else None  # noqa: E731
+        sample = load_event("redrive_execution_failed.json")
         return {
-            "version": "0",
+            **sample,
             "id": str(uuid.uuid4()),
-            "detail-type": "Step Functions Execution Status Change",
-            "source": "aws.states",
-            "account": "123456789012",
             "time": utc_now().isoformat(),
-            "region": "us-east-1",
             "resources": [described["executionArn"]],
             "detail": {
+                **sample["detail"],
                 "executionArn": described["executionArn"],
                 "stateMachineArn": described["stateMachineArn"],
                 "name": described["name"],

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from agentmem.container import Container
+from pathlib import Path
+
+from agentmem.container import Container, set_container
+from agentmem.keys import Scope
+from agentmem.local.events import LocalContext
+from agentmem.search import changes
+from agentmem.search.snapshot import place_of
+from agentmem.settings import Settings
+from agentmem.stores.table import Table
 from tests.support import ApiClient, load_event
 
 
@@ -53,3 +61,26 @@ def test_graph_erasure_and_usage_sample_events(api: ApiClient, container: Contai
     assert usage.status == 200
     assert usage.body["app"] == "demo-app"
     assert sum(day["requests"] for day in usage.body["days"]) >= 6
+
+
+def test_the_snapshot_request_sample_writes_the_users_snapshot(table: Table, tmp_path: Path) -> None:
+    # Given a store whose search indexes are snapshotted, holding the sample session of the sample user
+    from functions.snapshots.handler import handler
+
+    container = Container(Settings(embedder="hashing", snapshots="files", snapshot_dir=str(tmp_path)), table=table)
+    set_container(container)
+    try:
+        assert ApiClient().invoke(load_event("api_put_session.json")).status == 200
+        partition = Scope("demo-app", "user/42").partition
+        assert container.snapshots is not None
+        assert not container.snapshots.exists(partition)
+        # When the snapshot function gets the sample request (what the API sends after a cold load)
+        answer = handler(load_event("snapshot_request.json"), LocalContext())
+        # Then nothing failed and the user's snapshot is there, at the partition's version
+        assert answer == {"batchItemFailures": []}
+        stored = container.snapshots.get(partition)
+        assert stored is not None
+        stats = changes.MEMORY.stats(table, partition)
+        assert place_of(stored)[:2] == (stats.epoch, stats.version)
+    finally:
+        set_container(None)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib import LocalServer, report, scaled, sentence, timed, vocabulary
+from benchlib import LocalServer, agentcore_client, report, scaled, sentence, timed, vocabulary
 
 MEMORY = "agentcore-bench"
 ACTOR = "alice"
@@ -25,21 +25,13 @@ RECORDS = scaled(1000, 10)
 
 
 def main() -> None:
-    import boto3
-
     rng = random.Random(27)
     words = vocabulary()
     with (
         tempfile.TemporaryDirectory() as folder,
         LocalServer(Path(folder) / "memory.db", workers=1, embedder="hashing") as server,
     ):
-        client: Any = boto3.client(
-            "bedrock-agentcore",
-            endpoint_url=f"{server.base}/agentcore",
-            region_name="us-east-1",
-            aws_access_key_id="unused",
-            aws_secret_access_key="unused",
-        )
+        client = agentcore_client(server)
 
         def event(session: str) -> Any:
             said = {"conversational": {"content": {"text": sentence(rng, words, (10, 28))}, "role": "USER"}}

@@ -37,13 +37,13 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from benchlib import SCALE, LocalServer, Rest, percentiles, scaled
+from benchlib import SCALE, LocalServer, Rest, agentcore_client, percentiles, scaled, timed
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "extraction.json"
@@ -204,19 +204,11 @@ def write_path() -> dict[str, Any]:
 
 def _writes(server: LocalServer) -> dict[str, list[float]]:
     """CreateEvent and session PUT latencies against one server of an app configured to learn."""
-    import boto3
-
     rest = Rest(server.port)
     # Triggers no measured write reaches: what is timed is the writes, not extraction sharing the one worker.
     quiet = {"strategies": STRATEGIES, "trigger_messages": 50, "trigger_idle_seconds": 3000}
     rest.call("PUT", f"/v1/apps/{APP}/extraction", quiet, 200)
-    client: Any = boto3.client(
-        "bedrock-agentcore",
-        endpoint_url=f"{server.base}/agentcore",
-        region_name="us-east-1",
-        aws_access_key_id="unused",
-        aws_secret_access_key="unused",
-    )
+    client = agentcore_client(server)
 
     def event(n: int) -> Callable[[], object]:
         said = {"conversational": {"content": {"text": f"turn {n} about the weekend plans"}, "role": "USER"}}
@@ -234,20 +226,11 @@ def _writes(server: LocalServer) -> dict[str, list[float]]:
 
     event(-1)()
     taken = {
-        "CreateEvent": _timed([event(n) for n in range(WRITES)]),
-        "session PUT (10 turns)": _timed([session(n) for n in range(max(2, WRITES // 5))]),
+        "CreateEvent": timed([event(n) for n in range(WRITES)]),
+        "session PUT (10 turns)": timed([session(n) for n in range(max(2, WRITES // 5))]),
     }
     rest.close()
     return taken
-
-
-def _timed(calls: Sequence[Callable[[], object]]) -> list[float]:
-    samples = []
-    for call in calls:
-        started = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - started) * 1000)
-    return samples
 
 
 # -- 2. the pipeline ---------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -66,7 +66,21 @@ def percentiles(samples_ms: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), p95
 
 
-def timed(calls: list[Callable[[], object]]) -> list[float]:
+def agentcore_client(server: LocalServer) -> Any:
+    """boto3's own ``bedrock-agentcore`` client against the local server's AgentCore API (no credentials it
+    checks)."""
+    import boto3
+
+    return boto3.client(
+        "bedrock-agentcore",
+        endpoint_url=f"{server.base}/agentcore",
+        region_name="us-east-1",
+        aws_access_key_id="unused",
+        aws_secret_access_key="unused",
+    )
+
+
+def timed(calls: Sequence[Callable[[], object]]) -> list[float]:
     samples = []
     for call in calls:
         started = time.perf_counter()

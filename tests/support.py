@@ -170,3 +170,34 @@ def make_plan(*arguments: str, env: dict[str, str] | None = None) -> str:
         text=True,
         check=True,
     ).stdout
+
+
+def execution_status_change(described: dict[str, Any]) -> dict[str, Any]:
+    """The event EventBridge delivers for a Step Functions execution's last status change, as AWS documents it
+    (events/redrive_execution_failed.json), with the values of ``described`` (a DescribeExecution answer)."""
+    import uuid
+    from datetime import UTC, datetime
+
+    def millis(moment: datetime | None) -> int | None:
+        return int(moment.timestamp() * 1000) if moment else None
+
+    sample = load_event("redrive_execution_failed.json")
+    return {
+        **sample,
+        "id": str(uuid.uuid4()),
+        "time": (described.get("stopDate") or datetime.now(UTC)).isoformat(),
+        "resources": [described["executionArn"]],
+        "detail": {
+            **sample["detail"],
+            "executionArn": described["executionArn"],
+            "stateMachineArn": described["stateMachineArn"],
+            "name": described["name"],
+            "status": described["status"],
+            "startDate": millis(described.get("startDate")),
+            "stopDate": millis(described.get("stopDate")),
+            "input": described["input"],
+            "output": described.get("output"),
+            "error": described.get("error"),
+            "cause": described.get("cause"),
+        },
+    }

@@ -43,6 +43,7 @@ from tests.cloud.iam import Policy, matches
 from tests.cloud.template import ACCOUNT, REGION, Template
 from tests.event_filters import matches as pattern_matches
 from tests.event_filters import passes
+from tests.support import execution_status_change
 from tests.synthesis import Synthesized
 
 OPERATOR = "operator"
@@ -764,30 +765,7 @@ class Deployment:
                 continue
             self._delivered_executions.add(listed["executionArn"])
             described = client.describe_execution(executionArn=listed["executionArn"])
-            millis = {k: int(described[k].timestamp() * 1000) for k in ("startDate", "stopDate") if described.get(k)}
-            event = {
-                "version": "0",
-                "id": str(uuid.uuid4()),
-                "detail-type": "Step Functions Execution Status Change",
-                "source": "aws.states",
-                "account": ACCOUNT,
-                "time": described["stopDate"].isoformat(),
-                "region": REGION,
-                "resources": [described["executionArn"]],
-                "detail": {
-                    "executionArn": described["executionArn"],
-                    "stateMachineArn": described["stateMachineArn"],
-                    "name": described["name"],
-                    "status": described["status"],
-                    "startDate": millis.get("startDate"),
-                    "stopDate": millis.get("stopDate"),
-                    "input": described["input"],
-                    "inputDetails": {"included": True},
-                    "output": described.get("output"),
-                    "error": described.get("error"),
-                    "cause": described.get("cause"),
-                },
-            }
+            event = execution_status_change(described)
             for rule in rules:
                 if rule.get("State", "ENABLED") != "ENABLED" or not pattern_matches(
                     t.resolve(rule["EventPattern"]), event

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -26,7 +25,7 @@ from agentmem.keys import UserRef
 from agentmem.stores.dynamo_table import DynamoTable
 from agentmem.stores.table import Table
 from tests.erasure_support import StepRouter, export_all, moto_deployment
-from tests.support import ApiClient, load_event, text_entry
+from tests.support import ApiClient, execution_status_change, text_entry
 
 pytestmark = pytest.mark.xdist_group("erasure-moto")
 NO_WAIT = (0,) * len(REDRIVE_DELAYS)
@@ -61,30 +60,8 @@ class Cloud:
             time.sleep(0.05)
 
     def status_change(self, described: dict[str, Any]) -> dict[str, Any]:
-        """The event EventBridge delivers for the execution's last status change: the documented shape of
-        events/redrive_execution_failed.json, with this execution's values."""
-        millis = lambda moment: int(moment.timestamp() * 1000) if moment else None  # noqa: E731
-        sample = load_event("redrive_execution_failed.json")
-        return {
-            **sample,
-            "id": str(uuid.uuid4()),
-            "time": utc_now().isoformat(),
-            "resources": [described["executionArn"]],
-            "detail": {
-                **sample["detail"],
-                "executionArn": described["executionArn"],
-                "stateMachineArn": described["stateMachineArn"],
-                "name": described["name"],
-                "status": described["status"],
-                "startDate": millis(described.get("startDate")),
-                "stopDate": millis(described.get("stopDate")),
-                "input": described["input"],
-                "output": described.get("output"),
-                "inputDetails": {"included": True},
-                "error": described.get("error"),
-                "cause": described.get("cause"),
-            },
-        }
+        """The event EventBridge delivers for the execution's last status change (its documented shape)."""
+        return execution_status_change(described)
 
     def erase(self, user: UserRef) -> str:
         path = f"/v1/apps/{user.app}/users/{user.user}"

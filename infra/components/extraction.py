@@ -32,7 +32,7 @@ from constructs import Construct
 from agentmem.extraction.work import PENDING
 from agentmem.keys import SCOPE_TAG
 from agentmem.settings import Env
-from infra.components.storage import KEY_ACTIONS, KEY_READ_ACTIONS, Storage
+from infra.components.storage import KEY_ACTIONS, KEY_READ_ACTIONS, QUEUE_CONSUMER_ACTIONS, Storage
 
 DEFAULT_RESERVED_CONCURRENCY = 5
 MEMORY_MB = 512
@@ -51,14 +51,6 @@ STREAM_BATCHING_WINDOW = Duration.seconds(5)
 STREAM_RETRIES = 3
 STREAM_MAX_RECORD_AGE = Duration.hours(6)
 WAKE_BATCH_SIZE = 10
-WAKE_CONSUMER_ACTIONS = [
-    "sqs:ReceiveMessage",
-    "sqs:DeleteMessage",
-    "sqs:ChangeMessageVisibility",
-    "sqs:GetQueueAttributes",
-    "sqs:GetQueueUrl",
-]
-"""What the wake queue's event source mapping does with the function's role."""
 WAKE_MAX_RECEIVES = 5
 """Receives of a wake message before it moves to the dead-letter queue."""
 WAKE_VISIBILITY_TIMEOUT = Duration.seconds(6 * TIMEOUT_SECONDS)
@@ -244,7 +236,7 @@ class Extraction(Construct):
         # the queue actions on the wake queue only, the key only through SQS.
         self.function.add_to_role_policy(
             iam.PolicyStatement(
-                actions=["sqs:SendMessage", *WAKE_CONSUMER_ACTIONS], resources=[self.wake_queue.queue_arn]
+                actions=["sqs:SendMessage", *QUEUE_CONSUMER_ACTIONS], resources=[self.wake_queue.queue_arn]
             )
         )
         storage.grant_key(self.function.role, sorted({*KEY_ACTIONS, *KEY_READ_ACTIONS}), via=("sqs",))  # type: ignore[arg-type]

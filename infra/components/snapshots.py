@@ -24,7 +24,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from agentmem.settings import Env
-from infra.components.storage import KEY_ACTIONS, Storage
+from infra.components.storage import KEY_ACTIONS, QUEUE_CONSUMER_ACTIONS, Storage
 
 KEPT_DAYS = 30
 """A snapshot not written again for this long is deleted by the bucket's lifecycle (a backstop: an erasure
@@ -38,13 +38,6 @@ VISIBILITY_TIMEOUT = Duration.seconds(6 * TIMEOUT_SECONDS)
 MAX_RECEIVES = 3
 OBJECTS = "partitions/*"
 """Where the objects are (agentmem/search/snapshots.py ``snapshot_key``): every grant names this prefix."""
-CONSUMER_ACTIONS = [
-    "sqs:ReceiveMessage",
-    "sqs:DeleteMessage",
-    "sqs:ChangeMessageVisibility",
-    "sqs:GetQueueAttributes",
-    "sqs:GetQueueUrl",
-]
 
 
 class Snapshots(Construct):
@@ -110,7 +103,9 @@ class Snapshots(Construct):
         )
         role = self.function.role
         assert role is not None
-        role.add_to_principal_policy(iam.PolicyStatement(actions=CONSUMER_ACTIONS, resources=[self.requests.queue_arn]))
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=QUEUE_CONSUMER_ACTIONS, resources=[self.requests.queue_arn])
+        )
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],

@@ -41,6 +41,14 @@ KEY_ACTIONS = ["kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
 and to decrypt them; none encrypts with the key itself, so no role holds ``kms:Encrypt``)."""
 KEY_READ_ACTIONS = ["kms:Decrypt", "kms:DescribeKey"]
 STREAM_READ_ACTIONS = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
+QUEUE_CONSUMER_ACTIONS = [
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:GetQueueAttributes",
+    "sqs:GetQueueUrl",
+]
+"""What an SQS event source mapping does with its function's role (the queues encrypted with the data key)."""
 
 
 def via_service(scope: Construct, *services: str) -> dict[str, dict[str, list[str]]]:

@@ -11,7 +11,7 @@ partition's entries. What a warm search reads does not grow with the partition.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from agentmem.embeddings.codec import MODEL_ATTR, VECTOR_ATTR
 from agentmem.errors import ConditionFailed
@@ -34,6 +34,38 @@ MAX_ENTRIES = 20_000
 process: 5.4 KB an entry with 1,024-dimension vectors (measured), so 20,000 entries take about 108 MB of
 the 512 MB a 1,024 MB API function gives its held indexes, and four of the largest users fit in one
 container. Past it, deploy with OpenSearch (docs/deploy.md)."""
+
+
+def nearest_hits(
+    indexes: Iterable[tuple[Scope, PartitionIndex]],
+    vector: Sequence[float],
+    top_k: int,
+    model_id: str,
+    where: Node | None,
+) -> list[VectorHit]:
+    """Each index's ``top_k`` entries matching ``where`` nearest ``vector`` (unsorted across indexes): the filter
+    is evaluated over the held rows before the product, expiry read from the few rows that have one, and other
+    models' vectors are never compared."""
+    import numpy as np
+
+    query = np.asarray(vector, dtype=np.float32)
+    rest, now = without_live(where)
+    predicate = compile_filter(rest) if rest is not None else None
+    hits: list[VectorHit] = []
+    for scope, index in indexes:
+        for position, cosine in index.nearest(query, model_id, top_k, index.live_mask(now or ""), predicate):
+            builtins = index.rows[position][0]  # type: ignore[index]
+            hits.append(
+                VectorHit(
+                    scope,
+                    index.ids[position] or "",
+                    max(0.0, min(1.0, cosine)),
+                    author=builtins.get("author"),
+                    timestamp=builtins.get("timestamp"),
+                    told=builtins.get(records.TOLD),
+                )
+            )
+    return hits
 
 
 class ExactVectorIndex:
@@ -134,27 +166,8 @@ class ExactVectorIndex:
         where: Node | None = None,
     ) -> list[VectorHit]:
         """The ``top_k`` entries of ``scopes`` matching ``where`` most similar to ``vector``; other models'
-        vectors are never compared. The filter is evaluated over the held rows before the product."""
-        import numpy as np
-
-        query = np.asarray(vector, dtype=np.float32)
-        rest, now = without_live(where)  # expiry is read from the few rows that have one, not per row
-        predicate = compile_filter(rest) if rest is not None else None
-        hits: list[VectorHit] = []
-        for scope in scopes:
-            index = self.held(scope.partition)
-            for position, cosine in index.nearest(query, model_id, top_k, index.live_mask(now or ""), predicate):
-                builtins = index.rows[position][0]  # type: ignore[index]
-                hits.append(
-                    VectorHit(
-                        scope,
-                        index.ids[position] or "",
-                        max(0.0, min(1.0, cosine)),
-                        author=builtins.get("author"),
-                        timestamp=builtins.get("timestamp"),
-                        told=builtins.get(records.TOLD),
-                    )
-                )
+        vectors are never compared."""
+        hits = nearest_hits(((scope, self.held(scope.partition)) for scope in scopes), vector, top_k, model_id, where)
         hits.sort(key=lambda h: (h.score, h.entry_id), reverse=True)
         return hits[:top_k]
 

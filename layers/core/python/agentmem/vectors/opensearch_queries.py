@@ -28,14 +28,13 @@ from agentmem.memory.filters import (
     Not,
     Or,
     Scalar,
-    compile_filter,
     live,
-    without_live,
 )
 from agentmem.search.context import OWN_WEIGHT
 from agentmem.search.partition import PartitionIndex
 from agentmem.search.stemming import stemmed_terms
 from agentmem.stores.table import Item
+from agentmem.vectors.exact import nearest_hits
 from agentmem.vectors.port import VectorHit, VectorRecord
 
 GLOBAL_PROJECT = ""
@@ -323,27 +322,8 @@ def nearest_of(
     """The ``top_k`` of ``fresh`` entries (read from the table) nearest ``vector``, matching ``where``."""
     if not fresh:
         return []
-    rest, now = without_live(where)
-    predicate = compile_filter(rest) if rest is not None else None
-    indexes = {scope: PartitionIndex.of(None, 0, items) for scope, items in fresh.items()}
-    hits = []
-    import numpy as np
-
-    query = np.asarray(vector, dtype=np.float32)
-    for scope, index in indexes.items():
-        for position, cosine in index.nearest(query, model_id, top_k, index.live_mask(now or ""), predicate):
-            builtins = index.rows[position][0]  # type: ignore[index]
-            hits.append(
-                VectorHit(
-                    scope,
-                    index.ids[position] or "",
-                    max(0.0, min(1.0, cosine)),
-                    builtins.get("author"),
-                    builtins.get("timestamp"),
-                    builtins.get(records.TOLD),
-                )
-            )
-    return hits
+    indexes = ((scope, PartitionIndex.of(None, 0, items)) for scope, items in fresh.items())
+    return nearest_hits(indexes, vector, top_k, model_id, where)
 
 
 def cosine_from_score(score: float) -> float:

@@ -12,7 +12,8 @@
   ``GET /console/{proxy+}``, the web console's files, served by the console function (docs/console.md) on
   the API's own origin: its page calls the tenant routes above with the user's key.
 - Throttling (infra/components/throttling.py): plan tiers (one usage plan each), the stage's limit sized from the
-  tenants and their plans, heavy and public routes limited apart; in prod a WAF web ACL in front
+  tenants and their plans, heavy routes limited per key in each plan (their stage limits the aggregate ceiling),
+  public routes limited on the stage; in prod a WAF web ACL in front
   (infra/components/firewall.py).
 - Stage: access logs (JSON), execution logs at ERROR, X-Ray, throttling; no per-method metrics (a
   monthly cost of their own: docs/deploy.md). Request size: API Gateway
@@ -36,7 +37,15 @@ from constructs import Construct
 from agentmem.models.responses import error_body
 from infra.components.firewall import Firewall
 from infra.components.routes import AGENTCORE_ROUTES, CONSOLE_ROUTES, MCP_ROUTES, PUBLIC_ROUTES, TENANT_ROUTES
-from infra.components.throttling import DEFAULT_TIER, PLAN_TIERS, TENANTS, StageLimit, route_limits, stage_limit
+from infra.components.throttling import (
+    DEFAULT_TIER,
+    PLAN_TIERS,
+    TENANTS,
+    StageLimit,
+    key_route_limits,
+    stage_limit,
+    stage_route_limits,
+)
 
 
 @dataclass(frozen=True)
@@ -48,8 +57,13 @@ class ApiSettings:
     """How many tenants of each plan tier the stage is sized for (infra/components/throttling.py)."""
 
     @property
+    def sized_for(self) -> Mapping[str, int]:
+        """The tenants per tier the stage is sized for: the context's, or the stage's default."""
+        return self.tenants or TENANTS[self.stage]
+
+    @property
     def stage_limit(self) -> StageLimit:
-        return stage_limit(self.tenants or TENANTS[self.stage])
+        return stage_limit(self.sized_for)
 
 
 ACCESS_LOG_FIELDS = {
@@ -141,7 +155,7 @@ class Api(Construct):
                         data_trace_enabled=False,
                         metrics_enabled=False,
                     )
-                    for (method, path), limit in route_limits().items()
+                    for (method, path), limit in stage_route_limits(settings.sized_for).items()
                 },
             ),
         )
@@ -213,7 +227,22 @@ class Api(Construct):
                 description=f"The {tier.name} tier: per-key throttle and daily quota (agentmem keys create)",
                 throttle=apigw.ThrottleSettings(rate_limit=tier.rate_limit, burst_limit=tier.burst_limit),
                 quota=apigw.QuotaSettings(limit=tier.requests_per_day, period=apigw.Period.DAY),
-                api_stages=[apigw.UsagePlanPerApiStage(api=self.rest_api, stage=self.rest_api.deployment_stage)],
+                api_stages=[
+                    apigw.UsagePlanPerApiStage(
+                        api=self.rest_api,
+                        stage=self.rest_api.deployment_stage,
+                        # The heavy routes' limits per key of this tier (the stage's are their aggregate ceiling)
+                        throttle=[
+                            apigw.ThrottlingPerMethod(
+                                method=self.methods[route],
+                                throttle=apigw.ThrottleSettings(
+                                    rate_limit=limit.rate_limit, burst_limit=limit.burst_limit
+                                ),
+                            )
+                            for route, limit in key_route_limits(tier).items()
+                        ],
+                    )
+                ],
             )
         self.usage_plan = self.usage_plans[DEFAULT_TIER]
         self.firewall = (

@@ -6,9 +6,17 @@
   starter:50,standard:20,scale:2``): every tenant at its plan's rate at once fits, so a busy tenant meets its own
   plan's 429s, never the stage's; capped at API Gateway's account limit in a Region (10,000 requests a second,
   burst 5,000).
-- **Route limits**: heavy routes (export, erasure, store batches, session uploads, extraction on demand) and the
-  public routes (health, capabilities, the OpenAPI document, the console's files) have method limits of their
-  own, below the stage's, so neither a flood of anonymous calls nor one tenant's bulk work takes the stage's.
+- **Route limits per key**: each heavy route (export, erasure, store batches, session uploads, extraction on
+  demand, the whole graph) has a limit in every usage plan's per-method throttles, so it holds per key: the
+  top tier gets ``HEAVY_ROUTES``, a lower tier those scaled by its rate over the top tier's, never below 1 a
+  second (``key_route_limits``). One starter tenant at its plan's rate cannot take a route's stage bucket.
+- **Route limits per stage** (``stage_route_limits``): each heavy route's method limit on the stage is an
+  aggregate ceiling, every sized-for tenant at its per-key route limit at once (and at least two top-tier keys'
+  worth), capped at the stage's limit (itself capped at the account's). The public routes (health,
+  capabilities, the OpenAPI document, the console's files) carry no key, so no usage plan sees them: they keep a
+  small stage limit of their own (``PUBLIC_LIMIT``), which every anonymous client shares. In prod the WAF's
+  per-address rule (infra/components/firewall.py) bounds what one anonymous client can send; in dev (no WAF)
+  one client can fill that bucket, and only the public routes suffer.
 """
 
 from __future__ import annotations
@@ -61,13 +69,46 @@ HEAVY_ROUTES: dict[tuple[str, str], RouteLimit] = {
     ("GET", GRAPH): RouteLimit(20, 40),
 }
 """Routes that read or write much per call (an export reads a page of up to 1,000 items, an erasure starts a
-workflow, a batch holds up to 100 operations, a session upload up to 6 MB, extraction calls a model)."""
+workflow, a batch holds up to 100 operations, a session upload up to 6 MB, extraction calls a model), and what
+one key of the top tier may send to each (lower tiers: ``key_route_limits``)."""
 PUBLIC_LIMIT = RouteLimit(10, 20)
 """Each public route (and each of the console's): enough for health checks and people, not for a flood."""
 
 
-def route_limits() -> dict[tuple[str, str], RouteLimit]:
-    return {**HEAVY_ROUTES, **dict.fromkeys(PUBLIC_ROUTES + CONSOLE_ROUTES, PUBLIC_LIMIT)}
+def tier_named(name: str) -> PlanTier:
+    for tier in PLAN_TIERS:
+        if tier.name == name:
+            return tier
+    raise ValueError(f"no such plan tier {name!r} (tiers: {[tier.name for tier in PLAN_TIERS]})")
+
+
+def key_route_limits(tier: PlanTier) -> dict[tuple[str, str], RouteLimit]:
+    """Each heavy route's limit for one key of ``tier`` (its usage plan's per-method throttle): ``HEAVY_ROUTES``
+    scaled by the tier's rate over the top tier's, at least 1 a second, the burst at least the rate."""
+    top = max(t.rate_limit for t in PLAN_TIERS)
+    factor = tier.rate_limit / top
+    limits = {}
+    for route, limit in HEAVY_ROUTES.items():
+        rate = min(tier.rate_limit, max(1, int(limit.rate_limit * factor)))
+        limits[route] = RouteLimit(rate, max(rate, int(limit.burst_limit * factor)))
+    return limits
+
+
+def stage_route_limits(tenants: Mapping[str, int]) -> dict[tuple[str, str], RouteLimit]:
+    """The stage's method limits: for a heavy route, every sized-for tenant at its per-key limit at once (so the
+    stage's bucket is a ceiling for them all, never the limit one tenant meets), capped at the stage's limit;
+    for a public or console route, ``PUBLIC_LIMIT``."""
+    stage = stage_limit(tenants)
+    per_key = {name: key_route_limits(tier_named(name)) for name in tenants}
+    limits = {}
+    for route, top in HEAVY_ROUTES.items():
+        rate = sum(per_key[name][route].rate_limit * count for name, count in tenants.items())
+        burst = sum(per_key[name][route].burst_limit * count for name, count in tenants.items())
+        # At least two top-tier keys' worth, so that no one key of any tier fills it (a stage sized for no
+        # scale tenant, as dev, may still hold one scale key)
+        rate, burst = max(rate, 2 * top.rate_limit), max(burst, 2 * top.burst_limit)
+        limits[route] = RouteLimit(min(rate, stage.rate_limit), min(burst, stage.burst_limit))
+    return {**limits, **dict.fromkeys(PUBLIC_ROUTES + CONSOLE_ROUTES, PUBLIC_LIMIT)}
 
 
 @dataclass(frozen=True)

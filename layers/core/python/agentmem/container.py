@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from functools import cached_property
@@ -347,6 +348,28 @@ class Container:
             definition_path=self.settings.deletion_workflow_path,
             background=not os.environ.get("AWS_LAMBDA_FUNCTION_NAME"),
         )
+
+    def close(self, timeout: float = 30.0) -> bool:
+        """Stop this process's background work, then close the table it reads (the local server's worker at
+        exit, tests): erasures running in the background finish, the extraction thread ends after its step, the
+        snapshot writer after what was asked; only then is the table closed, never under a thread that still
+        reads it. Only parts already built are touched. False when a thread was still running at ``timeout``
+        (the table is then left open)."""
+        deadline = time.monotonic() + timeout
+        parts = self.__dict__
+        stopped = True
+        runner = parts.get("deletion_runner")
+        wait = getattr(runner, "wait", None)
+        if wait is not None:
+            stopped = wait(max(0.0, deadline - time.monotonic())) and stopped
+        if "local_extraction" in parts:
+            stopped = parts["local_extraction"].stop(max(0.0, deadline - time.monotonic())) and stopped
+        if "local_snapshots" in parts:
+            stopped = parts["local_snapshots"].close(max(0.0, deadline - time.monotonic())) and stopped
+        close = getattr(parts.get("table"), "close", None)
+        if stopped and close is not None:
+            close()
+        return stopped
 
     @cached_property
     def tenants(self) -> TenantService:

@@ -120,10 +120,17 @@ class LocalRunner:
         with self._lock:
             return sorted(self._due)
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 30.0) -> bool:
+        """End the background thread after the step it runs (at most ``timeout``): the table it reads must
+        outlive it. True when it has ended; nothing starts it again."""
         with self._lock:
             self._stopping = True
             self._lock.notify_all()
+            thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
 
     def _due_now(self, until_ms: int | None) -> Iterator[tuple[str, str]]:
         while True:
@@ -150,7 +157,7 @@ class LocalRunner:
         if not self._background or (self._thread is not None and self._thread.is_alive()):
             return
         with self._lock:
-            if self._thread is not None and self._thread.is_alive():
+            if self._stopping or (self._thread is not None and self._thread.is_alive()):
                 return
             self._thread = threading.Thread(target=self._loop, name="extraction", daemon=True)
             self._thread.start()
@@ -166,3 +173,5 @@ class LocalRunner:
                     continue
             for partition, session in self._due_now(None):
                 self._run(partition, session)
+                if self._stopping:
+                    return

@@ -354,14 +354,13 @@ def _end_request(_worker: Any, _req: Any, environ: Mapping[str, Any]) -> None:
         sock.end_request()
 
 
-def _wait_for_deletions(_server: Any, worker: Any) -> None:
-    """A stopping worker lets the erasures it runs in the background finish (within gunicorn's grace)."""
+def _stop_background_work(_server: Any, worker: Any) -> None:
+    """A stopping worker lets the erasures it runs in the background finish and stops its extraction and
+    snapshot threads (within gunicorn's grace), then closes its table: never under a thread still reading it."""
     from agentmem.container import get_container
 
-    runner = get_container().__dict__.get("deletion_runner")  # built only if this worker started one
-    wait = getattr(runner, "wait", None)
-    if wait is not None and not wait(max(1.0, float(worker.cfg.graceful_timeout) - 5)):
-        worker.log.warning("a background deletion was still running when the worker stopped")
+    if not get_container().close(max(1.0, float(worker.cfg.graceful_timeout) - 5)):
+        worker.log.warning("background work (an erasure, extraction or a snapshot) was still running at exit")
 
 
 class LocalServer(BaseApplication):  # type: ignore[misc]
@@ -394,7 +393,7 @@ class LocalServer(BaseApplication):  # type: ignore[misc]
             "proc_name": "agentmem",
             "pre_request": _close_unread_bodies,
             "post_request": _end_request,
-            "worker_exit": _wait_for_deletions,
+            "worker_exit": _stop_background_work,
             "when_ready": self._ready,
         }
         _TimedSocket.read_timeout = read_timeout  # the workers are forked from this process: they inherit it

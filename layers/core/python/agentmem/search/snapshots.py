@@ -161,6 +161,10 @@ class Snapshotter:
         return "written"
 
 
+_STOP = "\0stop"
+"""What tells the local writer to end (no partition key holds a NUL)."""
+
+
 class LocalSnapshotter:
     """The local server's writer: the partitions asked for are written by one background thread, one at a
     time (a partition asked for again while queued is written once)."""
@@ -192,9 +196,22 @@ class LocalSnapshotter:
             time.sleep(0.01)
         return False
 
+    def close(self, timeout: float = 30.0) -> bool:
+        """Stop the writer once what was asked before is written, and wait for it (at most ``timeout``): the
+        table it reads must outlive it. True when it has stopped."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is None:
+            return True
+        self._asked.put(_STOP)
+        thread.join(timeout)
+        return not thread.is_alive()
+
     def _work(self) -> None:
         while True:
             partition = self._asked.get()
+            if partition is _STOP:
+                return
             try:
                 self._snapshotter.refresh(partition)
             except Exception as error:  # a snapshot is an optimisation: the next load reads whole and asks again

@@ -5,10 +5,12 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from agentmem.clock import utc_now
 from agentmem.deletion.runners import LocalRunner
 from agentmem.local.events import LocalContext, rest_event
 
@@ -201,3 +203,29 @@ def execution_status_change(described: dict[str, Any]) -> dict[str, Any]:
             "cause": described.get("cause"),
         },
     }
+
+
+class Clock:
+    """The time a container reads (extraction's triggers and retries), as a test moves it: the wall clock until
+    :meth:`hold`, then a moment that only :meth:`advance` moves. A test that needs "before the idle trigger" then
+    "after it" says so, however slowly the machine runs. Released, it follows the wall clock again but never
+    goes back before the moment it was held at."""
+
+    def __init__(self, now: datetime | None = None) -> None:
+        self.now = now
+        self._floor: datetime | None = None
+
+    def __call__(self) -> datetime:
+        if self.now is not None:
+            return self.now
+        wall = utc_now()
+        return wall if self._floor is None or wall >= self._floor else self._floor
+
+    def hold(self) -> None:
+        self.now = self()
+
+    def advance(self, seconds: float) -> None:
+        self.now = self() + timedelta(seconds=seconds)
+
+    def release(self) -> None:
+        self._floor, self.now = self(), None

@@ -43,7 +43,7 @@ from tests.cloud.iam import Policy, matches
 from tests.cloud.template import ACCOUNT, REGION, Template
 from tests.event_filters import matches as pattern_matches
 from tests.event_filters import passes
-from tests.support import execution_status_change
+from tests.support import Clock, execution_status_change
 from tests.synthesis import Synthesized
 
 OPERATOR = "operator"
@@ -304,6 +304,8 @@ class Deployment:
         self.crashing: Callable[[str, Mapping[str, Any]], bool] | None = None
         """(function name, event) -> whether that invocation's process exits before answering."""
         self._delivered_executions: set[str] = set()
+        self.clock = Clock()
+        """The time every function's container reads: the wall clock unless a test holds it."""
 
     # -- bringing it up ------------------------------------------------------------------------------
 
@@ -517,7 +519,7 @@ class Deployment:
             if fn.handler is None:
                 fn.handler = import_module(f"functions.{name}.handler").handler
             if fn.container is None:
-                fn.container = Container(Settings.from_env())
+                fn.container = Container(Settings.from_env(), clock=self.clock)
             read_secret.cache_clear()  # a per-process cache: another function's read is not this one's
             set_container(fn.container)
             self.recorder.current.principal = fn.role

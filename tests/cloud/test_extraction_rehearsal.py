@@ -7,8 +7,10 @@ writes one message into a session through the template's gateway and API: the AP
 pending row. The extraction function's stream mapping (its filter and batch size from the template) brings
 it the row; one message is fewer than the app's message trigger, so the step waits for the idle trigger and
 sends a delayed wake to the queue its environment names. The queue's mapping brings the wake back; the
-session is idle by then, so the step asks the model (Converse on the template's inference profile, answered by
-a scripted tool use) and commits the fact it learnt, which the AgentCore view then lists.
+session is idle by then (the functions' clock is held from the write to the first step, then moved past the
+idle trigger: the test never assumes how fast the machine runs), so the step asks the model (Converse on the
+template's inference profile, answered by a scripted tool use) and commits the fact it learnt, which the
+AgentCore view then lists.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ USER = "dora"
 SESSION = "chat-1"
 FACTS = Strategy("facts-0000000001", "facts", "SEMANTIC", "/facts/{actorId}/")
 IDLE_SECONDS = 5
-"""The app's idle trigger: the first step runs well within it (it waits), the wake comes back after it."""
+"""The app's idle trigger: the first step runs before it on the held clock (it waits), the wake after it."""
 FACT = "Dora's sister Ana plays the cello."
 
 
@@ -85,7 +87,9 @@ def learning(flow: Flow) -> Learning:
     }
     run = Learning(d, key)
     scope = UserRef(APP, USER).scope()
-    # A tenant writes one message into a session: the API adds the session's pending row
+    # A tenant writes one message into a session: the API adds the session's pending row (the clock held: the
+    # first step below sees the moment of the write, however long the machine takes to get there)
+    d.clock.hold()
     run.written = gateway.request(
         "PUT",
         f"/v1/apps/{APP}/users/{USER}/sessions/{SESSION}/memories",
@@ -98,15 +102,20 @@ def learning(flow: Flow) -> Learning:
     run.sent_after_first_step = [c.resource for c in run.calls("extraction") if c.action == "sqs:SendMessage"][
         sent_before:
     ]
-    # The queue mapping brings the session back once the wake is due (again if it came a moment early)
-    deadline = time.monotonic() + IDLE_SECONDS + 30
-    while time.monotonic() < deadline:
-        woken = d.deliver_queue("extraction", _wake_queue(d), wait_seconds=IDLE_SECONDS + 5)
-        if woken is not None:
-            run.wakes.append(woken)
-        run.pending_after = table.get(scope.partition, work.pending_sk(SESSION))
-        if run.pending_after is None:
-            break
+    # The session goes quiet past its idle trigger; the queue mapping brings it back once SQS delivers the wake
+    # (its delay is real time: at most the trigger)
+    d.clock.advance(IDLE_SECONDS + 1)
+    try:
+        deadline = time.monotonic() + IDLE_SECONDS + 60
+        while time.monotonic() < deadline:
+            woken = d.deliver_queue("extraction", _wake_queue(d), wait_seconds=IDLE_SECONDS + 5)
+            if woken is not None:
+                run.wakes.append(woken)
+            run.pending_after = table.get(scope.partition, work.pending_sk(SESSION))
+            if run.pending_after is None:
+                break
+    finally:
+        d.clock.release()
     run.listed = gateway.request(
         "POST", f"/agentcore/memories/{APP}/memoryRecords", {"namespace": f"/facts/{USER}/"}, api_key=key
     )
@@ -134,7 +143,7 @@ def test_a_waiting_step_wakes_the_session_through_the_queue_its_environment_name
     d = learning.deployment
     queue = _wake_queue(d)
     # Then the first step (one message, not idle yet) sent one wake, to the template's wake queue
-    assert len(learning.sent_after_first_step) == 1, "the first step ran after the idle trigger: machine too slow?"
+    assert len(learning.sent_after_first_step) == 1, learning.sent_after_first_step
     assert learning.sent_after_first_step[0] == d.template.physical[queue].attributes["Arn"]
     # And the queue mapping brought it back as an SQS event naming the session; the step then learnt
     assert learning.wakes

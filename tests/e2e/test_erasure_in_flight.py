@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from agentmem.in_flight import UserLocks, store_identity
+from agentmem.keys import UserRef
 from tests.e2e.conftest import ServerFactory
 from tests.support import scope_path, text_entry
 
@@ -45,6 +47,16 @@ def _worker_of(client: httpx.Client, log: Path) -> str:
         assert time.monotonic() < deadline, "no access log line"
         time.sleep(0.02)
     return lines[seen].split()[0]
+
+
+def _wait_until_in_flight(locks: UserLocks, user: UserRef, answered: dict[str, Any]) -> None:
+    """Until a request of ``user`` holds its lock (the write has passed its first check and embeds), or the write
+    was answered first."""
+    deadline = time.monotonic() + 120
+    while locks.wait_idle(user, 0):
+        assert "at" not in answered, f"the write was answered before it was seen in flight: {answered}"
+        assert time.monotonic() < deadline, "the write never began"
+        time.sleep(0.005)
 
 
 def test_an_erasure_with_no_request_in_flight_does_not_wait_for_the_drain(live_server_factory: ServerFactory) -> None:
@@ -94,9 +106,10 @@ def test_an_erasure_waits_for_a_write_of_that_user_in_flight_and_no_longer(
             pytest.fail("no connection reached the second worker")
         assert eraser.post(f"{path}/memories", json={"entry": text_entry("I like tea")}).status_code == 201
 
-        # When a long session of the user is being written (the local model embeds it for seconds) ...
+        # When a long session of the user is being written (the local model embeds it: a second or more on any
+        # machine, and well inside the request's 25 s on a busy one) ...
         long_text = " ".join(f"word{j} about the garden and the dog" for j in range(60))
-        session = {"entries": [text_entry(f"turn {i}: {long_text}") for i in range(16)]}
+        session = {"entries": [text_entry(f"turn {i}: {long_text}") for i in range(6)]}
         answered: dict[str, Any] = {}
 
         def write() -> None:
@@ -105,8 +118,10 @@ def test_an_erasure_waits_for_a_write_of_that_user_in_flight_and_no_longer(
 
         thread = threading.Thread(target=write)
         thread.start()
-        time.sleep(1.0)  # (well inside the embedding of 16 long turns)
-        # ... and the user is erased through the other worker meanwhile
+        # ... and, once the write is in flight (it holds the user's lock from its first check, before it embeds),
+        # the user is erased through the other worker
+        locks = UserLocks.for_store(store_identity("sqlite", str(server.db_path), "", None))
+        _wait_until_in_flight(locks, UserRef("my-app", "alice"), answered)
         erasure = eraser.delete(path)
         accepted_at = time.monotonic()
         assert erasure.status_code == 202

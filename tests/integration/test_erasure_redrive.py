@@ -59,6 +59,19 @@ class Cloud:
             assert time.monotonic() < deadline, f"attempt {attempt} of {deletion_id} never ended"
             time.sleep(0.05)
 
+    def stop_once_waiting(self, arn: str, timeout: float = 120.0) -> None:
+        """Stop an execution once it waits in its Backoff state (moto's interpreter cannot stop an execution
+        whose thread has not begun yet, however long a busy machine takes to begin it)."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while not any(
+            e["type"] == "WaitStateEntered" for e in self.client.get_execution_history(executionArn=arn)["events"]
+        ):
+            assert time.monotonic() < deadline, "the attempt never began its backoff"
+            time.sleep(0.05)
+        self.client.stop_execution(executionArn=arn)
+
     def status_change(self, described: dict[str, Any]) -> dict[str, Any]:
         """The event EventBridge delivers for the execution's last status change (its documented shape)."""
         return execution_status_change(described)
@@ -162,7 +175,7 @@ def test_the_lambda_handler_starts_the_next_attempt_with_its_backoff_once_per_fa
     # And while it waits, a new DELETE from the tenant finds the erasure running (no second erasure)
     again = cloud.api.delete("/v1/apps/shop/users/bo")
     assert (again.status, again.body["deletion_id"]) == (202, deletion_id)
-    cloud.client.stop_execution(executionArn=waiting["executionArn"])
+    cloud.stop_once_waiting(waiting["executionArn"])
     done.set()
 
 

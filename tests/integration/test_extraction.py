@@ -12,7 +12,6 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -27,7 +26,7 @@ from agentmem.llm.openai_compatible import OpenAICompatibleChatModel
 from agentmem.settings import Settings
 from agentmem.stores.table import Table
 from tests.scripted_model import ScriptedFailure, ScriptedModelServer
-from tests.support import ApiClient, inline_deletion_runner, scope_path, text_entry
+from tests.support import ApiClient, Clock, inline_deletion_runner, scope_path, text_entry
 
 APP = "learning-app"
 ALICE = scope_path(APP, "alice")
@@ -74,22 +73,9 @@ def model() -> Iterator[Model]:
         yield scripted
 
 
-class Clock:
-    """The time extraction reads (its triggers and retries), moved on by the test."""
-
-    def __init__(self) -> None:
-        self.now = utc_now()
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(utc_now())
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@ policy allows every method of the stage; the API handler then checks that the pa
 caller's app (403 otherwise). An unknown or revoked key raises ``Unauthorized``, which API Gateway
 turns into 401, and counts in the ``KeysRejected`` metric: Lambda counts the raise as a function error, so the
 stack's alarm on authorizer errors subtracts these to see the failures (infra/components/operations.py).
-``usageIdentifierKey`` ties the request to the tenant's usage plan (quotas).
+``usageIdentifierKey`` ties the request to the tenant's usage plan (quotas); ``tier`` in the context is the
+tenant's plan tier (agentmem/tenancy/keys.py ``TIERS``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": _stage_wildcard(event["methodArn"])}
             ],
         },
-        "context": {"app": key.app, "key_id": key.key_id, "quota": key.quota_requests_per_day or 0},
+        "context": {
+            "app": key.app,
+            "key_id": key.key_id,
+            "quota": key.quota_requests_per_day or 0,
+            "tier": key.tier,
+        },
     }
     if key.usage_key:
         response["usageIdentifierKey"] = key.usage_key

@@ -93,3 +93,14 @@ def test_the_stage_route_buckets_hold_every_sized_for_tenant_and_one_starter_can
             scale_stage["Throttle"]["/".join(uploads)]["RateLimit"]
             < settings[(uploads[1], uploads[0])]["ThrottlingRateLimit"]
         )
+
+
+# -- point 3: each tier's rate at the edge -------------------------------------------------------------------
+
+
+def test_the_plan_tiers_are_the_tiers_keys_name() -> None:
+    from agentmem.tenancy import keys
+    from infra.components import throttling
+
+    assert tuple(tier.name for tier in throttling.PLAN_TIERS) == keys.TIERS
+    assert throttling.DEFAULT_TIER == keys.DEFAULT_TIER

@@ -34,7 +34,7 @@ def test_authorizer_allows_the_stage_and_names_the_app(tenants: TenantService) -
     statement = answer["policyDocument"]["Statement"][0]  # type: ignore[index]
     assert statement["Effect"] == "Allow"
     assert statement["Resource"] == "arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*/*"
-    assert answer["context"] == {"app": "A", "key_id": created.key.key_id, "quota": 1000}
+    assert answer["context"] == {"app": "A", "key_id": created.key.key_id, "quota": 1000, "tier": "standard"}
     assert answer["usageIdentifierKey"] == "usage-plan-key-of-A"
 
 
@@ -185,5 +185,95 @@ def test_keys_console_commands_create_list_and_revoke(
         code, _, err = run_cli(capsys, "keys", "revoke", "nope", "--app", "acme", "--db", db)
         assert code == 1
         assert "no key" in err
+    finally:
+        set_container(None)
+
+
+# -- plan tiers in the key (issue 41, point 3) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tier", ["starter", "standard", "scale"])
+def test_a_key_names_its_tenants_tier_and_the_authorizer_passes_it_on(tenants: TenantService, tier: str) -> None:
+    import re
+
+    from agentmem.tenancy.keys import KEY_FORMAT, TIERS, key_tier, tier_key_pattern
+
+    # Given a tenant's key made at a tier
+    created = tenants.create_key("T", tier=tier)
+    # Then its text says the tier (the edge counts it there) and has the key format
+    assert created.secret.startswith(f"amk_{tier}_")
+    assert re.match(KEY_FORMAT, created.secret)
+    assert key_tier(created.secret) == tier
+    assert [t for t in TIERS if re.match(tier_key_pattern(t), created.secret)] == [tier]
+    # And the tenant record keeps it, the key says it, and the authorizer passes it on
+    assert tenants.tenant("T")["tier"] == tier  # type: ignore[index]
+    assert created.key.tier == tenants.resolve(created.secret).tier == tier
+    assert authorize(created.secret)["context"]["tier"] == tier  # type: ignore[index]
+    # And a later key without a tier keeps the tenant's
+    assert tenants.create_key("T").secret.startswith(f"amk_{tier}_")
+
+
+def test_a_key_made_before_tiers_still_resolves_and_counts_as_the_default_tier(
+    tenants: TenantService, table: Table
+) -> None:
+    import re
+
+    from agentmem.tenancy.keys import DEFAULT_TIER, KEY_FORMAT, TIERS, key_tier, tier_key_pattern
+
+    # Given a key in the format made before tiers, stored as create_key stored it then (no tier on the tenant)
+    old = "amk_0a1b2c3d4e5f_" + "Zz9-_" * 8 + "abc"
+    tenants.ensure_tenant("Old")
+    table.put(
+        {"pk": lookup_partition(hash_key(old)), "sk": "K", "app": "Old", "key_id": "0a1b2c3d4e5f", "status": "active"}
+    )
+    # Then it resolves, at the default tier, and the edge counts it there
+    assert tenants.resolve(old).tier == DEFAULT_TIER
+    assert authorize(old)["context"]["tier"] == DEFAULT_TIER  # type: ignore[index]
+    assert re.match(KEY_FORMAT, old)
+    assert key_tier(old) == DEFAULT_TIER
+    assert [t for t in TIERS if re.match(tier_key_pattern(t), old)] == [DEFAULT_TIER]
+
+
+def test_an_unknown_tier_is_refused(tenants: TenantService) -> None:
+    from agentmem.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="tier"):
+        tenants.create_key("T", tier="gold")
+    assert tenants.tenant("T") is None
+
+
+def test_keys_create_takes_a_tier_and_its_usage_plan_from_the_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentmem import cli
+
+    db = str(tmp_path / "memory.db")
+    monkeypatch.setenv("MEMORY_STORE", "sqlite")
+    monkeypatch.setenv("MEMORY_SQLITE_PATH", db)
+    plans: list[str] = []
+    monkeypatch.setattr(cli, "_usage_plan_key", lambda app, plan: plans.append(plan) or f"usage-key-{plan}")
+    try:
+        # Given the stack's per-tier plan ids in the environment, and the old single one
+        monkeypatch.setenv("MEMORY_USAGE_PLAN_ID", "plan-standard")
+        monkeypatch.setenv("MEMORY_USAGE_PLAN_ID_SCALE", "plan-scale")
+        # When a scale key is made / Then it names its tier and joins the scale plan
+        code, out, _ = run_cli(capsys, "keys", "create", "--app", "big", "--tier", "scale", "--db", db)
+        assert code == 0
+        assert json.loads(out)["api_key"].startswith("amk_scale_")
+        assert json.loads(out)["tier"] == "scale"
+        # And without --tier the old variable still names the plan; --usage-plan-id wins over both
+        assert run_cli(capsys, "keys", "create", "--app", "mid", "--db", db)[0] == 0
+        assert (
+            run_cli(capsys, "keys", "create", "--app", "x", "--tier", "scale", "--usage-plan-id", "p", "--db", db)[0]
+            == 0
+        )
+        assert plans == ["plan-scale", "plan-standard", "p"]
+        # And a tier whose plan is not given, while another plan is, is refused (no key is made)
+        code, _, err = run_cli(capsys, "keys", "create", "--app", "small", "--tier", "starter", "--db", db)
+        assert code == 1
+        assert "MEMORY_USAGE_PLAN_ID_STARTER" in err
+        table = SqliteTable(db)
+        assert TenantService(table).tenant("small") is None
+        table.close()
     finally:
         set_container(None)

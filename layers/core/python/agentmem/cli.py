@@ -241,9 +241,10 @@ def _keys(args: argparse.Namespace) -> int:
     tenants = get_container().tenants
     try:
         if args.keys_command == "create":
-            created = tenants.create_key(args.app, quota_requests_per_day=args.quota)
-            if args.usage_plan_id:
-                tenants.set_usage_key(args.app, _usage_plan_key(args.app, args.usage_plan_id))
+            plan = _usage_plan_id(args.usage_plan_id, args.tier)
+            created = tenants.create_key(args.app, quota_requests_per_day=args.quota, tier=args.tier)
+            if plan:
+                tenants.set_usage_key(args.app, _usage_plan_key(args.app, plan))
             print(json.dumps({**created.key.to_json(), "api_key": created.secret}, ensure_ascii=False), flush=True)
             # After the key's own line (flushed first: a terminal or a 2>&1 pipe shows them in this order).
             print("store this key now: it is shown once and only its hash is kept", file=sys.stderr, flush=True)
@@ -256,6 +257,26 @@ def _keys(args: argparse.Namespace) -> int:
         print(f"agentmem keys: {exc.message}", file=sys.stderr)
         return 1
     return 0
+
+
+def _usage_plan_id(given: str | None, tier: str | None) -> str | None:
+    """The usage plan a new key joins: ``--usage-plan-id``; else, with ``--tier``, ``MEMORY_USAGE_PLAN_ID_<TIER>``
+    (the stack's ``UsagePlanId<Tier>`` output); else ``MEMORY_USAGE_PLAN_ID``. A tier whose plan is not given while
+    another plan is refuses: the key would join a plan of another tier."""
+    from agentmem.errors import InvalidInput
+
+    if given:
+        return given
+    generic = os.environ.get("MEMORY_USAGE_PLAN_ID")
+    if tier is None:
+        return generic
+    plan = os.environ.get(f"MEMORY_USAGE_PLAN_ID_{tier.upper()}")
+    if plan is None and generic:
+        raise InvalidInput(
+            f"--tier {tier}: name its usage plan with --usage-plan-id or MEMORY_USAGE_PLAN_ID_{tier.upper()} (the "
+            f"stack's UsagePlanId{tier.capitalize()} output); MEMORY_USAGE_PLAN_ID may be another tier's"
+        )
+    return plan
 
 
 def _usage_plan_key(app: str, usage_plan_id: str) -> str:
@@ -393,6 +414,8 @@ def _tune_engine(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from agentmem.tenancy.keys import DEFAULT_TIER, TIERS
+
     parser = argparse.ArgumentParser(prog="agentmem", description="Long-term memory for AI agents")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -464,8 +487,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     create.add_argument("--quota", type=int, help="requests per day for the app (429 beyond)")
     create.add_argument(
         "--usage-plan-id",
-        default=os.environ.get("MEMORY_USAGE_PLAN_ID"),
-        help="also give the tenant a key in this API Gateway usage plan (cloud quotas)",
+        help="also give the tenant a key in this API Gateway usage plan (cloud quotas; default: "
+        "MEMORY_USAGE_PLAN_ID_<TIER> with --tier, else MEMORY_USAGE_PLAN_ID)",
+    )
+    create.add_argument(
+        "--tier",
+        choices=TIERS,
+        help=f"the tenant's plan tier, named in the key (default: the tenant's, else {DEFAULT_TIER}); with no "
+        "--usage-plan-id its plan comes from MEMORY_USAGE_PLAN_ID_<TIER>",
     )
     listing = keys_commands.add_parser("list", help="the keys of one app (never the secrets)")
     revoke = keys_commands.add_parser("revoke", help="revoke a key: 401 from then on")

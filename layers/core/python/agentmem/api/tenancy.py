@@ -33,7 +33,7 @@ from agentmem.container import get_container
 from agentmem.errors import Conflict, Forbidden, MemoryServiceError, RateLimited
 from agentmem.keys import validate_id
 from agentmem.observability import logger
-from agentmem.tenancy.keys import ApiKey, presented_key
+from agentmem.tenancy.keys import DEFAULT_TIER, TIERS, ApiKey, presented_key
 from agentmem.tenancy.metering import counting, record_meter, record_usage
 
 API_KEY_HEADER = "x-api-key"
@@ -97,6 +97,7 @@ def caller_of(event: Mapping[str, Any]) -> ApiKey | None:
             status="active",
             created_at="",
             quota_requests_per_day=int(quota) if quota.isdigit() and int(quota) > 0 else None,
+            tier=str(context["tier"]) if context.get("tier") in TIERS else DEFAULT_TIER,
         )
     container = get_container()
     if container.settings.auth != "required":

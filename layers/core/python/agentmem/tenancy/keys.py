@@ -1,4 +1,12 @@
-"""API keys bound to one tenant (app): create (shown once), list, revoke, resolve."""
+"""API keys bound to one tenant (app): create (shown once), list, revoke, resolve.
+
+A key's secret names its tenant's plan tier: ``amk_<tier>_<key id>_<token>`` (``amk_starter_0a1b2c3d4e5f_...``),
+so that the edge (the prod stage's WAF, infra/components/firewall.py) can hold each tier's rate from the key
+alone, without a lookup. Keys made before tiers (``amk_<key id>_<token>``) still resolve (a key is found by its
+hash, whatever its text) and count as ``DEFAULT_TIER`` at the edge. The tier that decides a request's usage plan
+is the tenant record's (``TenantService.ensure_tenant``); a tenant moved to another tier gets new keys
+(``agentmem keys create --tier``) and its old ones revoked, or the edge keeps counting them at the old tier.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +18,39 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentmem.clock import format_timestamp, utc_now
-from agentmem.errors import NotFound, Unauthorized
+from agentmem.errors import InvalidInput, NotFound, Unauthorized
 from agentmem.keys import tenant_partition, validate_id
 from agentmem.stores.table import Condition, Item, Put, Table, query_all
 
 KEY_PREFIX = "amk_"
+TIERS = ("starter", "standard", "scale")
+"""The plan tiers, smallest first (infra/components/throttling.py PLAN_TIERS has one usage plan for each)."""
+DEFAULT_TIER = "standard"
+"""The tier of a tenant or key that names none (keys and tenants made before tiers)."""
+KEY_ID_HEX = 12
+TOKEN_CHARS = 43
+"""``secrets.token_urlsafe(32)``: 43 characters of the URL-safe alphabet."""
+KEY_FORMAT = rf"^{KEY_PREFIX}(({'|'.join(TIERS)})_)?[0-9a-f]{{{KEY_ID_HEX}}}_[A-Za-z0-9_-]{{{TOKEN_CHARS}}}$"
+"""Every key ``create_key`` ever made, tiered or not: anything else is not a key (the edge refuses it)."""
+
+
+def tier_key_pattern(tier: str) -> str:
+    """A regular expression that matches the beginning of every key counted at ``tier``, and of no other: for the
+    default tier also every key made before tiers (their key id, hexadecimal, never begins with a tier's name)."""
+    if tier not in TIERS:
+        raise InvalidInput(f"no such tier {tier!r} (tiers: {', '.join(TIERS)})")
+    named = f"({tier}_)?" if tier == DEFAULT_TIER else f"{tier}_"
+    return rf"^{KEY_PREFIX}{named}[0-9a-f]{{{KEY_ID_HEX}}}_"
+
+
+def key_tier(secret: str) -> str:
+    """The tier a key's text names (``DEFAULT_TIER`` for a key made before tiers)."""
+    for tier in TIERS:
+        if secret.startswith(f"{KEY_PREFIX}{tier}_"):
+            return tier
+    return DEFAULT_TIER
+
+
 TENANT_SK = "TENANT"
 KEY_SK_PREFIX = "KEY#"
 LOOKUP_SK = "K"
@@ -71,6 +107,8 @@ class ApiKey:
     revoked_at: str | None = None
     quota_requests_per_day: int | None = None
     usage_key: str | None = None
+    tier: str = DEFAULT_TIER
+    """The tenant's plan tier (one of ``TIERS``): the authorizer passes it on as ``tier``."""
 
     @property
     def active(self) -> bool:
@@ -83,6 +121,7 @@ class ApiKey:
             "status": self.status,
             "created_at": self.created_at,
             "revoked_at": self.revoked_at,
+            "tier": self.tier,
         }
 
 
@@ -102,16 +141,20 @@ class TenantService:
         functions may write)."""
         return self._table.get(registry_partition(validate_id(app, "app")), TENANT_SK)
 
-    def ensure_tenant(self, app: str, *, quota_requests_per_day: int | None = None) -> Item:
-        """The tenant record, created on first use; a given quota replaces the stored one."""
+    def ensure_tenant(self, app: str, *, quota_requests_per_day: int | None = None, tier: str | None = None) -> Item:
+        """The tenant record, created on first use; a given quota or tier replaces the stored one."""
         app = validate_id(app, "app")
+        if tier is not None:
+            tier_key_pattern(tier)  # refuses an unknown tier
         existing = self.tenant(app)
-        if existing is not None and quota_requests_per_day is None:
+        if existing is not None and quota_requests_per_day is None and (tier is None or existing.get("tier") == tier):
             return existing
         record: Item = dict(existing or {"pk": registry_partition(app), "sk": TENANT_SK, "app": app, "status": ACTIVE})
         record.setdefault("created_at", format_timestamp(utc_now()))
         if quota_requests_per_day is not None:
             record["quota_requests_per_day"] = int(quota_requests_per_day)
+        if tier is not None:
+            record["tier"] = tier
         self._table.put(record)
         return record
 
@@ -121,11 +164,13 @@ class TenantService:
         record["usage_key"] = usage_key
         self._table.put(record)
 
-    def create_key(self, app: str, *, quota_requests_per_day: int | None = None) -> CreatedKey:
+    def create_key(self, app: str, *, quota_requests_per_day: int | None = None, tier: str | None = None) -> CreatedKey:
+        """A new key of ``app``, its secret naming the tenant's tier (``tier`` sets it; else the one stored, else
+        ``DEFAULT_TIER``)."""
         app = validate_id(app, "app")
-        tenant = self.ensure_tenant(app, quota_requests_per_day=quota_requests_per_day)
-        key_id = secrets.token_hex(6)
-        secret = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+        tenant = self.ensure_tenant(app, quota_requests_per_day=quota_requests_per_day, tier=tier)
+        key_id = secrets.token_hex(KEY_ID_HEX // 2)
+        secret = f"{KEY_PREFIX}{_tier(tenant)}_{key_id}_{secrets.token_urlsafe(32)}"
         key_hash = hash_key(secret)
         created_at = format_timestamp(utc_now())
         record: Item = {
@@ -198,6 +243,7 @@ class TenantService:
             created_at="",
             quota_requests_per_day=_quota(tenant),
             usage_key=_usage_key(tenant),
+            tier=_tier(tenant),
         )
 
     @staticmethod
@@ -210,7 +256,13 @@ class TenantService:
             revoked_at=record.get("revoked_at"),
             quota_requests_per_day=_quota(tenant),
             usage_key=_usage_key(tenant),
+            tier=_tier(tenant),
         )
+
+
+def _tier(tenant: Item | None) -> str:
+    value = (tenant or {}).get("tier")
+    return str(value) if value in TIERS else DEFAULT_TIER
 
 
 def _quota(tenant: Item | None) -> int | None:

@@ -250,6 +250,7 @@ class Api(Construct):
                 self,
                 "Firewall",
                 stage=self.rest_api.deployment_stage,
+                stage_name=settings.stage,
                 name=f"agentmem-{settings.stage}",
                 log_retention=settings.log_retention,
             )

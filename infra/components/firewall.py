@@ -1,14 +1,23 @@
 """The stage's WAF web ACL (prod): what reaches API Gateway at all.
 
-Rules, in order (each a monthly rule fee, docs/deploy.md):
+Rules, in order (each a monthly rule fee, docs/deploy.md; ``RULE_COUNT`` of them):
 1. a rate limit per client address (IP): one client flooding the API, with random keys or none, is refused
    before the authorizer runs for each of its requests;
-2. a rate limit per ``x-api-key``: one key far beyond its plan's top tier is refused at the edge;
-3. a body-size limit under Lambda's: a request whose ``Content-Length`` says more than 6,000,000 bytes is
+2. a key on every authenticated route (``/v1/apps/...``, ``/agentcore/...``): a request there whose key (the
+   ``x-api-key``, or without one the ``Authorization: Bearer``, as the authorizer reads them) is absent or not of
+   the key format (agentmem/tenancy/keys.py ``KEY_FORMAT``) is answered 401 here, so anonymous traffic and junk
+   keys never invoke the authorizer (whose slots every tenant's expired cache needs); the public and console
+   routes stay open. A random key of the right format still reaches the authorizer: the address's rate bounds it;
+3. a rate limit per key for each plan tier and each header the key may come in (``x-api-key``, ``Authorization:
+   Bearer``): the tier is read from the key itself (``amk_<tier>_...``; keys made before tiers count as the default
+   tier), and each key may send its tier's rate with a fifth to spare, counted over a minute, so a key far past
+   its plan is refused here even when the usage plan's best-effort throttle lets it through. A key sent in both
+   headers is counted in each (twice its rate at most);
+4. a body-size limit under Lambda's: a request whose ``Content-Length`` says more than 6,000,000 bytes is
    answered 413 here (API Gateway would pass up to 10 MB, and the function could not be invoked with it);
-4. AWS's managed common rule set, its body inspections counted only: a memory is any text a person or agent
+5. AWS's managed common rule set, its body inspections counted only: a memory is any text a person or agent
    wrote (code, markup, file paths), which those rules would refuse as cross-site scripting or file inclusion;
-5. AWS's managed known-bad-inputs rule set (Log4j and Java deserialization probes, exploitable paths).
+6. AWS's managed known-bad-inputs rule set (Log4j and Java deserialization probes, exploitable paths).
 Refusals answer in the API's error body. The web ACL logs what it blocks or counts (never ``x-api-key`` nor
 ``Authorization``) to a log group of its own.
 """
@@ -16,6 +25,7 @@ Refusals answer in the API's error body. The web ACL logs what it blocks or coun
 from __future__ import annotations
 
 import json
+import re
 
 from aws_cdk import ArnFormat, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
@@ -24,14 +34,29 @@ from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
 from agentmem.models.responses import error_body
+from agentmem.tenancy.keys import KEY_FORMAT, MISSING_KEY, tier_key_pattern
 from infra.components.throttling import PLAN_TIERS
 
 WINDOW_SECONDS = 300
 IP_LIMIT = 20_000
 """Requests per client address in 5 minutes (about 66 a second): several agents behind one NAT fit; a flood does
 not. Raise it for a tenant that calls from one address at more than that."""
-KEY_LIMIT = max(tier.rate_limit for tier in PLAN_TIERS) * WINDOW_SECONDS * 6 // 5
-"""Requests per key in 5 minutes: the top tier's rate with a fifth to spare (its usage plan answers 429 before)."""
+KEY_WINDOW_SECONDS = 60
+"""The per-key rules count over WAF's shortest window, so a key's burst is caught within a minute."""
+KEY_HEADERS = ("x-api-key", "authorization")
+"""Where a key may come: ``x-api-key``, or ``Authorization: Bearer <key>`` (MCP clients)."""
+WAF_MINIMUM_LIMIT = 10
+"""The smallest limit a rate-based rule takes."""
+TIER_KEY_LIMITS = {
+    tier.name: max(WAF_MINIMUM_LIMIT, tier.rate_limit * KEY_WINDOW_SECONDS * 6 // 5) for tier in PLAN_TIERS
+}
+"""Requests per key of each tier in a minute: the tier's rate with a fifth to spare (its usage plan answers 429
+before, when its best effort holds)."""
+AUTHENTICATED_PREFIXES = ("v1/apps", "agentcore")
+"""The paths under which every route needs a key (infra/components/routes.py: TENANT_ROUTES, MCP_ROUTES,
+AGENTCORE_ROUTES); the public routes (``/v1/health``, ...) and the console's files lie elsewhere."""
+RULE_COUNT = 5 + 2 * len(PLAN_TIERS)
+"""The address's rate, the key requirement, a per-key rate per tier and header, the body size, two managed groups."""
 BODY_LIMIT_BYTES = 6_000_000
 """Bodies above this are refused: Lambda's invocation payload is 6 MB (6,291,456 bytes) with the event around the
 body, so anything larger could never reach the function."""
@@ -44,6 +69,18 @@ COUNTED_COMMON_RULES = (
 )
 """The common rule set's body inspections, counted (logged), not blocking: memory content is free text."""
 REDACTED_HEADERS = ("x-api-key", "authorization")
+
+
+def bearer(pattern: str) -> str:
+    """``pattern`` (a key regex anchored at the start) as the value of ``Authorization: Bearer``, matched after
+    WAF's LOWERCASE transformation (the scheme's case is free; key regexes match lowercased keys)."""
+    return r"^bearer\s+" + pattern.removeprefix("^").removesuffix("$") + (r"\s*$" if pattern.endswith("$") else "")
+
+
+def authenticated_path(stage: str) -> str:
+    """The URI paths of the authenticated routes, as WAF sees them on the stage (with or without the stage's
+    name before them: the execute-api URL has it, a custom domain's mapping not)."""
+    return rf"^(/{re.escape(stage)})?/({'|'.join(AUTHENTICATED_PREFIXES)})/"
 
 
 def at_least(number: int) -> str:
@@ -66,10 +103,12 @@ class Firewall(Construct):
         construct_id: str,
         *,
         stage: apigw.Stage,
+        stage_name: str,
         name: str,
         log_retention: logs.RetentionDays,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.stage_name = stage_name  # (the stage's own attribute is a token: the path rule needs the text)
         self.web_acl = wafv2.CfnWebACL(
             self,
             "WebAcl",
@@ -87,6 +126,7 @@ class Firewall(Construct):
                 for code, message in (
                     ("rate_limited", "too many requests from this client or key; retry later"),
                     ("payload_too_large", f"the request body exceeds {BODY_LIMIT_BYTES} bytes"),
+                    ("unauthorized", MISSING_KEY),
                     ("forbidden", "the request was refused by the firewall"),
                 )
             },
@@ -131,10 +171,9 @@ class Firewall(Construct):
 
     def rules(self) -> list[dict[str, object]]:
         block_429 = {"Block": {"CustomResponse": {"ResponseCode": 429, "CustomResponseBodyKey": "rate_limited"}}}
-        return [
+        rules: list[dict[str, object]] = [
             {
                 "Name": "RatePerClientAddress",
-                "Priority": 1,
                 "Action": block_429,
                 "Statement": {
                     "RateBasedStatement": {
@@ -146,57 +185,109 @@ class Firewall(Construct):
                 "VisibilityConfig": _visibility("RatePerClientAddress"),
             },
             {
-                "Name": "RatePerApiKey",
-                "Priority": 2,
-                "Action": block_429,
+                "Name": "KeyRequired",
+                "Action": {"Block": {"CustomResponse": {"ResponseCode": 401, "CustomResponseBodyKey": "unauthorized"}}},
                 "Statement": {
-                    "RateBasedStatement": {
-                        "Limit": KEY_LIMIT,
-                        "EvaluationWindowSec": WINDOW_SECONDS,
-                        "AggregateKeyType": "CUSTOM_KEYS",
-                        "CustomKeys": [
+                    "AndStatement": {
+                        "Statements": [
+                            _regex({"UriPath": {}}, authenticated_path(self.stage_name), "URL_DECODE"),
+                            # no well-formed x-api-key, and either a malformed one (the authorizer reads it
+                            # first) or no well-formed Bearer
+                            {"NotStatement": {"Statement": _key_match("x-api-key", KEY_FORMAT)}},
                             {
-                                "Header": {
-                                    "Name": "x-api-key",
-                                    "TextTransformations": [{"Priority": 0, "Type": "NONE"}],
+                                "OrStatement": {
+                                    "Statements": [
+                                        _present("x-api-key"),
+                                        {"NotStatement": {"Statement": _key_match("authorization", KEY_FORMAT)}},
+                                    ]
                                 }
-                            }
-                        ],
+                            },
+                        ]
                     }
                 },
-                "VisibilityConfig": _visibility("RatePerApiKey"),
+                "VisibilityConfig": _visibility("KeyRequired"),
             },
+        ]
+        for tier in PLAN_TIERS:
+            for header in KEY_HEADERS:
+                name = f"Rate{tier.name.capitalize()}Key{'Bearer' if header == 'authorization' else 'Header'}"
+                rules.append(
+                    {
+                        "Name": name,
+                        "Action": block_429,
+                        "Statement": {
+                            "RateBasedStatement": {
+                                "Limit": TIER_KEY_LIMITS[tier.name],
+                                "EvaluationWindowSec": KEY_WINDOW_SECONDS,
+                                "AggregateKeyType": "CUSTOM_KEYS",
+                                "CustomKeys": [
+                                    {
+                                        "Header": {
+                                            "Name": header,
+                                            "TextTransformations": [{"Priority": 0, "Type": "NONE"}],
+                                        }
+                                    }
+                                ],
+                                "ScopeDownStatement": _key_match(header, tier_key_pattern(tier.name)),
+                            }
+                        },
+                        "VisibilityConfig": _visibility(name),
+                    }
+                )
+        rules += [
             {
                 "Name": "BodyUnderLambdaLimit",
-                "Priority": 3,
                 "Action": {
                     "Block": {"CustomResponse": {"ResponseCode": 413, "CustomResponseBodyKey": "payload_too_large"}}
                 },
-                "Statement": {
-                    "RegexMatchStatement": {
-                        "RegexString": at_least(BODY_LIMIT_BYTES + 1),
-                        "FieldToMatch": {"SingleHeader": {"Name": "content-length"}},
-                        "TextTransformations": [{"Priority": 0, "Type": "NONE"}],
-                    }
-                },
+                "Statement": _regex({"SingleHeader": {"Name": "content-length"}}, at_least(BODY_LIMIT_BYTES + 1)),
                 "VisibilityConfig": _visibility("BodyUnderLambdaLimit"),
             },
             _managed(
                 "AWSManagedRulesCommonRuleSet",
-                4,
                 overrides=[{"Name": rule, "ActionToUse": {"Count": {}}} for rule in COUNTED_COMMON_RULES],
             ),
-            _managed("AWSManagedRulesKnownBadInputsRuleSet", 5),
+            _managed("AWSManagedRulesKnownBadInputsRuleSet"),
         ]
+        assert len(rules) == RULE_COUNT
+        return [{**rule, "Priority": priority} for priority, rule in enumerate(rules, start=1)]
 
 
-def _managed(group: str, priority: int, overrides: list[dict[str, object]] | None = None) -> dict[str, object]:
+def _regex(field: dict[str, object], pattern: str, transformation: str = "NONE") -> dict[str, object]:
+    return {
+        "RegexMatchStatement": {
+            "RegexString": pattern,
+            "FieldToMatch": field,
+            "TextTransformations": [{"Priority": 0, "Type": transformation}],
+        }
+    }
+
+
+def _present(header: str) -> dict[str, object]:
+    """``header`` sent with a value (WAF matches no statement on a header that is absent)."""
+    return {
+        "SizeConstraintStatement": {
+            "FieldToMatch": {"SingleHeader": {"Name": header}},
+            "ComparisonOperator": "GT",
+            "Size": 0,
+            "TextTransformations": [{"Priority": 0, "Type": "NONE"}],
+        }
+    }
+
+
+def _key_match(header: str, pattern: str) -> dict[str, object]:
+    """A key of ``pattern`` in ``header``: as is in ``x-api-key``, after ``Bearer`` (any case) in ``Authorization``."""
+    if header == "authorization":
+        return _regex({"SingleHeader": {"Name": header}}, bearer(pattern), "LOWERCASE")
+    return _regex({"SingleHeader": {"Name": header}}, pattern)
+
+
+def _managed(group: str, overrides: list[dict[str, object]] | None = None) -> dict[str, object]:
     statement: dict[str, object] = {"VendorName": "AWS", "Name": group}
     if overrides:
         statement["RuleActionOverrides"] = overrides
     return {
         "Name": group,
-        "Priority": priority,
         "OverrideAction": {"None": {}},
         "Statement": {"ManagedRuleGroupStatement": statement},
         "VisibilityConfig": _visibility(group),

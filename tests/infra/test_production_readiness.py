@@ -474,7 +474,7 @@ def _rules(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_prod_has_a_waf_web_acl_on_its_stage_with_the_rules_a_launch_needs(synthesized: Synthesized) -> None:
     import json
 
-    from infra.components.firewall import BODY_LIMIT_BYTES, COUNTED_COMMON_RULES, IP_LIMIT, KEY_LIMIT
+    from infra.components.firewall import BODY_LIMIT_BYTES, COUNTED_COMMON_RULES, IP_LIMIT, TIER_KEY_LIMITS
 
     template = synthesized.templates[PROD_OPENSEARCH]
     (acl_id, acl) = next(iter(resources(template, "AWS::WAFv2::WebACL").items()))
@@ -485,14 +485,15 @@ def test_prod_has_a_waf_web_acl_on_its_stage_with_the_rules_a_launch_needs(synth
     assert association["Properties"]["WebACLArn"] == {"Fn::GetAtt": [acl_id, "Arn"]}
     assert {"Ref": stage_id} in association["Properties"]["ResourceArn"]["Fn::Join"][1]
     rules = _rules(template)
-    # And it limits each client address and each x-api-key, answering 429 in the API's error body
+    # And it limits each client address and each key (per tier: tests/infra/test_tenant_isolation.py), answering
+    # 429 in the API's error body
     per_ip = rules["RatePerClientAddress"]["Statement"]["RateBasedStatement"]
     assert (per_ip["AggregateKeyType"], per_ip["Limit"]) == ("IP", IP_LIMIT)
-    per_key = rules["RatePerApiKey"]["Statement"]["RateBasedStatement"]
+    per_key = rules["RateStandardKeyHeader"]["Statement"]["RateBasedStatement"]
     assert per_key["AggregateKeyType"] == "CUSTOM_KEYS"
     assert per_key["CustomKeys"][0]["Header"]["Name"] == "x-api-key"
-    assert per_key["Limit"] == KEY_LIMIT
-    for name in ("RatePerClientAddress", "RatePerApiKey"):
+    assert per_key["Limit"] == TIER_KEY_LIMITS["standard"]
+    for name in ("RatePerClientAddress", "RateStandardKeyHeader"):
         response = rules[name]["Action"]["Block"]["CustomResponse"]
         assert response["ResponseCode"] == 429
         body = json.loads(acl["Properties"]["CustomResponseBodies"][response["CustomResponseBodyKey"]]["Content"])

@@ -104,3 +104,168 @@ def test_the_plan_tiers_are_the_tiers_keys_name() -> None:
 
     assert tuple(tier.name for tier in throttling.PLAN_TIERS) == keys.TIERS
     assert throttling.DEFAULT_TIER == keys.DEFAULT_TIER
+
+
+def _waf_rules(template: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    (acl,) = resources(template, "AWS::WAFv2::WebACL").values()
+    return acl["Properties"]["Rules"], acl["Properties"]["CustomResponseBodies"]
+
+
+def _transform(value: str, transformations: list[dict[str, Any]]) -> str:
+    from urllib.parse import unquote
+
+    for step in sorted(transformations, key=lambda t: t["Priority"]):
+        value = {"NONE": value, "LOWERCASE": value.lower(), "URL_DECODE": unquote(value)}[step["Type"]]
+    return value
+
+
+def _matches(statement: dict[str, Any], path: str, headers: dict[str, str]) -> bool:
+    """Whether a request matches a WAF statement of the kinds the web ACL's own rules use (as WAF documents them: a
+    statement on a header that is absent does not match). Regexes are run by Python's ``re``: the web ACL's use
+    no construct on which it and WAF's PCRE differ."""
+    import re
+
+    ((kind, body),) = statement.items()
+    if kind == "AndStatement":
+        return all(_matches(s, path, headers) for s in body["Statements"])
+    if kind == "OrStatement":
+        return any(_matches(s, path, headers) for s in body["Statements"])
+    if kind == "NotStatement":
+        return not _matches(body["Statement"], path, headers)
+    field = body["FieldToMatch"]
+    if "UriPath" in field:
+        value: str | None = path
+    else:
+        value = {k.lower(): v for k, v in headers.items()}.get(field["SingleHeader"]["Name"])
+    if value is None:
+        return False
+    value = _transform(value, body["TextTransformations"])
+    if kind == "RegexMatchStatement":
+        return re.search(body["RegexString"], value) is not None
+    assert kind == "SizeConstraintStatement"
+    assert body["ComparisonOperator"] == "GT"
+    return len(value.encode()) > body["Size"]
+
+
+def _made_keys(tmp_path: Any) -> dict[str, str]:
+    """A key of each tier as ``agentmem keys create`` makes it, and one made before tiers (``old``)."""
+    from agentmem.stores.sqlite_table import SqliteTable
+    from agentmem.tenancy import TenantService
+
+    table = SqliteTable(str(tmp_path / "keys.db"))
+    service = TenantService(table)
+    made = {tier: service.create_key(f"app-{tier}", tier=tier).secret for tier in ("starter", "standard", "scale")}
+    table.close()
+    return {**made, "old": "amk_0a1b2c3d4e5f_" + "Zz9-_" * 8 + "abc"}
+
+
+def test_prod_waf_holds_each_tiers_rate_per_key_on_either_header(synthesized: Synthesized, tmp_path: Any) -> None:
+    from infra.components.firewall import KEY_WINDOW_SECONDS, RULE_COUNT, TIER_KEY_LIMITS, WAF_MINIMUM_LIMIT
+    from infra.components.throttling import PLAN_TIERS
+
+    rules, bodies = _waf_rules(synthesized.templates[PROD_OPENSEARCH])
+    # Given prod's web ACL / Then its rules have unique priorities and are the ones the cost notes count
+    assert sorted(r["Priority"] for r in rules) == list(range(1, len(rules) + 1))
+    assert len(rules) == RULE_COUNT == 11
+    by_name = {r["Name"]: r for r in rules}
+    per_key = {}
+    for tier in PLAN_TIERS:
+        for header, suffix in (("x-api-key", "Header"), ("authorization", "Bearer")):
+            rule = by_name[f"Rate{tier.name.capitalize()}Key{suffix}"]
+            statement = rule["Statement"]["RateBasedStatement"]
+            # And a rule per tier and header counts each key of that tier over a minute, at its rate and a fifth
+            assert statement["EvaluationWindowSec"] == KEY_WINDOW_SECONDS == 60
+            assert statement["Limit"] == TIER_KEY_LIMITS[tier.name] == tier.rate_limit * 60 * 6 // 5
+            assert statement["Limit"] >= WAF_MINIMUM_LIMIT
+            assert statement["AggregateKeyType"] == "CUSTOM_KEYS"
+            assert [k["Header"]["Name"] for k in statement["CustomKeys"]] == [header]
+            assert rule["Action"]["Block"]["CustomResponse"]["ResponseCode"] == 429
+            per_key[(tier.name, header)] = statement["ScopeDownStatement"]
+    assert bodies["rate_limited"]
+    # And a key made for a tier is counted by that tier's rule only, in either header; one made before tiers by
+    # the default tier's; junk by none
+    keys = _made_keys(tmp_path)
+    for made_as, key in keys.items():
+        expected = "standard" if made_as == "old" else made_as
+        for header, value in (
+            ("x-api-key", key),
+            ("authorization", f"Bearer {key}"),
+            ("authorization", f"bearer  {key}"),
+        ):
+            counted = [t for (t, h), scope in per_key.items() if h == header and _matches(scope, "/", {header: value})]
+            assert counted == [expected], (made_as, header)
+    for junk in ("", "amk_nope_nope", "amk_gold_0a1b2c3d4e5f_x", "Bearer", keys["scale"].replace("amk_", "amx_")):
+        for header in ("x-api-key", "authorization"):
+            assert not any(_matches(scope, "/", {header: junk}) for (_, h), scope in per_key.items() if h == header)
+
+
+# -- point 4: anonymous traffic cannot exhaust the authorizer ------------------------------------------------
+
+
+def test_prod_waf_refuses_requests_to_authenticated_routes_without_a_key_of_the_key_format(
+    synthesized: Synthesized, tmp_path: Any
+) -> None:
+    import json
+
+    rules, bodies = _waf_rules(synthesized.templates[PROD_OPENSEARCH])
+    (rule,) = [r for r in rules if r["Name"] == "KeyRequired"]
+    # Given the rule / Then it answers 401 with the API's error body for a missing key, before the tier rules
+    response = rule["Action"]["Block"]["CustomResponse"]
+    assert response["ResponseCode"] == 401
+    assert json.loads(bodies[response["CustomResponseBodyKey"]]["Content"])["error"]["code"] == "unauthorized"
+    assert rule["Priority"] < min(r["Priority"] for r in rules if r["Name"].startswith("RateStarter"))
+    keys = _made_keys(tmp_path)
+
+    def refused(path: str, headers: dict[str, str]) -> bool:
+        return _matches(rule["Statement"], path, headers)
+
+    tenant_paths = [
+        "/prod/v1/apps/acme/users/u/memories/search",
+        "/v1/apps/acme/users/u/mcp",  # (a custom domain's mapping: no stage in the path)
+        "/prod/v1/apps/acme/usage",
+        "/prod/agentcore/memories/m/events",
+        "/prod/v1/%61pps/acme/usage",
+    ]
+    for path in tenant_paths:
+        # And real keys pass, in x-api-key or as a Bearer in any case
+        for key in keys.values():
+            assert not refused(path, {"x-api-key": key}), (path, key)
+            assert not refused(path, {"Authorization": f"Bearer {key}"}), (path, key)
+            assert not refused(path, {"authorization": f"BEARER {key}"}), (path, key)
+        # And no key, an empty one, junk, a truncated key, or a junk x-api-key beside a good Bearer (the
+        # authorizer would read the junk) are refused
+        for headers in (
+            {},
+            {"x-api-key": ""},
+            {"x-api-key": "amk_nope_nope"},
+            {"x-api-key": keys["scale"][:-1]},
+            {"x-api-key": keys["scale"] + "x"},
+            {"x-api-key": "' OR 1=1 --"},
+            {"Authorization": "Bearer amk_nope_nope"},
+            {"Authorization": f"Basic {keys['scale']}"},
+            {"Authorization": keys["scale"]},
+            {"x-api-key": "junk", "Authorization": f"Bearer {keys['scale']}"},
+        ):
+            assert refused(path, headers), (path, headers)
+    # And the public and console routes stay open without a key
+    for path in (
+        "/prod/v1/health",
+        "/prod/v1/openapi.json",
+        "/prod/console",
+        "/prod/console/v1/apps/x.js",
+        "/v1/capabilities",
+    ):
+        assert not refused(path, {})
+
+
+def test_dev_refuses_a_rest_request_without_x_api_key_before_the_authorizer_runs(synthesized: Synthesized) -> None:
+    for stack in (PROD_OPENSEARCH, DEV_TABLE):
+        authorizers = {
+            a["Properties"]["Name"]: a["Properties"]
+            for a in resources(synthesized.templates[stack], "AWS::ApiGateway::Authorizer").values()
+        }
+        rest = [a for a in authorizers.values() if a.get("IdentitySource")]
+        # Given the REST routes' authorizer / Then API Gateway needs x-api-key before it calls it, and caches
+        (authorizer,) = rest
+        assert authorizer["IdentitySource"] == "method.request.header.x-api-key"
+        assert authorizer["AuthorizerResultTtlInSeconds"] == 60

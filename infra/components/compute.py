@@ -26,12 +26,14 @@ from constructs import Construct
 from agentmem.keys import SCOPE_TAG, tenant_partition
 from agentmem.memory.records import ENTRY
 from agentmem.settings import API_MEMORY_MB, Env
+from agentmem.tenancy.admission import in_flight_limits
 from agentmem.tenancy.keys import lookup_partition
 from infra import packaging
 from infra.components.extraction import Extraction, ExtractionSettings
 from infra.components.search import ERASER, INDEXER, SEARCHER, VectorSearch
 from infra.components.snapshots import Snapshots
 from infra.components.storage import DELETION_ACTIONS, Storage
+from infra.components.throttling import IN_FLIGHT_SHARES
 
 EMBEDDING_MODEL_ID = "amazon.titan-embed-text-v2:0"
 SERVICE_NAME = "agent-memory"
@@ -212,6 +214,8 @@ class Compute(Construct):
             timeout=API_TIMEOUT_SECONDS,
             description="REST API (API.md)",
             reserved_concurrency=concurrency.api,
+            # no tenant holds more of the API's reservation than its tier's share (infra/components/throttling.py)
+            extra_environment={Env.IN_FLIGHT_LIMITS: in_flight_limits(concurrency.api, IN_FLIGHT_SHARES).to_setting()},
         )
         self.authorizer = self._function(
             "Authorizer",

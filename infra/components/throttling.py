@@ -45,6 +45,13 @@ PLAN_TIERS = (
     PlanTier("standard", rate_limit=20, burst_limit=40, requests_per_day=100_000),
     PlanTier("scale", rate_limit=100, burst_limit=200, requests_per_day=2_000_000),
 )
+IN_FLIGHT_SHARES = {"starter": 0.05, "standard": 0.10, "scale": 0.25}
+"""The most of the API function's reserved concurrency one tenant of each tier may hold at once, whatever it
+sends (agentmem/tenancy/admission.py counts each tenant's requests in flight; the API function's
+MEMORY_IN_FLIGHT_LIMITS). A usage plan bounds a key's requests a second, not how long they run: a standard key at
+20 a second of 25-second requests would hold 500 slots. The shares overlap on purpose (tenants are rarely all
+busy at once); what they promise is that one tenant alone leaves at least three quarters of the API to the
+others, and two scale tenants half."""
 DEFAULT_TIER = "standard"
 """The tier of the ``UsagePlanId`` output (the plan keys were created in before tiers existed)."""
 TENANTS = {

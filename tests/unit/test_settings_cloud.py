@@ -65,6 +65,7 @@ def test_every_name_is_read_by_settings() -> None:
         Env.SNAPSHOT_BUCKET: "snapshots-bucket",
         Env.SNAPSHOT_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/1/snapshots",
         Env.MAX_ENTRIES: "500",
+        Env.IN_FLIGHT_LIMITS: "starter:2,standard:4,scale:8",
     }
     assert set(samples) == ENV_NAMES
     base = Settings.from_env(samples)

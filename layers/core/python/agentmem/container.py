@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from agentmem.search.snapshots import LocalSnapshotter, SnapshotStore, Snapshotter
     from agentmem.store.service import StoreService
     from agentmem.stores.table import Item, Table
+    from agentmem.tenancy.admission import Admission
     from agentmem.tenancy.keys import TenantService
     from agentmem.vectors.exact import ExactVectorIndex
     from agentmem.vectors.port import VectorIndex
@@ -370,6 +371,14 @@ class Container:
         if stopped and close is not None:
             close()
         return stopped
+
+    @cached_property
+    def admission(self) -> Admission | None:
+        """Each tenant's requests in flight, bounded by its tier (None: the settings name no limits)."""
+        from agentmem.tenancy.admission import Admission, InFlightLimits
+
+        limits = InFlightLimits.parse(self.settings.in_flight_limits)
+        return Admission(self.table, limits) if limits is not None else None
 
     @cached_property
     def tenants(self) -> TenantService:

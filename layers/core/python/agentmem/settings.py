@@ -35,6 +35,7 @@
 | MEMORY_SNAPSHOT_BUCKET | the bucket of `s3` snapshots (set by the stack) | unset |
 | MEMORY_SNAPSHOT_QUEUE_URL | the queue asking the snapshot function for a snapshot (set by the stack) | unset |
 | MEMORY_MAX_ENTRIES | the most entries a user (and project) holds: more is a 409 | table: `20000`; OpenSearch: none |
+| MEMORY_IN_FLIGHT_LIMITS | a tenant's requests in flight per tier (`starter:15,...`): more: 429 | unset; the stack's |
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class Env:
     SNAPSHOT_BUCKET: Final = "MEMORY_SNAPSHOT_BUCKET"
     SNAPSHOT_QUEUE_URL: Final = "MEMORY_SNAPSHOT_QUEUE_URL"
     MAX_ENTRIES: Final = "MEMORY_MAX_ENTRIES"
+    IN_FLIGHT_LIMITS: Final = "MEMORY_IN_FLIGHT_LIMITS"
 
 
 ENV_NAMES: frozenset[str] = frozenset(value for name, value in vars(Env).items() if name.isupper())
@@ -144,6 +146,8 @@ class Settings:
     snapshot_queue_url: str | None = None
     max_entries: int | None = None
     """None: the search backend's own limit (agentmem/vectors/exact.py MAX_ENTRIES; none for OpenSearch)."""
+    in_flight_limits: str = ""
+    """Requests in flight per tenant of each tier (agentmem/tenancy/admission.py); empty: none counted."""
 
     def resolved_receipt_key(self) -> bytes:
         """The receipt HMAC key: from Secrets Manager when an ARN is set, else MEMORY_RECEIPT_KEY."""
@@ -228,7 +232,16 @@ class Settings:
             snapshot_bucket=env.get(Env.SNAPSHOT_BUCKET) or None,
             snapshot_queue_url=env.get(Env.SNAPSHOT_QUEUE_URL) or None,
             max_entries=_positive_int(env, Env.MAX_ENTRIES),
+            in_flight_limits=_in_flight_limits(env),
         )
+
+
+def _in_flight_limits(env: Mapping[str, str]) -> str:
+    from agentmem.tenancy.admission import InFlightLimits
+
+    text = env.get(Env.IN_FLIGHT_LIMITS) or ""
+    InFlightLimits.parse(text)  # a malformed setting fails at start, not at the first request
+    return text
 
 
 def _positive_int(env: Mapping[str, str], name: str) -> int | None:

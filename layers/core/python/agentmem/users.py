@@ -422,12 +422,20 @@ class GuardedTable:
             if present != check.condition.exists:
                 raise UserDeletionInProgress(_MARKED if present else _ERASED_MEANWHILE)
 
-    def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
+    def increment(
+        self,
+        pk: str,
+        sk: str,
+        deltas: Mapping[str, int],
+        condition: Condition | None = None,
+        *,
+        expires_at: int | None = None,
+    ) -> Item:
         _refuse_late_writes()
         op = Add(pk, sk, deltas, condition)
         _hold_writers([op])
         if not _guards([op], 0):
-            added = self._table.increment(pk, sk, deltas, condition)
+            added = self._table.increment(pk, sk, deltas, condition, expires_at=expires_at)
             _began_writing()
             return added
         self.transact_write([op])

@@ -21,6 +21,7 @@ embedded, as the services count them (:mod:`agentmem.tenancy.metering`).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
@@ -33,6 +34,7 @@ from agentmem.container import get_container
 from agentmem.errors import Conflict, Forbidden, MemoryServiceError, RateLimited
 from agentmem.keys import validate_id
 from agentmem.observability import logger
+from agentmem.tenancy.admission import TooManyInFlight
 from agentmem.tenancy.keys import DEFAULT_TIER, TIERS, ApiKey, presented_key
 from agentmem.tenancy.metering import counting, record_meter, record_usage
 
@@ -164,8 +166,15 @@ def _metered(
             raise RateLimited(f"the daily quota of {quota} requests of this app is used up")
     except MemoryServiceError as error:
         return _refused(error, request_id, str(event.get("path") or ""))
-    with counting() as meter:
-        result = resolve(event)
+    admission = get_container().admission
+    try:
+        with (
+            admission.admitted(path_app, caller.tier) if admission and caller else contextlib.nullcontext(),
+            counting() as meter,
+        ):
+            result = resolve(event)
+    except TooManyInFlight as error:
+        return _refused(error, request_id, str(event.get("path") or ""))
     try:
         record_meter(get_container().table, path_app, meter)
     except MemoryServiceError:  # the counters could not be written: the request's own answer stands

@@ -374,13 +374,22 @@ class DynamoTable:
         args["ExpressionAttributeValues"] = {**values, **conditional.get("ExpressionAttributeValues", {})}
         return args
 
-    def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
+    def increment(
+        self,
+        pk: str,
+        sk: str,
+        deltas: Mapping[str, int],
+        condition: Condition | None = None,
+        *,
+        expires_at: int | None = None,
+    ) -> Item:
+        args = self._update_args(deltas, condition)
+        if expires_at is not None:
+            args["UpdateExpression"] += " SET #ttl = if_not_exists(#ttl, :ttl)"
+            args["ExpressionAttributeNames"]["#ttl"] = TTL_ATTRIBUTE
+            args["ExpressionAttributeValues"][":ttl"] = {"N": str(expires_at)}
         response = self._retrying(
-            "update_item",
-            TableName=self.table_name,
-            Key=self._key(pk, sk),
-            ReturnValues="ALL_NEW",
-            **self._update_args(deltas, condition),
+            "update_item", TableName=self.table_name, Key=self._key(pk, sk), ReturnValues="ALL_NEW", **args
         )
         item = self._from_wire(response["Attributes"])
         capacity.update(item)

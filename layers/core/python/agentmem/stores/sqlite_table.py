@@ -361,7 +361,15 @@ class SqliteTable:
             elif isinstance(op, Add):
                 conn.execute(_UPSERT, _row(_added(item, op.pk, op.sk, op.deltas)))
 
-    def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
+    def increment(
+        self,
+        pk: str,
+        sk: str,
+        deltas: Mapping[str, int],
+        condition: Condition | None = None,
+        *,
+        expires_at: int | None = None,
+    ) -> Item:
         # Counters (usage metering on every request, search statistics, deletion counts) commit without an
         # fsync of their own: WAL frames are replayed in order, so the next synced commit of any process
         # makes them durable too. A power loss can only lose the counter updates made after the last item
@@ -371,6 +379,8 @@ class SqliteTable:
             if condition is not None and not _holds(condition, current):
                 raise ConditionFailed("the item is not in the state the update required")
             item = _added(current, pk, sk, deltas)
+            if expires_at is not None:
+                item.setdefault(TTL_ATTRIBUTE, expires_at)
             conn.execute(_UPSERT, _row(item))
         capacity.update(item)
         return item

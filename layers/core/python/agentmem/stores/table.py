@@ -129,8 +129,17 @@ class Table(Protocol):
         Any other error is raised (some batches may then be written, as with separate calls)."""
         ...
 
-    def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Condition | None = None) -> Item:
+    def increment(
+        self,
+        pk: str,
+        sk: str,
+        deltas: Mapping[str, int],
+        condition: Condition | None = None,
+        *,
+        expires_at: int | None = None,
+    ) -> Item:
         """Atomically add ``deltas`` to integer attributes (missing ones count as 0); return the new item.
+        ``expires_at``: the item's expiry (:data:`TTL_ATTRIBUTE`, epoch seconds) when it has none yet.
 
         Raise ConditionFailed when ``condition`` does not hold (``Condition(exists=True)``: never create it)."""
         ...

@@ -169,8 +169,8 @@ def _metered(
     admission = get_container().admission
     try:
         with (
+            counting() as meter,  # (what the in-flight count writes is the request's too)
             admission.admitted(path_app, caller.tier) if admission and caller else contextlib.nullcontext(),
-            counting() as meter,
         ):
             result = resolve(event)
     except TooManyInFlight as error:

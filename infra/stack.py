@@ -202,6 +202,8 @@ class MemoryServiceStack(Stack):
             account_concurrency=options.account_concurrency,
             table=self.storage.table,
             authorizer=self.compute.authorizer,
+            api=self.compute.api,
+            api_alias=self.compute.api_alias,
             access_logs=self.api.access_logs,
             rest_api=self.api.rest_api,
             functions=self.compute.functions,
@@ -217,9 +219,13 @@ class MemoryServiceStack(Stack):
             "Deploys",
             production=options.production,
             aliases={
-                "Api": (self.compute.api_alias, [alarms["Api5xxRate"], alarms["ApiLatencyP95"]]),
+                "Api": (
+                    self.compute.api_alias,
+                    [alarms["ApiVersionErrorRate"], alarms["ApiVersionDurationP95"], alarms["Api5xxRate"]],
+                ),
                 "Authorizer": (self.compute.authorizer_alias, [alarms["AuthorizerFailures"], alarms["Api5xxRate"]]),
             },
+            pre_hooks={"Api": self.compute.prehook},
         )
         CfnOutput(self, "ApiUrl", value=self.api.rest_api.url)
         CfnOutput(self, "ConsoleUrl", value=self.api.rest_api.url_for_path("/console"))
@@ -335,6 +341,12 @@ def acknowledge_findings(stack: MemoryServiceStack) -> None:
             "CodeDeploy's documented managed policy for Lambda deployments: it may read the alarms and move the "
             "alias of the functions it deploys, nothing of the data.",
         )
+    _acknowledge(
+        stack.deploys.groups["Api"].role,
+        f"AwsSolutions-IAM5[Resource::<{_logical_id(stack, stack.compute.prehook)}.Arn>:*]",
+        "CodeDeploy invokes the API's pre-traffic hook function with this role; the grant covers that one "
+        "function's versions and aliases (ARN:*), no other function.",
+    )
     if stack.backups is not None:
         _acknowledge(
             stack.backups.selection,

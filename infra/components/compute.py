@@ -25,6 +25,7 @@ from constructs import Construct
 
 from agentmem.keys import SCOPE_TAG, tenant_partition
 from agentmem.memory.records import ENTRY
+from agentmem.release_hook import TARGET_ENV
 from agentmem.settings import API_MEMORY_MB, Env
 from agentmem.tenancy.admission import in_flight_limits
 from agentmem.tenancy.keys import lookup_partition
@@ -76,6 +77,8 @@ class Concurrency:
     deletion: int = DELETION_RESERVED_CONCURRENCY
     console: int = 10
     redrive: int = 2
+    prehook: int = 1
+    """CodeDeploy's pre-traffic hook: one check of a new API version at a time."""
     extraction: int = 0
     snapshots: int = 0
     minimum_api: int = 10
@@ -109,6 +112,7 @@ class Concurrency:
             self.deletion,
             self.console,
             self.redrive,
+            self.prehook,
             self.extraction,
             self.snapshots,
         )
@@ -231,6 +235,19 @@ class Compute(Construct):
         self.authorizer_alias = lambda_.Alias(
             self, "AuthorizerLive", alias_name=LIVE_ALIAS, version=self.authorizer.current_version
         )
+        # CodeDeploy's pre-traffic hook of the API (infra/components/release.py): it may invoke the one version being
+        # deployed (a health request) and report to its deployment group, nothing else; no store settings.
+        new_version = self.api.current_version.function_arn
+        self.prehook = self._function(
+            "PreTrafficHook",
+            "prehook",
+            memory=256,
+            timeout=API_TIMEOUT_SECONDS + 30,
+            description="pre-traffic check of a new API version",
+            reserved_concurrency=concurrency.prehook,
+            environment={"POWERTOOLS_SERVICE_NAME": SERVICE_NAME, TARGET_ENV: new_version},
+        )
+        self.prehook.add_to_role_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[new_version]))
         self.deletion = self._function(
             "DeletionSteps",
             "deletion",
@@ -368,6 +385,7 @@ class Compute(Construct):
                 extraction,
                 self.console,
                 self.redrive,
+                self.prehook,
                 snapshots,
             )
             if fn is not None

@@ -1,12 +1,14 @@
 """Operations: alarms (to an encrypted SNS topic, which emails ``alarm_email``: required in prod) and one dashboard.
 
-Alarms: API 5xx rate, API p95 latency, 429 surges at the gateway (from the access log), DynamoDB throttling,
+Alarms: API 5xx rate, API p95 latency, the error rate and p95 duration of the API's version its alias runs (what
+CodeDeploy watches during a canary), 429 surges at the gateway (from the access log), DynamoDB throttling,
 authorizer failures (its errors less the keys it refused), searches degraded to keyword only, Lambda concurrency
-near the account's quota, Lambda throttles, failed deletions (each is re-driven) and erasures given up; with
-OpenSearch the batches the indexer gave up on (objects in its failure bucket) and its stream iterator age; with
-extraction the messages in its two failure queues (a wake that kept failing, a stream batch given up). Missing
-data is not breaching (an idle API is healthy). The extraction function's throttles raise no alarm: its reserved
-concurrency is a cap on purpose, and both of its event sources retry a throttled batch.
+near the account's quota, the API function's throttles, the authorizer's throttles, the other functions'
+throttles, failed deletions (each is re-driven) and erasures given up; with OpenSearch the batches the indexer gave
+up on (objects in its failure bucket) and its stream iterator age; with extraction the messages in its two failure
+queues (a wake that kept failing, a stream batch given up). Missing data is not breaching (an idle API is healthy).
+The extraction function's throttles raise no alarm: its reserved concurrency is a cap on purpose, and both of its
+event sources retry a throttled batch.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ class Operations(Construct):
         account_concurrency: int,
         table: dynamodb.ITable,
         authorizer: lambda_.IFunction,
+        api: lambda_.IFunction,
+        api_alias: lambda_.Alias,
         access_logs: logs.ILogGroup,
         rest_api: apigw.RestApi,
         functions: Sequence[lambda_.Function],
@@ -164,8 +168,26 @@ class Operations(Construct):
             int(account_concurrency * limits.account_concurrency_share),
             "concurrent Lambda executions in the account",
         )
+        # The API's and the authorizer's own throttles alarm apart (a tenant holding the API's slots; anonymous
+        # traffic filling the authorizer's, which every tenant whose cached answer expired then meets as a 500),
+        # the other functions' together.
+        self._alarm(
+            "ApiFunctionThrottles",
+            api.metric_throttles(statistic="Sum", period=FIVE_MINUTES),
+            limits.throttles,
+            "throttled invocations of the API function (its reserved concurrency is full)",
+            sustained=False,
+        )
+        self._alarm(
+            "AuthorizerThrottles",
+            authorizer.metric_throttles(statistic="Sum", period=FIVE_MINUTES),
+            limits.throttles,
+            "throttled invocations of the authorizer (answered 500 to callers whose cached answer expired)",
+            sustained=False,
+        )
+        self._canary_alarms(api_alias, limits)
         capped = extraction.function if extraction is not None else None
-        uncapped = [fn for fn in functions if fn is not capped]
+        uncapped = [fn for fn in functions if fn is not capped and fn is not api and fn is not authorizer]
         throttles = cw.MathExpression(
             expression="+".join(f"t{i}" for i in range(len(uncapped))),
             using_metrics={
@@ -174,7 +196,13 @@ class Operations(Construct):
             label="Lambda throttles",
             period=FIVE_MINUTES,
         )
-        self._alarm("LambdaThrottles", throttles, limits.throttles, "throttled Lambda invocations", sustained=False)
+        self._alarm(
+            "LambdaThrottles",
+            throttles,
+            limits.throttles,
+            "throttled Lambda invocations (functions other than the API and the authorizer)",
+            sustained=False,
+        )
         failed = cw.MathExpression(
             expression="failed+timedout+aborted",
             using_metrics={
@@ -304,6 +332,46 @@ class Operations(Construct):
                 )
             )
         self.dashboard.add_widgets(*pipeline)
+
+    def _canary_alarms(self, alias: lambda_.Alias, limits: Thresholds) -> None:
+        """The API's new version as its alias runs it (``ExecutedVersion``: during a canary, the share of requests
+        it serves), for CodeDeploy to watch: its error rate (Lambda's errors: crashes, timeouts, a module that does
+        not import; an error the API answers itself as a 500 is not one, which the API-wide 5xx rate still sees)
+        and its p95 duration. A period without a call of the new version is not breaching: the alarm's dimensions
+        move to each new version with the stack update, before its first call, so breaching on missing data would
+        stop every deployment at its start and page every quiet night after. What keeps a quiet canary from
+        promoting an untried version is the pre-traffic hook (infra/components/release.py), which calls it first."""
+        fn = alias.version.lambda_
+        dimensions = {
+            "FunctionName": fn.function_name,
+            "Resource": f"{fn.function_name}:{alias.alias_name}",
+            "ExecutedVersion": alias.version.version,
+        }
+
+        def of_version(name: str, statistic: str) -> cw.Metric:
+            return cw.Metric(
+                namespace="AWS/Lambda",
+                metric_name=name,
+                dimensions_map=dimensions,
+                statistic=statistic,
+                period=FIVE_MINUTES,
+            )
+
+        error_rate = cw.MathExpression(
+            expression="errors/invocations",
+            using_metrics={"errors": of_version("Errors", "Sum"), "invocations": of_version("Invocations", "Sum")},
+            label="error rate of the API's new version",
+            period=FIVE_MINUTES,
+        )
+        self._alarm(
+            "ApiVersionErrorRate", error_rate, limits.server_error_rate, "share of the new version's calls failed"
+        )
+        self._alarm(
+            "ApiVersionDurationP95",
+            of_version("Duration", "p95"),
+            limits.p95_latency_ms,
+            "p95 duration in ms of the API's new version",
+        )
 
     def _own_metric(self, name: str) -> cw.Metric:
         """A metric the functions publish (Powertools EMF: the service's namespace and ``service`` dimension)."""

@@ -358,8 +358,9 @@ def test_the_api_and_the_authorizer_run_behind_an_alias_that_codedeploy_shifts(s
             assert group["AlarmConfiguration"]["Enabled"] is True
             assert watched <= set(alarms)
             if handler == "api.handler.handler":
-                assert {name for name in watched if "Api5xxRate" in name or "ApiLatencyP95" in name} == watched
-                assert len(watched) == 2
+                # (the new version's own error rate and duration, and the API-wide 5xx rate: test_tenant_isolation.py)
+                assert {n for n in watched if "ApiVersion" in n or "Api5xxRate" in n} == watched
+                assert len(watched) == 3
             else:
                 assert any("AuthorizerFailures" in name for name in watched)
         assert set(by_handler) == {"api.handler.handler", "authorizer.handler.handler"}

@@ -117,9 +117,11 @@ def test_only_the_lambda_roles_that_search_are_in_the_data_access_policy(synthes
 
 
 def _store_functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every function but the console's (which serves static files: no store settings, the core layer only)."""
+    """Every function but the console's (which serves static files: no store settings, the core layer only) and the
+    pre-traffic hook's (it invokes a version of the API: no store settings either)."""
     functions = resources(template, "AWS::Lambda::Function")
-    return {k: f for k, f in functions.items() if f["Properties"]["Handler"] != "console.handler.handler"}
+    apart = ("console.handler.handler", "prehook.handler.handler")
+    return {k: f for k, f in functions.items() if f["Properties"]["Handler"] not in apart}
 
 
 def test_table_backend_deploys_no_opensearch_and_no_indexer(dev: Any, synthesized: Synthesized) -> None:
@@ -135,7 +137,7 @@ def test_table_backend_deploys_no_opensearch_and_no_indexer(dev: Any, synthesize
     [mapping] = resources(synthesized.templates[DEV_TABLE], "AWS::Lambda::EventSourceMapping").values()
     assert "Snapshots" in str(mapping["Properties"]["FunctionName"])
     dev.resource_count_is("AWS::SQS::Queue", 3)
-    dev.resource_count_is("AWS::Lambda::Function", 6)
+    dev.resource_count_is("AWS::Lambda::Function", 7)
     functions = _store_functions(synthesized.templates[DEV_TABLE])
     assert len(functions) == 5
     for function in functions.values():
@@ -175,7 +177,7 @@ def test_every_function_is_arm64_python3_traced_with_both_layers_and_a_retained_
     assert len(console["Layers"]) == 1
     assert console["Layers"][0]["Ref"].startswith("ComputeCoreLayer")
     assert not any(name.startswith("MEMORY_") for name in console["Environment"]["Variables"])
-    prod.resource_count_is("AWS::Lambda::Function", 7)  # the six, and extraction
+    prod.resource_count_is("AWS::Lambda::Function", 8)  # the six, extraction, and the API's pre-traffic hook
     prod.resource_count_is("AWS::Lambda::LayerVersion", 2)
     prod.all_resources_properties(
         "AWS::Lambda::LayerVersion",
@@ -185,7 +187,7 @@ def test_every_function_is_arm64_python3_traced_with_both_layers_and_a_retained_
 
 def test_handlers_point_at_the_functions_directory(prod: Any) -> None:
     # Given the six functions / Then each handler is functions/<name>/handler.py's `handler`
-    for name in ("api", "authorizer", "deletion", "indexer", "extraction", "console"):
+    for name in ("api", "authorizer", "deletion", "indexer", "extraction", "console", "prehook"):
         prod.has_resource_properties("AWS::Lambda::Function", {"Handler": f"{name}.handler.handler"})
         assert (packaging.FUNCTIONS_DIR / name / "handler.py").exists()
 

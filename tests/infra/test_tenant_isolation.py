@@ -269,3 +269,158 @@ def test_dev_refuses_a_rest_request_without_x_api_key_before_the_authorizer_runs
         (authorizer,) = rest
         assert authorizer["IdentitySource"] == "method.request.header.x-api-key"
         assert authorizer["AuthorizerResultTtlInSeconds"] == 60
+
+
+def _alarm_props(template: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [a["Properties"] for k, a in resources(template, "AWS::CloudWatch::Alarm").items() if name in k]
+    return found
+
+
+def _function_ids(template: dict[str, Any]) -> dict[str, str]:
+    """Handler name (``api``, ``authorizer``, ...) -> the function's logical id."""
+    return {
+        f["Properties"]["Handler"].split(".", 1)[0]: k for k, f in resources(template, "AWS::Lambda::Function").items()
+    }
+
+
+def test_the_api_functions_and_the_authorizers_throttles_alarm_apart(synthesized: Synthesized) -> None:
+    for stack, _ in STAGES:
+        template = synthesized.templates[stack]
+        ids = _function_ids(template)
+        (topic,) = resources(template, "AWS::SNS::Topic")
+        for alarm_name, handler in (("ApiFunctionThrottles", "api"), ("AuthorizerThrottles", "authorizer")):
+            alarm = _alarm_props(template, alarm_name)
+            # Given each / Then its own function's Throttles, at the first throttled call, to the topic
+            assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == ("AWS/Lambda", "Throttles", "Sum")
+            assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": ids[handler]}}]
+            assert (alarm["Threshold"], alarm["EvaluationPeriods"]) == (1, 1)
+            assert alarm["AlarmActions"] == [{"Ref": topic}]
+        # And the other functions' throttles alarm together, without those two (no double alarm)
+        others = _alarm_props(template, "LambdaThrottles")
+        summed = [
+            d["Value"] for m in others["Metrics"] if "MetricStat" in m for d in m["MetricStat"]["Metric"]["Dimensions"]
+        ]
+        assert {"Ref": ids["api"]} not in summed
+        assert {"Ref": ids["authorizer"]} not in summed
+
+
+# -- point 5: extraction's wakes are never throttled into the dead-letter queue ---------------------------------
+
+
+# -- point 6: a canary that can see its own version ------------------------------------------------------------
+
+
+def test_codedeploy_watches_the_new_versions_own_errors_and_duration(synthesized: Synthesized) -> None:
+    for stack, _ in STAGES:
+        template = synthesized.templates[stack]
+        ids = _function_ids(template)
+        (alias_id,) = [
+            k
+            for k, a in resources(template, "AWS::Lambda::Alias").items()
+            if a["Properties"]["FunctionName"] == {"Ref": ids["api"]}
+        ]
+        alias = template["Resources"][alias_id]["Properties"]
+        version_id = alias["FunctionVersion"]["Fn::GetAtt"][0]
+        expected = [
+            {"Name": "ExecutedVersion", "Value": {"Fn::GetAtt": [version_id, "Version"]}},
+            {"Name": "FunctionName", "Value": {"Ref": ids["api"]}},
+            {"Name": "Resource", "Value": {"Fn::Join": ["", [{"Ref": ids["api"]}, ":live"]]}},
+        ]
+        # Given the new version's alarms / Then they read the version the alias runs, not the API as a whole
+        rate = _alarm_props(template, "ApiVersionErrorRate")
+        assert [q["Expression"] for q in rate["Metrics"] if "Expression" in q] == ["errors/invocations"]
+        stats = {
+            q["MetricStat"]["Metric"]["MetricName"]: q["MetricStat"]["Metric"]
+            for q in rate["Metrics"]
+            if "MetricStat" in q
+        }
+        assert set(stats) == {"Errors", "Invocations"}
+        assert all(m["Dimensions"] == expected and m["Namespace"] == "AWS/Lambda" for m in stats.values())
+        assert rate["Threshold"] == 0.01
+        duration = _alarm_props(template, "ApiVersionDurationP95")
+        assert (duration["MetricName"], duration["ExtendedStatistic"], duration["Threshold"]) == (
+            "Duration",
+            "p95",
+            2000,
+        )
+        assert duration["Dimensions"] == expected
+        # And a period without a call of the new version is not breaching (its dimensions move to each new version
+        # before its first call); the pre-traffic hook is what makes a quiet canary call it
+        assert rate["TreatMissingData"] == duration["TreatMissingData"] == "notBreaching"
+        # And the API's deployment group watches them and the API-wide 5xx rate, and runs the pre-traffic hook
+        group_id = template["Resources"][alias_id]["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"][
+            "DeploymentGroupName"
+        ]["Ref"]
+        watched = {
+            a["Name"]["Ref"] for a in template["Resources"][group_id]["Properties"]["AlarmConfiguration"]["Alarms"]
+        }
+        assert {w.removeprefix("Operations")[:-8] for w in watched} == {
+            "ApiVersionErrorRate",
+            "ApiVersionDurationP95",
+            "Api5xxRate",
+        }
+        hooks = template["Resources"][alias_id]["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"]
+        assert hooks["BeforeAllowTrafficHook"] == {"Ref": ids["prehook"]}
+
+
+def test_the_pre_traffic_hook_may_invoke_only_the_new_version_and_report_only_to_its_group(
+    synthesized: Synthesized,
+) -> None:
+    from agentmem.release_hook import TARGET_ENV
+    from infra.components.compute import Concurrency
+
+    for stack, stage_name in STAGES:
+        template = synthesized.templates[stack]
+        ids = _function_ids(template)
+        hook = template["Resources"][ids["prehook"]]["Properties"]
+        (version_id,) = [
+            k
+            for k, v in resources(template, "AWS::Lambda::Version").items()
+            if v["Properties"]["FunctionName"] == {"Ref": ids["api"]}
+        ]
+        # Given the hook function / Then it checks the version being deployed, one check at a time, taken from the
+        # stage's share (the API's reservation is one less)
+        assert hook["Environment"]["Variables"][TARGET_ENV] == {"Ref": version_id}
+        assert hook["ReservedConcurrentExecutions"] == 1
+        plan = Concurrency.for_stage(
+            stage_name == "prod",
+            account=1000,
+            extraction=5 if stage_name == "prod" else 0,
+            snapshots=stage_name == "dev",
+        )
+        assert plan.prehook == 1
+        assert template["Resources"][ids["api"]]["Properties"]["ReservedConcurrentExecutions"] == plan.api
+        # And its role may invoke that version and put its status on the API's deployment group: nothing else
+        role = hook["Role"]["Fn::GetAtt"][0]
+        statements = [
+            s
+            for policy in resources(template, "AWS::IAM::Policy").values()
+            if {"Ref": role} in policy["Properties"]["Roles"]
+            for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        ]
+        by_action = {}
+        for s in statements:
+            for action in [s["Action"]] if isinstance(s["Action"], str) else s["Action"]:
+                by_action[action] = s["Resource"]
+        assert by_action["lambda:InvokeFunction"] == {"Ref": version_id}
+        group_arn = json_text(by_action["codedeploy:PutLifecycleEventHookExecutionStatus"])
+        assert ":deploymentgroup:" in group_arn
+        (api_group,) = [
+            k for k in resources(template, "AWS::CodeDeploy::DeploymentGroup") if k.startswith("DeploysApi")
+        ]
+        assert api_group in group_arn
+        assert not {a for a in by_action if a.startswith(("dynamodb:", "kms:", "s3:", "secretsmanager:", "bedrock:"))}
+        assert set(by_action) <= {
+            "lambda:InvokeFunction",
+            "codedeploy:PutLifecycleEventHookExecutionStatus",
+            "logs:CreateLogStream",
+            "logs:PutLogEvents",
+            "xray:PutTraceSegments",
+            "xray:PutTelemetryRecords",
+        }
+
+
+def json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value)

@@ -1,0 +1,34 @@
+"""CodeDeploy's pre-traffic hook of the API: check the version being deployed before it takes traffic
+(agentmem/release_hook.py), then report the verdict to CodeDeploy, which rolls the deployment back on Failed."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import boto3
+
+from agentmem.observability import logger
+from agentmem.release_hook import TARGET_ENV, check_version, hook_execution
+
+
+def _invoke(target: str) -> Any:
+    client = boto3.client("lambda")
+
+    def invoke(event: dict[str, Any]) -> tuple[Any, str | None]:
+        answer = client.invoke(FunctionName=target, InvocationType="RequestResponse", Payload=json.dumps(event))
+        return json.loads(answer["Payload"].read() or b"null"), answer.get("FunctionError")
+
+    return invoke
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, str]:
+    run = hook_execution(event)
+    target = os.environ[TARGET_ENV]
+    result = check_version(_invoke(target), request_id=f"prehook-{run.execution_id}")
+    logger.info("pre-traffic check", status=result.status, reason=result.reason, target=target)
+    boto3.client("codedeploy").put_lifecycle_event_hook_execution_status(
+        deploymentId=run.deployment_id, lifecycleEventHookExecutionId=run.execution_id, status=result.status
+    )
+    return {"status": result.status, "reason": result.reason}

@@ -159,6 +159,8 @@ class Api(Construct):
                 },
             ),
         )
+        # x-api-key is the identity source: a REST request without it is answered 401 by API Gateway before the
+        # authorizer runs (in dev too, which has no WAF), and the answer is cached per key.
         self.authorizer = apigw.RequestAuthorizer(
             self,
             "ApiKeyAuthorizer",
@@ -166,6 +168,12 @@ class Api(Construct):
             identity_sources=[apigw.IdentitySource.header("x-api-key")],
             results_cache_ttl=Duration.seconds(60),
         )
+        # No identity source on {scope}/mcp, on purpose: API Gateway requires EVERY identity source of a REQUEST
+        # authorizer to be present, and MCP clients send the key either as Authorization: Bearer (the SDK's
+        # clients, docs/mcp.md) or as x-api-key, so naming either header would refuse the other's clients; and
+        # without one there is no result cache (TTL 0). So every /mcp call invokes the authorizer: in prod the
+        # WAF's KeyRequired rule refuses a request whose key is absent or malformed before it does
+        # (infra/components/firewall.py); in dev (no WAF) the authorizer's own reservation bounds it.
         self.mcp_authorizer = apigw.RequestAuthorizer(
             self,
             "McpAuthorizer",

@@ -10,7 +10,9 @@ without it nothing here exists and the service stores and searches what it is to
   *wake queue* (agentmem/extraction/queue.py), which the same function consumes; a message that keeps
   failing goes to the wake queue's dead-letter queue.
 - The function's reserved concurrency caps how many model conversations run at once (and so the spend rate):
-  ``extraction_concurrency``, 5 by default. Both mappings report partial batch failures.
+  ``extraction_concurrency``, 5 by default, 4 at least. The stream mapping may use STREAM_SLOTS of it (one batch
+  per shard, two shards budgeted) and the wake mapping's MaximumConcurrency is the rest, so wakes are never
+  throttled into their dead-letter queue. Both mappings report partial batch failures.
 - Its role: the table's reads and writes (as the API's: it writes records, the graph and metering), the
   embedding model, the wake queue's SendMessage, ``bedrock:InvokeModel`` on the one chat model (Converse is
   authorized by InvokeModel), the vector collection as a searcher with OpenSearch.
@@ -49,6 +51,15 @@ fit the timeout (a session named several times in a batch gets one step)."""
 STREAM_BATCHING_WINDOW = Duration.seconds(5)
 """Writes into one session within a few seconds arrive together: one step for them."""
 STREAM_RETRIES = 3
+STREAM_PARALLELIZATION = 1
+"""Concurrent batches per stream shard (Lambda's default, set explicitly: the wake mapping is sized from it)."""
+STREAM_SHARDS_BUDGETED = 2
+"""Stream shards whose pending rows may be in steps at once, as budgeted: the stream mapping may then use up to
+STREAM_PARALLELIZATION x STREAM_SHARDS_BUDGETED of the function's reservation, and the wake mapping the rest. A
+table with more shards busy with pending rows at once makes stream batches wait on throttles (retried, in order);
+what the budget keeps safe is the wakes, which a throttle would send towards the dead-letter queue."""
+SQS_MINIMUM_CONCURRENCY = 2
+"""The smallest MaximumConcurrency an SQS event source mapping takes."""
 STREAM_MAX_RECORD_AGE = Duration.hours(6)
 WAKE_BATCH_SIZE = 10
 WAKE_MAX_RECEIVES = 5
@@ -56,6 +67,7 @@ WAKE_MAX_RECEIVES = 5
 WAKE_VISIBILITY_TIMEOUT = Duration.seconds(6 * TIMEOUT_SECONDS)
 """Lambda's guidance for a queue it consumes: six times the function's timeout, so that a batch throttled by
 the reserved concurrency is not counted as failed receives."""
+STREAM_SLOTS = STREAM_PARALLELIZATION * STREAM_SHARDS_BUDGETED
 GEOGRAPHIC_PROFILES = ("us", "us-gov", "eu", "apac", "jp", "au", "ca")
 """Prefixes of Bedrock's system-defined cross-Region inference profiles tied to a geography
 (``us.amazon.nova-micro-v1:0``): the request goes to the profile in the stack's Region and is served by the
@@ -89,8 +101,12 @@ class ExtractionSettings:
                 "context extraction_model: global inference profiles route to any commercial Region, which this "
                 "stack does not grant; use the model id or a geographic profile (us., eu., apac., ...)"
             )
-        if self.reserved_concurrency < 1:
-            raise ValueError(f"context extraction_concurrency must be 1 or more, not {self.reserved_concurrency}")
+        if self.reserved_concurrency < STREAM_SLOTS + SQS_MINIMUM_CONCURRENCY:
+            raise ValueError(
+                f"context extraction_concurrency must be {STREAM_SLOTS + SQS_MINIMUM_CONCURRENCY} or more (the "
+                f"stream's {STREAM_SLOTS} and SQS's minimum of {SQS_MINIMUM_CONCURRENCY} for wakes), not "
+                f"{self.reserved_concurrency}"
+            )
         bad = [r for r in self.model_regions if not _REGION.match(r)]
         if bad:
             raise ValueError(f"context extraction_model_regions: not Region names: {bad}")
@@ -102,6 +118,13 @@ class ExtractionSettings:
                 "it routes to with -c extraction_model_regions=<r1>,<r2> (aws bedrock get-inference-profile "
                 f"--inference-profile-identifier {self.model_id} lists them)"
             )
+
+    @property
+    def wake_concurrency(self) -> int:
+        """The wake mapping's MaximumConcurrency: what the stream mapping leaves of the reservation, so that a wake
+        is never throttled (a throttled SQS batch goes back to the queue and counts a receive: after
+        WAKE_MAX_RECEIVES it would land in the dead-letter queue without having run)."""
+        return self.reserved_concurrency - STREAM_SLOTS
 
     @property
     def geography(self) -> str | None:
@@ -219,6 +242,7 @@ class Extraction(Construct):
             bisect_batch_on_error=True,
             retry_attempts=STREAM_RETRIES,
             max_record_age=STREAM_MAX_RECORD_AGE,
+            parallelization_factor=STREAM_PARALLELIZATION,
             report_batch_item_failures=True,
             on_failure=sources.SqsDlq(self.stream_failures),
         )
@@ -229,8 +253,8 @@ class Extraction(Construct):
             event_source_arn=self.wake_queue.queue_arn,
             batch_size=WAKE_BATCH_SIZE,
             report_batch_item_failures=True,
-            # The pollers invoke at most as many at once as the function may run (SQS's floor is 2).
-            max_concurrency=max(2, settings.reserved_concurrency),
+            # The pollers invoke at most what the stream mapping leaves of the reservation: a wake is never throttled
+            max_concurrency=settings.wake_concurrency,
         )
         # It sends wakes and consumes them (CDK's SqsEventSource would grant the queue's key without a condition):
         # the queue actions on the wake queue only, the key only through SQS.

@@ -59,9 +59,9 @@ def via_service(scope: Construct, *services: str) -> dict[str, dict[str, list[st
 
 
 class Storage(Construct):
-    """On-demand, PITR, CMK, TTL on ``ttl``; RETAIN + deletion protection in prod. A stream (NEW_AND_OLD_IMAGES)
-    only when something reads it (``stream``: the OpenSearch indexer, extraction): a stream nobody reads is a
-    24-hour copy of every write, personal data included, for nothing."""
+    """On-demand, PITR, CMK, TTL on ``ttl``; RETAIN + deletion protection + Contributor Insights (throttled keys)
+    in prod. A stream (NEW_AND_OLD_IMAGES) only when something reads it (``stream``: the OpenSearch indexer,
+    extraction): a stream nobody reads is a 24-hour copy of every write, personal data included, for nothing."""
 
     def __init__(self, scope: Construct, construct_id: str, *, production: bool, stream: bool) -> None:
         super().__init__(scope, construct_id)
@@ -89,6 +89,15 @@ class Storage(Construct):
             time_to_live_attribute="ttl",
             deletion_protection=production,
             removal_policy=removal,
+            # In prod, CloudWatch Contributor Insights names the keys DynamoDB throttles (a busy tenant's hot item,
+            # whose throttling is everyone's TableThrottles alarm): throttled-keys mode, meant to stay on, costs its
+            # rules and only the throttled requests' events; the accessed-and-throttled mode (every request's event)
+            # is for an investigation (docs/deploy.md). Dev: off.
+            contributor_insights_specification=dynamodb.ContributorInsightsSpecification(
+                enabled=True, mode=dynamodb.ContributorInsightsMode.THROTTLED_KEYS
+            )
+            if production
+            else None,
         )
 
     def grant_read(self, role: iam.IRole) -> None:

@@ -126,11 +126,11 @@ def test_the_context_turns_extraction_on_only_when_a_model_is_named() -> None:
     # Given a model / Then extraction with the default cap, or the one given (strings from -c, numbers from cdk.json)
     on = deployment_options({"extraction_model": "amazon.nova-micro-v1:0"}.get).extraction
     assert on == ExtractionSettings("amazon.nova-micro-v1:0", reserved_concurrency=5)
-    for concurrency in ("3", 3):
+    for concurrency in ("4", 4):
         options = deployment_options(
             {"extraction_model": "amazon.nova-micro-v1:0", "extraction_concurrency": concurrency}.get
         )
-        assert options.extraction.reserved_concurrency == 3
+        assert options.extraction.reserved_concurrency == 4
     profile = deployment_options(
         {"extraction_model": "eu.amazon.nova-micro-v1:0", "extraction_model_regions": "eu-west-1, eu-central-1"}.get
     )
@@ -139,6 +139,8 @@ def test_the_context_turns_extraction_on_only_when_a_model_is_named() -> None:
     for context, message in (
         ({"extraction_model": "amazon.nova-micro-v1:0", "extraction_concurrency": "five"}, "extraction_concurrency"),
         ({"extraction_model": "amazon.nova-micro-v1:0", "extraction_concurrency": "0"}, "extraction_concurrency"),
+        # (the stream's two budgeted shards and SQS's minimum of 2 for wakes)
+        ({"extraction_model": "amazon.nova-micro-v1:0", "extraction_concurrency": "3"}, "4 or more"),
         ({"extraction_model": "arn:aws:bedrock:us-east-1::foundation-model/x"}, "extraction_model"),
         ({"extraction_model": "nova micro"}, "extraction_model"),
         ({"extraction_model": "global.anthropic.claude-sonnet-4-5-20250929-v1:0"}, "global"),
@@ -261,11 +263,18 @@ def test_the_wake_queue_is_encrypted_with_the_stacks_key_and_drains_into_a_dead_
             if s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
         ]
         assert denies, queue_id
-    # And the same function consumes it, reporting partial failures, no more at once than it may run
+    # And the same function consumes it, reporting partial failures, no more at once than the stream mapping leaves
+    # of its reservation (issue 41, point 5): a wake is never throttled, so never counts receives towards the
+    # dead-letter queue without having run
     mapping = _one_of_kind(template, fn["id"], "Arn")
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": [wake_id, "Arn"]}
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    assert mapping["ScalingConfig"]["MaximumConcurrency"] <= fn["ReservedConcurrentExecutions"]
+    stream = _one_of_kind(template, fn["id"], "StreamArn")
+    stream_slots = stream["ParallelizationFactor"] * extraction_component.STREAM_SHARDS_BUDGETED
+    assert stream["ParallelizationFactor"] == 1
+    wakes = mapping["ScalingConfig"]["MaximumConcurrency"]
+    assert 2 <= wakes <= fn["ReservedConcurrentExecutions"] - stream_slots
+    assert (wakes, stream_slots, fn["ReservedConcurrentExecutions"]) == (3, 2, 5)
 
 
 def test_only_the_extraction_function_may_send_to_the_wake_queue(synthesized: Synthesized) -> None:

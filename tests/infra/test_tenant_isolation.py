@@ -304,9 +304,6 @@ def test_the_api_functions_and_the_authorizers_throttles_alarm_apart(synthesized
         assert {"Ref": ids["authorizer"]} not in summed
 
 
-# -- point 5: extraction's wakes are never throttled into the dead-letter queue ---------------------------------
-
-
 # -- point 6: a canary that can see its own version ------------------------------------------------------------
 
 
@@ -424,3 +421,17 @@ def json_text(value: Any) -> str:
     import json
 
     return json.dumps(value)
+
+
+# -- point 5: hot keys ---------------------------------------------------------------------------------------
+
+
+def test_prod_names_the_tables_throttled_keys_and_dev_pays_for_none(synthesized: Synthesized) -> None:
+    for stack, stage_name in STAGES:
+        (table,) = resources(synthesized.templates[stack], "AWS::DynamoDB::Table").values()
+        insights = table["Properties"].get("ContributorInsightsSpecification")
+        # Given prod / Then Contributor Insights on the table, in the mode meant to stay on; dev has none
+        if stage_name == "prod":
+            assert insights == {"Enabled": True, "Mode": "THROTTLED_KEYS"}
+        else:
+            assert insights is None

@@ -648,6 +648,11 @@ def _bytes_held(table_name: str) -> float:
     return total / MEMORIES
 
 
+CONTRIBUTOR_INSIGHTS_RULES_PER_TABLE = 4
+"""The rules DynamoDB makes for a table with a sort key (most accessed and most throttled, by partition key and by
+item), budgeted whole: the throttled-keys mode may keep fewer."""
+
+
 def template_facts(deployment: Any) -> dict[str, float]:
     """What a stack costs at rest, read off its template."""
     t = deployment.template
@@ -663,7 +668,13 @@ def template_facts(deployment: Any) -> dict[str, float]:
     for resource in collections.values():
         ocus = 2.0 if resource["Properties"].get("StandbyReplicas", "ENABLED") == "ENABLED" else 1.0
     acls = t.of_type("AWS::WAFv2::WebACL")
+    insights = [
+        table
+        for table in t.of_type("AWS::DynamoDB::Table").values()
+        if table["Properties"].get("ContributorInsightsSpecification", {}).get("Enabled")
+    ]
     return {
+        "contributor_insights_rules": float(CONTRIBUTOR_INSIGHTS_RULES_PER_TABLE * len(insights)),
         "waf_acls": float(len(acls)),
         "waf_rules": float(sum(len(a["Properties"].get("Rules", [])) for a in acls.values())),
         "keys": float(len(t.of_type("AWS::KMS::Key"))),

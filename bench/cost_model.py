@@ -114,8 +114,8 @@ class Floor:
 def floor(template_facts: Mapping[str, float]) -> Floor:
     """The fixed monthly costs of a stack, from the facts the bench read off its template: ``ocus`` (the
     OpenSearch Serverless minimum, 0 without), ``alarm_metrics``, ``dashboards``, ``detailed_metrics``
-    (API Gateway's per-method metrics), ``custom_metrics`` (EMF), ``secrets``, ``keys``, and ``waf_acls`` and
-    ``waf_rules`` (a web ACL and its rules, prod)."""
+    (API Gateway's per-method metrics), ``custom_metrics`` (EMF), ``secrets``, ``keys``, ``waf_acls`` and
+    ``waf_rules`` (a web ACL and its rules, prod), and ``contributor_insights_rules`` (the table's, prod)."""
     facts = dict(template_facts)
     parts = {
         "kms_key": price("kms.key_month").of(facts["keys"]),
@@ -127,6 +127,9 @@ def floor(template_facts: Mapping[str, float]) -> Floor:
         "opensearch_ocus": price("aoss.ocu_hour").of(facts["ocus"] * MONTH_HOURS),
         "waf": price("waf.web_acl_month").of(facts.get("waf_acls", 0))
         + price("waf.rule_month").of(facts.get("waf_rules", 0)),
+        "contributor_insights": price("cloudwatch.contributor_insights_rule_month").of(
+            facts.get("contributor_insights_rules", 0)
+        ),
     }
     arithmetic = [
         f"KMS key {facts['keys']:.0f} x ${price('kms.key_month').usd}",
@@ -140,6 +143,9 @@ def floor(template_facts: Mapping[str, float]) -> Floor:
         f"WAF {facts.get('waf_acls', 0):.0f} web ACL x ${price('waf.web_acl_month').usd} + "
         f"{facts.get('waf_rules', 0):.0f} rules x ${price('waf.rule_month').usd} (its requests: "
         f"${price('waf.requests').usd} per million, not in the floor)",
+        f"Contributor Insights {facts.get('contributor_insights_rules', 0):.0f} rules x "
+        f"${price('cloudwatch.contributor_insights_rule_month').usd} (its events: "
+        f"${price('cloudwatch.contributor_insights_dynamodb_events').usd} per million, throttled requests only)",
     ]
     return Floor(parts, arithmetic)
 

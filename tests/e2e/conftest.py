@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -91,6 +92,14 @@ def start_server(
 
 
 ServerFactory = Callable[..., LiveServer]
+
+
+def create_key(db: Path, app: str = "acme", *args: str) -> str:
+    """A key of ``app`` made by ``agentmem keys create`` in the store at ``db`` (``args``: its other options)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
+    command = [sys.executable, "-m", "agentmem.cli", "keys", "create", "--app", app, "--db", str(db), *args]
+    made = subprocess.run(command, capture_output=True, text=True, env=env, check=True, cwd=REPO_ROOT)
+    return str(json.loads(made.stdout)["api_key"])
 
 
 @pytest.fixture

@@ -8,28 +8,17 @@ client is the SDK's own Streamable HTTP client."""
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from tests.e2e.conftest import REPO_ROOT, ServerFactory
+from tests.e2e.conftest import ServerFactory, create_key
 from tests.mcp_support import mcp_url, over_http
 from tests.support import make_plan
 
 MEMORIES = "/v1/apps/acme/users/ana/memories"
-
-
-def create_key(db: Path, app: str = "acme") -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    command = [sys.executable, "-m", "agentmem.cli", "keys", "create", "--app", app, "--db", str(db)]
-    made = subprocess.run(command, capture_output=True, text=True, env=env, check=True, cwd=REPO_ROOT)
-    return str(json.loads(made.stdout)["api_key"])
 
 
 def banner(output: Path) -> str:

@@ -17,7 +17,6 @@ import ipaddress
 import json
 import os
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -33,6 +32,7 @@ from gunicorn.workers.gthread import TConn, ThreadWorker
 from agentmem.api.http import MAX_BODY_BYTES
 from agentmem.console import assets as console
 from agentmem.local.events import LocalContext, rest_event
+from agentmem.local.turns import FairTurns, TenantBusy, tenant_of
 from agentmem.models.responses import error_body as envelope
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -132,7 +132,8 @@ class BrowserGuard:
 
 class LambdaApp:
     """A WSGI application that hands each request to the Lambda handler as an API Gateway REST event,
-    one at a time (a worker is one Lambda execution environment; its other threads only read requests).
+    one at a time (a worker is one Lambda execution environment; its other threads only read requests), the
+    tenants taking turns, none holding more than :data:`TENANT_THREADS` of the threads (agentmem/local/turns.py).
 
     As API Gateway does in the cloud, ``/console`` paths go to the console's handler instead (its static
     files, read by any thread: they do not wait for the API's request in progress)."""
@@ -140,47 +141,42 @@ class LambdaApp:
     def __init__(self, lambda_handler: LambdaHandler, guard: BrowserGuard | None = None) -> None:
         self._handler = lambda_handler
         self._guard = guard or BrowserGuard()
-        self._one_at_a_time = threading.Lock()
+        self._turns = FairTurns(TENANT_THREADS)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         method = str(environ["REQUEST_METHOD"]).upper()
         if method not in METHODS:
-            body = error_body("method_not_allowed", f"{method} is not supported; use one of {', '.join(METHODS)}")
-            return self._reply(
-                start_response, 405, [("Content-Type", "application/json"), ("Allow", ", ".join(METHODS))], body
-            )
+            message = f"{method} is not supported; use one of {', '.join(METHODS)}"
+            return self._error(start_response, 405, "method_not_allowed", message, [("Allow", ", ".join(METHODS))])
         headers = _request_headers(environ)
         path, query = _raw_target(environ)
         if path == "/" and method in ("GET", "HEAD"):
             return self._root(start_response, method)
         page = console.is_console_path(path)
-        guarded = self._guard.refusal(headers, page=page)
-        if guarded is not None:
-            status, code, message = guarded
-            return self._reply(
-                start_response, status, [("Content-Type", "application/json")], error_body(code, message)
-            )
-        refused = _unreadable_body({name.upper(): value for name, value in headers.items()})
-        if refused is not None:
-            status, code, message = refused
-            return self._reply(
-                start_response, status, [("Content-Type", "application/json")], error_body(code, message)
-            )
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        raw: bytes = environ["wsgi.input"].read(length) if length else b""
-        try:
-            text = raw.decode("utf-8") if raw else None
-        except UnicodeDecodeError:
-            body = error_body("malformed_request", "the request body is not valid UTF-8")
-            return self._reply(start_response, 400, [("Content-Type", "application/json")], body)
-        event = rest_event(
-            method, path, query=query, headers=headers, body=text, source_ip=str(environ.get("REMOTE_ADDR") or "")
+        refused = self._guard.refusal(headers, page=page) or _unreadable_body(
+            {name.upper(): value for name, value in headers.items()}
         )
-        if page:
-            result = console.handler(event, LocalContext())
-        else:
-            with self._one_at_a_time:
-                result = self._handler(event, LocalContext())
+        if refused is not None:
+            return self._error(start_response, *refused)
+        tenant = tenant_of(path, headers)
+        try:
+            with self._turns.admitted(tenant):
+                source_ip = str(environ.get("REMOTE_ADDR") or "")
+                event = rest_event(method, path, query=query, headers=headers, body=_body(environ), source_ip=source_ip)
+                if page:
+                    result = console.handler(event, LocalContext())
+                else:
+                    with self._turns.turn(tenant):
+                        result = self._handler(event, LocalContext())
+        except _NotUtf8:
+            return self._error(start_response, 400, "malformed_request", "the request body is not valid UTF-8")
+        except TenantBusy:
+            _drain(environ)  # (a client still sending its body would see the connection reset, not the answer)
+            message = (
+                f"this tenant already has {self._turns.per_tenant} requests waiting or running in this worker; "
+                "retry when one has been answered"
+            )
+            return self._error(start_response, 429, "too_many_in_flight", message, [("Retry-After", "1")])
         reply: dict[str, str] = {k: str(v) for k, v in (result.get("headers") or {}).items()}
         for name, values in (result.get("multiValueHeaders") or {}).items():
             reply[name] = ", ".join(str(v) for v in values)
@@ -197,10 +193,38 @@ class LambdaApp:
         sent = cls._reply(start_response, 302, headers, body)
         return [] if method == "HEAD" else sent
 
+    @classmethod
+    def _error(
+        cls, start: StartResponse, status: int, code: str, message: str, headers: Iterable[tuple[str, str]] = ()
+    ) -> list[bytes]:
+        """The API's error envelope, answered before the handler."""
+        return cls._reply(start, status, [("Content-Type", "application/json"), *headers], error_body(code, message))
+
     @staticmethod
     def _reply(start_response: StartResponse, status: int, headers: list[tuple[str, str]], body: bytes) -> list[bytes]:
         start_response(_status_line(status), [*headers, ("Content-Length", str(len(body)))])
         return [body]
+
+
+class _NotUtf8(Exception):
+    pass
+
+
+def _body(environ: Mapping[str, Any]) -> str | None:
+    """The request's body as text (None when empty); _NotUtf8 when it is not UTF-8."""
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    raw: bytes = environ["wsgi.input"].read(length) if length else b""
+    try:
+        return raw.decode("utf-8") if raw else None
+    except UnicodeDecodeError as error:
+        raise _NotUtf8 from error
+
+
+def _drain(environ: Mapping[str, Any]) -> None:
+    """Read a refused request's body to its end (within the read timeout), so that its answer is read."""
+    left = int(environ.get("CONTENT_LENGTH") or 0)
+    while left > 0 and (chunk := environ["wsgi.input"].read(min(left, 65536))):
+        left -= len(chunk)
 
 
 def _request_headers(environ: Mapping[str, Any]) -> dict[str, str]:
@@ -225,8 +249,10 @@ def _raw_target(environ: Mapping[str, Any]) -> tuple[str, str]:
 
 READ_TIMEOUT_SECONDS = 15.0
 """How long a request thread waits for a request's head and body, from its first byte, however they trickle."""
-REQUEST_THREADS = 8
+REQUEST_THREADS = 16
 """Threads a worker reads requests with; the handler runs one request at a time (:class:`LambdaApp`)."""
+TENANT_THREADS = 4
+"""The most of a worker's threads one tenant holds, waiting or running: three busy tenants leave a quarter."""
 
 
 class RequestTimeout(http_errors.ParseException):  # type: ignore[misc]

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import boto3
 
 from agentmem.observability import logger
 from agentmem.release_hook import TARGET_ENV, check_version, hook_execution
+from agentmem.settings import get_settings
 
 
 def _invoke(target: str) -> Any:
@@ -25,7 +25,9 @@ def _invoke(target: str) -> Any:
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, str]:
     run = hook_execution(event)
-    target = os.environ[TARGET_ENV]
+    target = get_settings().prehook_target
+    if not target:
+        raise RuntimeError(f"{TARGET_ENV} is not set: the stack names the version to check")
     result = check_version(_invoke(target), request_id=f"prehook-{run.execution_id}")
     logger.info("pre-traffic check", status=result.status, reason=result.reason, target=target)
     boto3.client("codedeploy").put_lifecycle_event_hook_execution_status(

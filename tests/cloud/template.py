@@ -62,6 +62,12 @@ class Template:
             return self.bind(logical_id, logical_id, Arn=f"arn:aws:iam::{ACCOUNT}:role/{logical_id}")
         if kind == "AWS::Lambda::Function":
             return self.bind(logical_id, logical_id, Arn=arn.format("lambda", f"function:{logical_id}"))
+        if kind == "AWS::Lambda::Version":  # (a version CloudFormation publishes: the function's first, here)
+            function = str(self.resolve(self.properties(logical_id)["FunctionName"]))
+            function_arn = function if function.startswith("arn:") else arn.format("lambda", f"function:{function}")
+            return self.bind(logical_id, f"{function_arn}:1", Version="1", FunctionArn=function_arn)
+        if kind in ("AWS::CodeDeploy::Application", "AWS::CodeDeploy::DeploymentGroup"):  # (Ref: the name)
+            return self.bind(logical_id, logical_id)
         if kind == "AWS::EC2::SecurityGroup":
             group = f"sg-{logical_id.lower()[:17]}"
             return self.bind(logical_id, group, GroupId=group)

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentmem.errors import InvalidInput
+from agentmem.settings import Env
 
-TARGET_ENV = "MEMORY_PREHOOK_TARGET"
+TARGET_ENV = Env.PREHOOK_TARGET
 """The environment variable naming the version to check (its qualified ARN; the stack sets it to the version
 being deployed)."""
 HEALTH_PATH = "/v1/health"

@@ -36,6 +36,7 @@
 | MEMORY_SNAPSHOT_QUEUE_URL | the queue asking the snapshot function for a snapshot (set by the stack) | unset |
 | MEMORY_MAX_ENTRIES | the most entries a user (and project) holds: more is a 409 | table: `20000`; OpenSearch: none |
 | MEMORY_IN_FLIGHT_LIMITS | a tenant's requests in flight per tier (`starter:15,...`): more: 429 | unset; the stack's |
+| MEMORY_PREHOOK_TARGET | the API version the pre-traffic hook checks (its qualified ARN; set by the stack) | unset |
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ class Env:
     SNAPSHOT_QUEUE_URL: Final = "MEMORY_SNAPSHOT_QUEUE_URL"
     MAX_ENTRIES: Final = "MEMORY_MAX_ENTRIES"
     IN_FLIGHT_LIMITS: Final = "MEMORY_IN_FLIGHT_LIMITS"
+    PREHOOK_TARGET: Final = "MEMORY_PREHOOK_TARGET"
 
 
 ENV_NAMES: frozenset[str] = frozenset(value for name, value in vars(Env).items() if name.isupper())
@@ -148,6 +150,8 @@ class Settings:
     """None: the search backend's own limit (agentmem/vectors/exact.py MAX_ENTRIES; none for OpenSearch)."""
     in_flight_limits: str = ""
     """Requests in flight per tenant of each tier (agentmem/tenancy/admission.py); empty: none counted."""
+    prehook_target: str | None = None
+    """The API version CodeDeploy's pre-traffic hook checks (agentmem/release_hook.py): set on the hook only."""
 
     def resolved_receipt_key(self) -> bytes:
         """The receipt HMAC key: from Secrets Manager when an ARN is set, else MEMORY_RECEIPT_KEY."""
@@ -233,6 +237,7 @@ class Settings:
             snapshot_queue_url=env.get(Env.SNAPSHOT_QUEUE_URL) or None,
             max_entries=_positive_int(env, Env.MAX_ENTRIES),
             in_flight_limits=_in_flight_limits(env),
+            prehook_target=env.get(Env.PREHOOK_TARGET) or None,
         )
 
 

@@ -14,6 +14,7 @@ from agentmem.settings import API_MEMORY_MB
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.tenancy.metering import (
     METER_WRITES,
+    USAGE_SHARDS,
     Meter,
     count,
     count_embedded,
@@ -92,6 +93,33 @@ def test_daily_counters_add_up_per_app_and_day(tmp_path: Path) -> None:
         ]
         # And a window of 2 days leaves June 1st out
         assert [d.date for d in read_usage(table, "A", days=2, today=date(2026, 6, 3))] == ["2026-06-03"]
+    finally:
+        table.close()
+
+
+def test_what_requests_consumed_is_spread_over_the_days_shards_and_read_back_whole(tmp_path: Path) -> None:
+    table = SqliteTable(tmp_path / "shards.db")
+    try:
+        # Given a busy day of one app: 200 requests, each counted as it begins and metered as it ends
+        for _ in range(200):
+            assert record_usage(table, "busy", requests=1).requests >= 1
+            with counting() as meter:
+                count(items_stored=1, embeddings=2)
+            record_meter(table, "busy", meter)
+        # Then the consumption went to the day's shards, never to the day's own item (one item a write: at most
+        # a quarter of the writes each, not every one), and the requests to the day's own item, which the quota reads
+        items = table.query("T#busy", "USAGE#").items
+        own = [i for i in items if i["sk"].count("#") == 1]
+        shards = [i for i in items if i["sk"].count("#") == 2]
+        assert len(own) == 1
+        assert own[0]["requests"] == 200
+        assert "items_stored" not in own[0]
+        assert 2 <= len(shards) <= USAGE_SHARDS
+        assert sum(i["items_stored"] for i in shards) == 200
+        # And the usage read adds them up: one day, every count
+        (day,) = read_usage(table, "busy")
+        assert (day.requests, day.items_stored, day.embeddings) == (200, 200, 400)
+        assert day.write_units >= 200 * METER_WRITES
     finally:
         table.close()
 

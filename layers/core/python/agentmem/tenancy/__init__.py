@@ -4,10 +4,12 @@ Layout (partition ``keys.tenant_partition(app)`` = ``T#<app>`` unless said other
 
 | item | pk | sk | attributes |
 |---|---|---|---|
-| tenant record | ``K#T#<app>`` | ``TENANT`` | app, status, quota_requests_per_day, usage_key?, created_at |
+| tenant record | ``K#T#<app>`` | ``TENANT`` | app, status, tier?, quota_requests_per_day, usage_key?, created_at |
 | key record | ``K#T#<app>`` | ``KEY#<key_id>`` | key_id, key_hash, status, created_at, revoked_at? |
 | key lookup | ``K#<sha256(key)>`` | ``K`` | app, key_id, status |
-| usage counters | ``T#<app>`` | ``USAGE#<yyyy-mm-dd>`` | requests, items_stored, embeddings |
+| usage counters | ``T#<app>`` | ``USAGE#<yyyy-mm-dd>`` | requests (the daily quota reads it back) |
+| usage shards | ``T#<app>`` | ``USAGE#<yyyy-mm-dd>#<1..4>`` | what requests consumed (items, embeddings, units) |
+| requests in flight | ``T#<app>`` | ``FLIGHT#<30-second window>`` | in_flight, ttl (admission.py) |
 
 The secret key is shown once, when created; only its SHA-256 is stored. The lookup item lets the
 authorizer resolve a presented key with one GetItem. Key lookups, tenant records and key records live in

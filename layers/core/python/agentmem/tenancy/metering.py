@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import random
 import time
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
@@ -44,6 +45,11 @@ COUNTERS = (
 )
 METER_WRITES = 2
 """Write units the meter itself costs a request: its request count and, after it, what it consumed."""
+USAGE_SHARDS = 4
+"""What a request consumed is added to one of this many items of its app's day, at random (``USAGE#<date>#<n>``),
+not to the day's own item: DynamoDB throttles writes to one item past 1,000 a second, and one busy tenant's
+throttling would be everyone's alarm. The day's own item keeps the count of requests, which the daily quota reads
+back as each request begins; the usage route adds the shards up."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +136,11 @@ def counting() -> Iterator[Meter]:
 
 def record_meter(table: Table, app: str, meter: Meter) -> None:
     """Add what a request or record stored, embedded and consumed to ``app``'s usage of today (the write
-    units of this record and of the request count included)."""
+    units of this record and of the request count included), in one of the day's shards."""
     record_usage(
         table,
         app,
+        shard=random.randrange(1, USAGE_SHARDS + 1),
         items_stored=meter.items_stored,
         embeddings=meter.embeddings,
         embedding_tokens=meter.embedding_tokens,
@@ -147,32 +154,32 @@ def _today() -> date:
     return utc_now().date()
 
 
-def record_usage(table: Table, app: str, *, day: date | None = None, **counted: int) -> UsageDay:
+def record_usage(table: Table, app: str, *, day: date | None = None, shard: int = 0, **counted: int) -> UsageDay:
     """Add ``counted`` (by :data:`COUNTERS` name) to the app's counters of ``day`` (today, UTC) and return
-    the new totals of that day."""
+    the new totals of that item: the day's own (``shard`` 0), or one of its :data:`USAGE_SHARDS`."""
     unknown = set(counted) - set(COUNTERS)
     if unknown:
         raise ValueError(f"not a usage counter: {sorted(unknown)}")
     deltas = {name: value for name, value in counted.items() if value}
     when = (day or _today()).isoformat()
-    if not deltas:
-        item = table.get(tenant_partition(app), USAGE_SK_PREFIX + when) or {}
-    else:
-        item = table.increment(tenant_partition(app), USAGE_SK_PREFIX + when, deltas)
-    return _usage_from(when, item)
+    sk = USAGE_SK_PREFIX + when + (f"#{shard}" if shard else "")
+    item = table.increment(tenant_partition(app), sk, deltas) if deltas else table.get(tenant_partition(app), sk)
+    return _usage_from(when, item or {})
 
 
 def read_usage(table: Table, app: str, *, days: int = 31, today: date | None = None) -> list[UsageDay]:
-    """The app's usage of the last ``days`` days that saw any, newest first."""
+    """The app's usage of the last ``days`` days that saw any, newest first (each day's items added up)."""
     end = today or _today()
     start = end - timedelta(days=days - 1)
-    page = table.query(tenant_partition(app), USAGE_SK_PREFIX, descending=True, limit=days + 1)
-    result = []
+    page = table.query(tenant_partition(app), USAGE_SK_PREFIX, descending=True, limit=(days + 1) * (USAGE_SHARDS + 1))
+    totals: dict[str, list[int]] = {}
     for item in page.items:
-        when = str(item["sk"])[len(USAGE_SK_PREFIX) :]
+        when = str(item["sk"])[len(USAGE_SK_PREFIX) :][:10]
         if start.isoformat() <= when <= end.isoformat():
-            result.append(_usage_from(when, item))
-    return result
+            counts = totals.setdefault(when, [0] * len(COUNTERS))
+            for i, name in enumerate(COUNTERS):
+                counts[i] += int(item.get(name) or 0)
+    return [UsageDay(when, *counts) for when, counts in sorted(totals.items(), reverse=True)]
 
 
 def _usage_from(when: str, item: Item) -> UsageDay:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentmem.settings import Env
-from agentmem.tenancy.admission import InFlightLimits
+from agentmem.tenancy.admission import TierLimits
 from agentmem.tenancy.keys import TIERS
 from infra.components.throttling import IN_FLIGHT_SHARES, PLAN_TIERS
 from tests.infra.conftest import DEV_TABLE, PROD_OPENSEARCH, Synthesized, resources
@@ -27,7 +27,7 @@ def test_no_tenant_can_hold_more_than_its_tiers_share_of_the_api(synthesized: Sy
         api = _api(synthesized.templates[name])
         reserved = api["ReservedConcurrentExecutions"]
         # Given the API function as deployed: its reservation and the in-flight limits its environment names
-        limits = InFlightLimits.parse(api["Environment"]["Variables"][Env.IN_FLIGHT_LIMITS])
+        limits = TierLimits.parse(api["Environment"]["Variables"][Env.IN_FLIGHT_LIMITS])
         assert limits is not None, name
         assert set(limits.per_tier) == set(TIERS), name
         for tier, share in IN_FLIGHT_SHARES.items():

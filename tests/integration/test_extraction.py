@@ -544,3 +544,40 @@ def test_a_turn_written_late_with_an_earlier_time_is_still_learnt_from(
     # Then it is read in its own step, and the turns read before are not read again
     assert "I bought the boat in Porto" in model.asked_for("Facts")[-1]
     assert "The boat is blue" not in model.asked_for("Facts")[-1].split("Messages:")[1]
+
+
+def test_an_app_past_its_share_of_the_models_tokens_this_minute_waits_and_another_app_does_not(
+    table: Table, model: Model, clock: Clock
+) -> None:
+    # Given a deployment that gives each app 1 token of the model a minute (any call passes it), and two apps
+    chat = OpenAICompatibleChatModel(model.server.url, model.server.model, timeout_seconds=10)
+    settings = Settings(deletion_drain_seconds=0, extraction_tokens_per_minute=1)
+    built = Container(settings, table=table, model=chat, background=False, clock=clock)
+    set_container(built)
+    api = ApiClient()
+    try:
+        learns(built, FACTS)
+        now = format_timestamp(clock())
+        other = AppMemory("other-app", "learning", "other-app", now, now, strategies=(FACTS,), trigger_messages=2)
+        built.memories.put(other)
+        # When the first app's session is learnt from, and then a second of its sessions and one of the other app
+        assert api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("I play chess.", "Nice.")}).status == 200
+        assert [o.state for o in run(built)] == ["done"]
+        asked = len(model.asked)
+        assert asked >= 1
+        assert api.put(f"{ALICE}/sessions/s2/memories", {"entries": said("I swim.", "Great.")}).status == 200
+        bob = scope_path("other-app", "bob")
+        assert api.put(f"{bob}/sessions/s1/memories", {"entries": said("I row.", "Cool.")}).status == 200
+        outcomes = {o.reason: o.state for o in run(built)}
+        # Then the first app waits for the next minute without asking the model; the other app's session is learnt
+        assert "waiting" in outcomes.values()
+        assert any("extraction this minute" in reason for reason in outcomes if reason)
+        assert "done" in outcomes.values()
+        assert len(model.asked) == asked + 1
+        # And once the minute has passed, the waiting session is learnt from too
+        clock.advance(61)
+        assert [o.state for o in run(built)] == ["done"]
+        assert len(model.asked) == asked + 2
+    finally:
+        set_container(None)
+        assert built.close(30)

@@ -20,12 +20,12 @@ from agentmem.tenancy.admission import (
     IN_FLIGHT_SK_PREFIX,
     WINDOW_SECONDS,
     Admission,
-    InFlightLimits,
+    TierLimits,
     in_flight_limits,
 )
 from tests.support import ApiClient, scope_path, text_entry
 
-LIMITS = InFlightLimits({"starter": 2, "standard": 4, "scale": 8})
+LIMITS = TierLimits({"starter": 2, "standard": 4, "scale": 8})
 
 
 class Clock:
@@ -124,9 +124,9 @@ def test_what_a_dead_request_left_counted_is_forgotten_once_its_window_has_passe
 def test_the_limits_are_half_of_each_tiers_share_of_the_api_and_parse_as_the_stack_writes_them() -> None:
     limits = in_flight_limits(623, {"starter": 0.05, "standard": 0.1, "scale": 0.25})
     assert limits.per_tier == {"starter": 15, "standard": 31, "scale": 77}
-    assert InFlightLimits.parse(limits.to_setting()) == limits
-    assert InFlightLimits.parse("") is None
+    assert TierLimits.parse(limits.to_setting()) == limits
+    assert TierLimits.parse("") is None
     with pytest.raises(ValueError, match="MEMORY_IN_FLIGHT_LIMITS"):
-        InFlightLimits.parse("starter:0")
+        TierLimits.parse("starter:0")
     with pytest.raises(ValueError, match="MEMORY_IN_FLIGHT_LIMITS"):
         Settings.from_env({"MEMORY_IN_FLIGHT_LIMITS": "starter"})

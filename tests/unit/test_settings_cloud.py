@@ -66,6 +66,8 @@ def test_every_name_is_read_by_settings() -> None:
         Env.SNAPSHOT_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/1/snapshots",
         Env.MAX_ENTRIES: "500",
         Env.IN_FLIGHT_LIMITS: "starter:2,standard:4,scale:8",
+        Env.EMBEDDING_SHARES: "starter:10,standard:20,scale:50",
+        Env.EXTRACTION_TOKENS_PER_MINUTE: "20000",
         Env.PREHOOK_TARGET: "arn:aws:lambda:us-east-1:1:function:api:7",
     }
     assert set(samples) == ENV_NAMES

@@ -101,12 +101,15 @@ class Container:
             return LocalEmbedder(engine=self.settings.embedding_engine)
         if kind == "bedrock":
             from agentmem.embeddings.bedrock import BedrockEmbedder
+            from agentmem.tenancy.admission import ModelShare, SharedEmbedder, TierLimits
 
-            return BedrockEmbedder(
+            bedrock = BedrockEmbedder(
                 model=self.settings.bedrock_model_id,
                 dimension=self.settings.embedding_dimension or 1024,
                 region_name=self.settings.aws_region,
             )
+            shares = TierLimits.parse(self.settings.embedding_shares, "MEMORY_EMBEDDING_SHARES")
+            return SharedEmbedder(bedrock, ModelShare(self.table, "embeddings", shares)) if shares else bedrock
         return None
 
     @cached_property
@@ -241,9 +244,27 @@ class Container:
     @cached_property
     def extraction(self) -> ExtractionService:
         from agentmem.extraction.service import ExtractionService
+        from agentmem.tenancy.admission import EXTRACTION_TIER, ModelShare, TierLimits
 
+        per_minute = self.settings.extraction_tokens_per_minute
+        share = (
+            ModelShare(
+                self.table,
+                "extraction",
+                TierLimits({EXTRACTION_TIER: per_minute}),
+                clock=lambda: self.clock().timestamp(),
+            )
+            if per_minute is not None
+            else None
+        )
         return ExtractionService(
-            self.table, self.memories, self.learned_records, self.graph, self.model, clock=self.clock
+            self.table,
+            self.memories,
+            self.learned_records,
+            self.graph,
+            self.model,
+            clock=self.clock,
+            minute_share=share,
         )
 
     @cached_property
@@ -373,12 +394,11 @@ class Container:
         return stopped
 
     @cached_property
-    def admission(self) -> Admission | None:
-        """Each tenant's requests in flight, bounded by its tier (None: the settings name no limits)."""
-        from agentmem.tenancy.admission import Admission, InFlightLimits
+    def admission(self) -> Admission:
+        """Each tenant's requests in flight, bounded by its tier (counted only when the settings name limits)."""
+        from agentmem.tenancy.admission import Admission, TierLimits
 
-        limits = InFlightLimits.parse(self.settings.in_flight_limits)
-        return Admission(self.table, limits) if limits is not None else None
+        return Admission(self.table, TierLimits.parse(self.settings.in_flight_limits))
 
     @cached_property
     def tenants(self) -> TenantService:

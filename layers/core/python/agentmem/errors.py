@@ -90,6 +90,18 @@ class RateLimited(MemoryServiceError):
     http_status = 429
 
 
+class TooManyInFlight(RateLimited):
+    """The tenant has as many requests in flight as its plan allows at once (agentmem/tenancy/admission.py)."""
+
+    code = "too_many_in_flight"
+
+
+class ModelShareUsed(RateLimited):
+    """The tenant used its share of a model this minute (agentmem/tenancy/admission.py): refused before the call."""
+
+    code = "model_share_used"
+
+
 class Unavailable(MemoryServiceError):
     """A dependency (table, vector index, embedder) cannot be reached."""
 

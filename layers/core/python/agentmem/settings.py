@@ -35,6 +35,8 @@
 | MEMORY_SNAPSHOT_BUCKET | the bucket of `s3` snapshots (set by the stack) | unset |
 | MEMORY_SNAPSHOT_QUEUE_URL | the queue asking the snapshot function for a snapshot (set by the stack) | unset |
 | MEMORY_MAX_ENTRIES | the most entries a user (and project) holds: more is a 409 | table: `20000`; OpenSearch: none |
+| MEMORY_EMBEDDING_SHARES | embedding model calls a minute per tenant and tier (`starter:100,...`): more: 429 | unset |
+| MEMORY_EXTRACTION_TOKENS_PER_MINUTE | the extraction model's tokens a minute one app may take: more waits | unset |
 | MEMORY_IN_FLIGHT_LIMITS | a tenant's requests in flight per tier (`starter:15,...`): more: 429 | unset; the stack's |
 | MEMORY_PREHOOK_TARGET | the API version the pre-traffic hook checks (its qualified ARN; set by the stack) | unset |
 """
@@ -90,6 +92,8 @@ class Env:
     SNAPSHOT_QUEUE_URL: Final = "MEMORY_SNAPSHOT_QUEUE_URL"
     MAX_ENTRIES: Final = "MEMORY_MAX_ENTRIES"
     IN_FLIGHT_LIMITS: Final = "MEMORY_IN_FLIGHT_LIMITS"
+    EMBEDDING_SHARES: Final = "MEMORY_EMBEDDING_SHARES"
+    EXTRACTION_TOKENS_PER_MINUTE: Final = "MEMORY_EXTRACTION_TOKENS_PER_MINUTE"
     PREHOOK_TARGET: Final = "MEMORY_PREHOOK_TARGET"
 
 
@@ -150,6 +154,10 @@ class Settings:
     """None: the search backend's own limit (agentmem/vectors/exact.py MAX_ENTRIES; none for OpenSearch)."""
     in_flight_limits: str = ""
     """Requests in flight per tenant of each tier (agentmem/tenancy/admission.py); empty: none counted."""
+    embedding_shares: str = ""
+    """Embedding model calls a minute per tenant of each tier (admission.py ModelShare); empty: none counted."""
+    extraction_tokens_per_minute: int | None = None
+    """The extraction model's tokens a minute one app may take; None: not counted."""
     prehook_target: str | None = None
     """The API version CodeDeploy's pre-traffic hook checks (agentmem/release_hook.py): set on the hook only."""
 
@@ -236,16 +244,18 @@ class Settings:
             snapshot_bucket=env.get(Env.SNAPSHOT_BUCKET) or None,
             snapshot_queue_url=env.get(Env.SNAPSHOT_QUEUE_URL) or None,
             max_entries=_positive_int(env, Env.MAX_ENTRIES),
-            in_flight_limits=_in_flight_limits(env),
+            in_flight_limits=_tier_limits(env, Env.IN_FLIGHT_LIMITS),
+            embedding_shares=_tier_limits(env, Env.EMBEDDING_SHARES),
+            extraction_tokens_per_minute=_positive_int(env, Env.EXTRACTION_TOKENS_PER_MINUTE),
             prehook_target=env.get(Env.PREHOOK_TARGET) or None,
         )
 
 
-def _in_flight_limits(env: Mapping[str, str]) -> str:
-    from agentmem.tenancy.admission import InFlightLimits
+def _tier_limits(env: Mapping[str, str], name: str) -> str:
+    from agentmem.tenancy.admission import TierLimits
 
-    text = env.get(Env.IN_FLIGHT_LIMITS) or ""
-    InFlightLimits.parse(text)  # a malformed setting fails at start, not at the first request
+    text = env.get(name) or ""
+    TierLimits.parse(text, name)  # a malformed setting fails at start, not at the first request
     return text
 
 

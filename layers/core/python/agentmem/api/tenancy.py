@@ -31,10 +31,9 @@ from agentmem.agentcore.records import app_of_memory
 from agentmem.api.http import JSON, error_result, path_id
 from agentmem.budget import dumps
 from agentmem.container import get_container
-from agentmem.errors import Conflict, Forbidden, MemoryServiceError, RateLimited
+from agentmem.errors import Conflict, Forbidden, MemoryServiceError, ModelShareUsed, RateLimited, TooManyInFlight
 from agentmem.keys import validate_id
 from agentmem.observability import logger
-from agentmem.tenancy.admission import TooManyInFlight
 from agentmem.tenancy.keys import DEFAULT_TIER, TIERS, ApiKey, presented_key
 from agentmem.tenancy.metering import counting, record_meter, record_usage
 
@@ -170,10 +169,10 @@ def _metered(
     try:
         with (
             counting() as meter,  # (what the in-flight count writes is the request's too)
-            admission.admitted(path_app, caller.tier) if admission and caller else contextlib.nullcontext(),
+            admission.admitted(path_app, caller.tier) if caller else contextlib.nullcontext(),
         ):
             result = resolve(event)
-    except TooManyInFlight as error:
+    except (TooManyInFlight, ModelShareUsed) as error:
         return _refused(error, request_id, str(event.get("path") or ""))
     try:
         record_meter(get_container().table, path_app, meter)

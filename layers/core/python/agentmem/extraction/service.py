@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -46,6 +47,7 @@ from agentmem.memory import records as memory_records
 from agentmem.observability import logger
 from agentmem.stores.table import Check, Condition, Item, Put, Table, WriteOp, query_all
 from agentmem.tenancy import metering
+from agentmem.tenancy.admission import EXTRACTION_TIER, ModelShare
 
 BATCH_MESSAGES = 30
 """Messages one model call reads at most (a LoCoMo session, about 21 turns, is one batch)."""
@@ -126,7 +128,11 @@ class ExtractionService:
         model: ChatModel | None,
         *,
         clock: Callable[[], datetime] = utc_now,
+        minute_share: ModelShare | None = None,
     ) -> None:
+        """``minute_share``: each app's share of the model's tokens a minute (MEMORY_EXTRACTION_TOKENS_PER_MINUTE);
+        an app past it waits for the next minute."""
+        self._minute_share = minute_share
         self._table = users.guarded(table)
         self._raw = table
         self._memories = memories
@@ -205,6 +211,10 @@ class ExtractionService:
         over = self._over_budget(memory)
         if over:
             return Outcome("paused", at_ms=now + BUDGET_RECHECK_MS, reason=over)
+        shared = self._minute_share.spent(memory.app, EXTRACTION_TIER) if self._minute_share is not None else ""
+        if shared:  # only this app waits: the others' sessions still have their share of the model this minute
+            wait_ms = math.ceil(self._minute_share.seconds_to_next_minute() * 1000)  # type: ignore[union-attr]
+            return Outcome("waiting", at_ms=now + wait_ms, reason=shared)
         leased, raw = self._lease(scope, session, cursor, raw)
         if leased is None:
             return Outcome("busy", at_ms=now + 1000, reason="another process took this session")
@@ -576,6 +586,8 @@ class ExtractionService:
     # -- cost ----------------------------------------------------------------------------------------------
 
     def _meter(self, app: str, usage: Usage) -> None:
+        if usage.calls and self._minute_share is not None:
+            self._minute_share.add(app, usage.input_tokens + usage.output_tokens)
         if usage.calls:
             metering.record_usage(
                 self._raw,

@@ -10,6 +10,7 @@ results, said so (``degraded``).
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +21,7 @@ from typing import Any
 from agentmem.budget import Budget
 from agentmem.clock import format_timestamp
 from agentmem.embeddings.port import Embedder, embed_query
-from agentmem.errors import InvalidInput
+from agentmem.errors import InvalidInput, ModelShareUsed
 from agentmem.keys import Scope
 from agentmem.memory import filters, records
 from agentmem.models.memory import SearchMode, StoredEntry
@@ -109,8 +110,8 @@ class MemorySearch:
         if mode != "keyword":
             try:
                 selected = self._ranked(scope, query, mode, top_k, min_score, where, now, known, warnings)
-            except InvalidInput:  # the request's own fault (a read budget it spent): no fallback answers it
-                raise
+            except (InvalidInput, ModelShareUsed):  # the request's own (a read budget, its tenant's share of the
+                raise  # model this minute): no fallback answers it
             except Exception as error:  # embedder or index down: keyword matching still answers
                 logger.warning("semantic search failed; keyword fallback", extra={"error": type(error).__name__})
                 warnings = [f"{mode} search is unavailable right now; these are keyword results"]
@@ -166,7 +167,8 @@ class MemorySearch:
         hybrid = mode == "hybrid"
         # The query is embedded on another thread while the keyword index is read (the engine releases
         # the GIL): the two take about as long, and a search's latency is the longer of them.
-        vector_soon = _embedding_pool().submit(embed_query, self.embedder, query)
+        # (in this request's context: the tenant it is for pays the call from its share, and the meter counts it)
+        vector_soon = _embedding_pool().submit(contextvars.copy_context().run, embed_query, self.embedder, query)
         metering.count_embedded([query])
         keyword = Ranking([])
         if hybrid:

@@ -25,7 +25,7 @@ from typing import Protocol
 from agentmem import held_items, users
 from agentmem.clock import format_timestamp, new_id
 from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR, encode_vector
-from agentmem.errors import InvalidInput, MemoryFull, PayloadTooLarge
+from agentmem.errors import InvalidInput, MemoryFull, ModelShareUsed, PayloadTooLarge
 from agentmem.keys import Scope
 from agentmem.memory import records
 from agentmem.memory.search import MemorySearch
@@ -155,6 +155,8 @@ class EntryWriter:
                 raise ValueError("the embedder returned a different number of vectors")
         except InvalidInput:
             vectors = [self._embed_alone(text) for text in texts] if len(texts) > 1 else [None]
+        except ModelShareUsed:  # the tenant's share of the model this minute: refused, nothing stored (429)
+            raise
         except Exception as error:  # any embedder failure: store the entries anyway, embed them later
             logger.warning("embedding failed; entries stored as pending", extra={"error": type(error).__name__})
             vectors = [None] * len(prepared)

@@ -79,13 +79,16 @@ def test_each_function_runs_with_the_environment_its_template_gives_it(flow: Flo
     secret = d.template.physical[d.template.one("AWS::SecretsManager::Secret")].ref
     # (the prod shape runs extraction too: tests/synthesis.py)
     assert set(d.functions) == (
-        {"api", "authorizer", "deletion", "indexer", "extraction", "console", "redrive"}
+        {"api", "authorizer", "deletion", "indexer", "extraction", "console", "redrive", "prehook"}
         if flow.opensearch
-        else {"api", "authorizer", "deletion", "console", "redrive", "snapshots"}
+        else {"api", "authorizer", "deletion", "console", "redrive", "snapshots", "prehook"}
     )
-    # The console's function serves static files: no store settings at all (and its role grants no data)
+    # The console's function serves static files: no store settings at all (and its role grants no data); the
+    # pre-traffic hook knows only the version it checks
     assert not any(name.startswith("MEMORY_") for name in d.functions["console"].variables)
-    for fn in (f for f in d.functions.values() if f.name != "console"):
+    assert {name for name in d.functions["prehook"].variables if name.startswith("MEMORY_")} == {Env.PREHOOK_TARGET}
+    assert Settings.from_env(d.functions["prehook"].variables).prehook_target
+    for fn in (f for f in d.functions.values() if f.name not in ("console", "prehook")):
         process = d.lambda_environment(fn)
         changed = {k for k, v in fn.variables.items() if process.get(k) != v} | (set(process) - set(fn.variables))
         assert changed - set(OVERRIDDEN) == {k for k in process if k.startswith("AWS_")}, fn.name

@@ -34,7 +34,7 @@ from infra.components.extraction import Extraction, ExtractionSettings
 from infra.components.search import ERASER, INDEXER, SEARCHER, VectorSearch
 from infra.components.snapshots import Snapshots
 from infra.components.storage import DELETION_ACTIONS, Storage
-from infra.components.throttling import IN_FLIGHT_SHARES
+from infra.components.throttling import IN_FLIGHT_SHARES, embedding_shares
 
 EMBEDDING_MODEL_ID = "amazon.titan-embed-text-v2:0"
 SERVICE_NAME = "agent-memory"
@@ -219,7 +219,10 @@ class Compute(Construct):
             description="REST API (API.md)",
             reserved_concurrency=concurrency.api,
             # no tenant holds more of the API's reservation than its tier's share (infra/components/throttling.py)
-            extra_environment={Env.IN_FLIGHT_LIMITS: in_flight_limits(concurrency.api, IN_FLIGHT_SHARES).to_setting()},
+            extra_environment={
+                Env.IN_FLIGHT_LIMITS: in_flight_limits(concurrency.api, IN_FLIGHT_SHARES).to_setting(),
+                Env.EMBEDDING_SHARES: embedding_shares().to_setting(),
+            },
         )
         self.authorizer = self._function(
             "Authorizer",

@@ -35,6 +35,7 @@ from agentmem.extraction.work import PENDING
 from agentmem.keys import SCOPE_TAG
 from agentmem.settings import Env
 from infra.components.storage import KEY_ACTIONS, KEY_READ_ACTIONS, QUEUE_CONSUMER_ACTIONS, Storage
+from infra.components.throttling import extraction_tokens_per_app
 
 DEFAULT_RESERVED_CONCURRENCY = 5
 MEMORY_MB = 512
@@ -230,7 +231,11 @@ class Extraction(Construct):
             timeout=TIMEOUT_SECONDS,
             description=f"extraction of long-term memories ({settings.model_id})",
             reserved_concurrency=settings.reserved_concurrency,
-            extra_environment=self.model_environment,
+            # each app's share of the model's tokens a minute (infra/components/throttling.py)
+            extra_environment={
+                **self.model_environment,
+                Env.EXTRACTION_TOKENS_PER_MINUTE: str(extraction_tokens_per_app()),
+            },
         )
         storage.stream_mapping(
             "PendingRows",

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from agentmem.tenancy.admission import TierLimits, shared_out
 from infra.components.routes import CONSOLE_ROUTES, GRAPH, PUBLIC_ROUTES, SCOPE
 
 ACCOUNT_RATE_LIMIT = 10_000
@@ -52,6 +53,28 @@ MEMORY_IN_FLIGHT_LIMITS). A usage plan bounds a key's requests a second, not how
 20 a second of 25-second requests would hold 500 slots. The shares overlap on purpose (tenants are rarely all
 busy at once); what they promise is that one tenant alone leaves at least three quarters of the API to the
 others, and two scale tenants half."""
+EMBEDDING_REQUESTS_PER_MINUTE = 2_000
+"""The Bedrock quota the stack shares out for the embedding model (Titan Text Embeddings V2, throttled by requests a
+minute, one quota per account and Region). An assumption, not read from the account: set it to your account's
+value in Service Quotas (Amazon Bedrock, on-demand InvokeModel requests per minute for the model)."""
+EXTRACTION_TOKENS_PER_MINUTE = 200_000
+"""Likewise, the extraction model's tokens a minute (Nova Micro through the us. inference profile): an assumption
+to set from Service Quotas (cross-Region InvokeModel tokens per minute for the model)."""
+EXTRACTION_APP_SHARE = 0.10
+"""Of the extraction model's tokens a minute, what one app may take (extraction runs outside a tenant's request,
+where its plan is not known: every app the standard tier's share)."""
+
+
+def embedding_shares() -> TierLimits:
+    """Each tier's embedding calls a minute (MEMORY_EMBEDDING_SHARES): its share of the quota, as its requests in
+    flight are of the API."""
+    return shared_out(EMBEDDING_REQUESTS_PER_MINUTE, IN_FLIGHT_SHARES)
+
+
+def extraction_tokens_per_app() -> int:
+    return int(EXTRACTION_TOKENS_PER_MINUTE * EXTRACTION_APP_SHARE)
+
+
 DEFAULT_TIER = "standard"
 """The tier of the ``UsagePlanId`` output (the plan keys were created in before tiers existed)."""
 TENANTS = {

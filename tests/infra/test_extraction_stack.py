@@ -177,10 +177,12 @@ def test_the_extraction_function_is_capped_and_configured_from_the_settings_name
     assert variables[Env.MODEL] == "bedrock"
     assert variables[Env.MODEL_ID] == EXTRACTION_MODEL
     assert variables[Env.EXTRACTION_QUEUE_URL] == {"Ref": wake_queue}
-    # (the erasure workflow and the tenants' in-flight limits are the API's alone)
-    shared = {k: v for k, v in api.items() if k not in (Env.DELETION_STATE_MACHINE_ARN, Env.IN_FLIGHT_LIMITS)}
+    # (the erasure workflow and the tenants' in-flight limits and embedding shares are the API's alone; each app's
+    # share of the model's tokens a minute is extraction's)
+    api_only = (Env.DELETION_STATE_MACHINE_ARN, Env.IN_FLIGHT_LIMITS, Env.EMBEDDING_SHARES)
+    shared = {k: v for k, v in api.items() if k not in api_only}
     assert {k: v for k, v in variables.items() if k in shared} == shared
-    assert set(variables) - set(shared) == set()
+    assert set(variables) - set(shared) == {Env.EXTRACTION_TOKENS_PER_MINUTE}
     # And the API writes pending rows: the same three settings (it never calls the model nor sends)
     for name in (Env.MODEL, Env.MODEL_ID, Env.EXTRACTION_QUEUE_URL):
         assert api[name] == variables[name], name

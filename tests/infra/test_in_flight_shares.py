@@ -39,3 +39,29 @@ def test_no_tenant_can_hold_more_than_its_tiers_share_of_the_api(synthesized: Sy
         assert 2 * limits.per_tier["scale"] <= reserved // 4, name
         # And a standard key at its plan's rate of 25-second requests (the review's 500 slots) is bounded far below
         assert 2 * limits.per_tier["standard"] < 20 * 25, name
+
+
+def test_each_tenant_has_a_share_of_the_models_every_tenant_shares(synthesized: Synthesized) -> None:
+    from infra.components.throttling import (
+        EMBEDDING_REQUESTS_PER_MINUTE,
+        EXTRACTION_APP_SHARE,
+        EXTRACTION_TOKENS_PER_MINUTE,
+    )
+
+    for name in (PROD_OPENSEARCH, DEV_TABLE):
+        variables = _api(synthesized.templates[name])["Environment"]["Variables"]
+        # Given the API as deployed / Then each tier's embedding calls a minute are its share of the quota
+        shares = TierLimits.parse(variables[Env.EMBEDDING_SHARES], Env.EMBEDDING_SHARES)
+        assert shares is not None
+        for tier, share in IN_FLIGHT_SHARES.items():
+            assert 1 <= shares.per_tier[tier] <= share * EMBEDDING_REQUESTS_PER_MINUTE, (name, tier)
+        # And one scale tenant alone leaves at least three quarters of the model's requests to the others
+        assert shares.per_tier["scale"] <= EMBEDDING_REQUESTS_PER_MINUTE // 4
+    # And the extraction function (prod learns) lets one app take at most its share of the model's tokens a minute
+    (extraction,) = [
+        f["Properties"]
+        for f in resources(synthesized.templates[PROD_OPENSEARCH], "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"].startswith("extraction.")
+    ]
+    per_app = int(extraction["Environment"]["Variables"][Env.EXTRACTION_TOKENS_PER_MINUTE])
+    assert 1 <= per_app <= EXTRACTION_TOKENS_PER_MINUTE * EXTRACTION_APP_SHARE

@@ -69,11 +69,15 @@ def test_a_tenant_past_its_share_of_the_embedding_model_is_refused_and_another_i
     assert served == 201
     listed = api.get(f"{scope_path('busy', 'ann')}/memories", headers={"x-api-key": busy}).body["entries"]
     assert len(listed) == 3
-    # And a search, which embeds its query, is refused the same way until the minute has passed
+    # And a search, which embeds its query, is refused the same way until the minute has passed, when a batch larger
+    # than the whole share still gets in (a session of five turns: the share only stops what comes after it)
     search = api.post(f"{scope_path('busy', 'ann')}/memories/search", {"query": "fact"}, headers={"x-api-key": busy})
     assert (search.status, search.error_code) == (429, "model_share_used")
     clock.now += MINUTE_SECONDS
-    assert _store(api, "busy", busy, "next minute") == 201
+    session = {"entries": [text_entry(f"turn {i}") for i in range(5)]}
+    path = f"{scope_path('busy', 'ann')}/sessions/s1/memories"
+    assert api.put(path, session, headers={"x-api-key": busy}).status == 200
+    assert _store(api, "busy", busy, "after the session") == "model_share_used"
 
 
 def test_the_share_follows_the_tier_and_calls_outside_a_request_are_not_counted(

@@ -149,15 +149,17 @@ class ModelShare:
         return tenant_partition(app), f"{SHARE_SK_PREFIX}{self.model}#{minute}"
 
     def take(self, app: str, tier: str, units: int) -> None:
-        """Count ``units`` of this minute for ``app``; ModelShareUsed (nothing counted) when that passes its
-        tier's share. A tier without a limit is not counted."""
+        """Count ``units`` of this minute for ``app``; ModelShareUsed (nothing counted) when its tier's share of
+        the minute was used up before them. A call is let through while the share is not used up, however large
+        (a session of more texts than the share still gets in, in a minute of its own): an app uses at most its
+        share and one call more a minute. A tier without a limit is not counted."""
         limit = self._limits.of(tier)
         if limit is None or units <= 0:
             return
         now = self._clock()
         key = self._key(app, int(now // MINUTE_SECONDS))
         counted = self._table.increment(*key, {"used": units}, expires_at=int(now) + KEPT_SECONDS)
-        if int(counted.get("used") or 0) > limit:
+        if int(counted.get("used") or 0) - units >= limit:
             self._table.increment(*key, {"used": -units})
             raise ModelShareUsed(
                 f"this app's share of {self.model} this minute ({limit}) is used up; retry in "

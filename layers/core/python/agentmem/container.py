@@ -109,7 +109,9 @@ class Container:
                 region_name=self.settings.aws_region,
             )
             shares = TierLimits.parse(self.settings.embedding_shares, "MEMORY_EMBEDDING_SHARES")
-            return SharedEmbedder(bedrock, ModelShare(self.table, "embeddings", shares)) if shares else bedrock
+            if shares is None:
+                return bedrock
+            return SharedEmbedder(bedrock, ModelShare(self.table, "embeddings", shares, clock=self._epoch_seconds))
         return None
 
     @cached_property
@@ -252,7 +254,7 @@ class Container:
                 self.table,
                 "extraction",
                 TierLimits({EXTRACTION_TIER: per_minute}),
-                clock=lambda: self.clock().timestamp(),
+                clock=self._epoch_seconds,
             )
             if per_minute is not None
             else None
@@ -398,7 +400,10 @@ class Container:
         """Each tenant's requests in flight, bounded by its tier (counted only when the settings name limits)."""
         from agentmem.tenancy.admission import Admission, TierLimits
 
-        return Admission(self.table, TierLimits.parse(self.settings.in_flight_limits))
+        return Admission(self.table, TierLimits.parse(self.settings.in_flight_limits), clock=self._epoch_seconds)
+
+    def _epoch_seconds(self) -> float:
+        return self.clock().timestamp()
 
     @cached_property
     def tenants(self) -> TenantService:

@@ -7,8 +7,8 @@ pays: the ids, filter rows and expiries (JSON, zlib); the lengths and id order (
 posting list as position deltas and counts (zlib); each model's vectors as int8 with one scale a row
 (``value = int8 * scale``: a unit vector's cosine moves by about 1e-3). An index decoded from it ranks as
 the index it was encoded from, within that quantization. It names the change log place it holds
-(``epoch``, ``version``): a reader catches up from there (agentmem/search/changes.py), or reads the
-partition whole when the log no longer reaches back to it.
+(``epoch``, ``version``, and the versions below it whose rows its index was still waiting for): a reader catches
+up from there (agentmem/search/changes.py), or reads the partition whole when the log no longer reaches back.
 """
 
 from __future__ import annotations
@@ -107,6 +107,9 @@ def encode(index: PartitionIndex, written_at: float) -> bytes:
         "format": FORMAT,
         "epoch": index.place.epoch,
         "version": index.place.version,
+        # the rows the index still waits for (their writers had taken the number, not yet logged): a process
+        # started from the snapshot looks for them too, or it would never read them
+        "missing": [[version, seen] for version, seen in sorted(index.place.missing.items())],
         "written_at": written_at,
         "entries": len(live),
         "words": words,
@@ -138,7 +141,8 @@ def decode(data: bytes) -> PartitionIndex:
         entries = json.loads(zlib.decompress(sections["entries"]))
         count = int(header["entries"])
         index = PartitionIndex(header["epoch"], int(header["version"]))
-        index.place = Caught(header["epoch"], int(header["version"]), caught_up_at=float(header["written_at"]))
+        missing = {int(version): float(seen) for version, seen in header.get("missing", [])}
+        index.place = Caught(header["epoch"], int(header["version"]), missing, caught_up_at=float(header["written_at"]))
         index.ids = [str(entry_id) for entry_id in entries["ids"]]
         index.rows = [(row[0], row[1]) for row in entries["rows"]]
         index._position = {str(entry_id): p for p, entry_id in enumerate(index.ids)}

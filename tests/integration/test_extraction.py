@@ -581,3 +581,57 @@ def test_an_app_past_its_share_of_the_models_tokens_this_minute_waits_and_anothe
     finally:
         set_container(None)
         assert built.close(30)
+
+
+def test_records_the_store_refuses_park_their_batch_and_the_session_moves_on(
+    api: ApiClient, container: Container, model: Model
+) -> None:
+    # Given an actor id the API accepts whose records the store refuses (a "/" in it: the namespace template puts
+    # it where the owner is read, and the owner read back is "org"), and a model that finds a fact
+    learns(container, FACTS)
+    model.answers["Facts"] = facts_about(("Org's Alice plays chess.", "Alice", [1]))
+    actor = scope_path(APP, "org/alice")
+    assert api.put(f"{actor}/sessions/s1/memories", {"entries": said("I play chess.", "Nice.")}).status == 200
+    # When its session is learnt from
+    outcomes = run(container)
+    # Then the commit's refusal did not escape the step: the batch is parked with the reason, the session's
+    # pending work is done and its lease released, and nothing was written
+    assert [o.state for o in outcomes] == ["parked"], outcomes
+    assert "another actor" in outcomes[0].reason
+    jobs, _ = container.extraction.list_parked(APP, after=None, limit=10)
+    assert [(j["user"], j["session"], j["strategy"]) for j in jobs] == [("org/alice", "s1", FACTS.id)]
+    assert "another actor" in jobs[0]["failure"]
+    scope = UserRef(APP, "org/alice").scope()
+    assert container.table.get(scope.partition, work.pending_sk("s1")) is None
+    assert work.read_cursor(container.table, scope, "s1")[0].lease == ""
+    # And nothing asks the model again for it until an operator starts the job again
+    asked = len(model.asked)
+    assert run(container) == []
+    assert len(model.asked) == asked
+
+
+def test_learnt_records_that_would_pass_the_users_entry_limit_are_parked_and_the_user_can_still_write(
+    table: Table, model: Model, clock: Clock
+) -> None:
+    # Given a deployment whose users hold at most 3 entries, and a user with a session of 2 messages
+    chat = OpenAICompatibleChatModel(model.server.url, model.server.model, timeout_seconds=10)
+    built = Container(
+        Settings(deletion_drain_seconds=0, max_entries=3), table=table, model=chat, background=False, clock=clock
+    )
+    set_container(built)
+    api = ApiClient()
+    try:
+        learns(built, FACTS)
+        model.answers["Facts"] = facts_about(("Alice plays chess.", "Alice", [1]), ("Alice swims.", "Alice", [2]))
+        assert api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("I play chess.", "I swim.")}).status == 200
+        # When the model finds two facts (the user would hold 4)
+        outcomes = run(built)
+        # Then the batch is parked with the limit as its reason, and no record was written
+        assert [o.state for o in outcomes] == ["parked"], outcomes
+        assert "user_memory_full" in outcomes[0].reason
+        assert records(api, "/facts/alice/") == []
+        # And the user's own next write still fits (3 of 3)
+        assert api.post(f"{ALICE}/memories", {"entry": text_entry("I like tea")}).status == 201
+    finally:
+        set_container(None)
+        assert built.close(30)

@@ -283,6 +283,24 @@ class ExtractionService:
                 self._release(scope, session, current, current_raw)
             busy = Outcome("busy", at_ms=self._now_ms() + 1000, reason="the session changed meanwhile")
             return busy, current, current_raw
+        except UserDeletionInProgress:
+            raise
+        except MemoryServiceError as error:  # what was learnt cannot be kept (the user's entries are full, a
+            # record the store refuses): the batch is parked with the reason and the session moves on; the error
+            # never escapes the step, which would hold the lease and ask the model again on every retry
+            why = f"{error.code}: {error.message}"
+            refused = [self._parked_job(scope, session, strategy.id, why, batch) for strategy in memory.strategies]
+            moved_on = replace(advanced, graph=[])
+            ops: list[WriteOp] = [Put(moved_on.item(scope, session), _as_read(raw))]
+            ops += [Put(item) for job in refused for item in job]
+            try:
+                self._table.transact_write(ops)
+            except ConditionFailed:
+                busy = Outcome("busy", at_ms=self._now_ms() + 1000, reason="the session changed meanwhile")
+                return busy, *work.read_cursor(self._raw, scope, session)
+            logger.warning("extraction parked: its records were refused", app=scope.app, error=error.code)
+            saved = self._raw.get(scope.partition, work.cursor_sk(session))
+            return Outcome("parked", records=0, reason=why), moved_on, saved
         advanced.graph = [{**op, "source": ids[op["record"]]} for op in result.graph]
         saved = self._raw.get(scope.partition, work.cursor_sk(session))
         advanced, saved = self._apply_graph(scope, session, advanced, saved)

@@ -271,7 +271,10 @@ class EntryWriter:
         """Write new entries (with what points at them), rewrite existing entry items (each ``(as read, new
         version)``, the same words: only held if still stored as read) and ``extra`` (another service's items
         and checks) in one transaction: all of it lands or none (ConditionFailed). Then log both kinds of
-        change for every process's search index."""
+        change for every process's search index. MemoryFull (nothing written) when the new entries would take the
+        scope past the entries its index serves, as any other write."""
+        if prepared:
+            self._refuse_past_limit(scope, len(prepared), None)
         vectors_ok = self.embed(prepared)
         side: list[Item] = [users.registry_item(scope)]
         for p in prepared:

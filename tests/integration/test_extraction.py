@@ -25,6 +25,7 @@ from agentmem.keys import UserRef
 from agentmem.llm.openai_compatible import OpenAICompatibleChatModel
 from agentmem.settings import Settings
 from agentmem.stores.table import Table
+from agentmem.tenancy import metering
 from tests.scripted_model import ScriptedFailure, ScriptedModelServer
 from tests.support import ApiClient, Clock, inline_deletion_runner, scope_path, text_entry
 
@@ -635,3 +636,32 @@ def test_learnt_records_that_would_pass_the_users_entry_limit_are_parked_and_the
     finally:
         set_container(None)
         assert built.close(30)
+
+
+def test_starting_a_parked_job_again_asks_no_model_past_the_apps_budget(
+    api: ApiClient, container: Container, model: Model, clock: Clock
+) -> None:
+    # Given a job parked after the model failed, and an app whose month's token budget is spent meanwhile
+    learns(container, FACTS)
+    model.answers["Facts"] = lambda _n, _p: ScriptedFailure(503, "overloaded")
+    api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
+    run(container)
+    for _ in range(extraction_service.MAX_ATTEMPTS - 1):
+        [(due, _, _)] = container.local_extraction.pending()
+        clock.advance(round(due / 1000 - clock.now.timestamp()))
+        run(container)
+    [job] = api.post(f"/agentcore/memories/{APP}/extractionJobs", {}).body["jobs"]
+    learns(container, FACTS, token_budget=100)
+    metering.record_usage(container.table, APP, model_calls=1, model_input_tokens=100)  # (the month's, spent)
+    model.answers["Facts"] = facts_about(("Ana plays the cello.", "Ana", [1]))
+    asked = len(model.asked)
+    # When it is started again, and the session is looked at five times
+    start = {"extractionJob": {"jobId": job["jobID"]}}
+    assert api.post(f"/agentcore/memories/{APP}/extractionJobs/start", start).status == 200
+    for _ in range(5):
+        container.local_extraction.wake(UserRef(APP, "alice").scope().partition, "s1", 0)
+        outcomes = run(container)
+        # Then each step pauses on the budget, asking the model nothing
+        assert [(o.state, "token budget" in o.reason) for o in outcomes] == [("paused", True)], outcomes
+    assert len(model.asked) == asked
+    assert records(api, "/facts/alice/") == []

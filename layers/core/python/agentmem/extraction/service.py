@@ -208,13 +208,9 @@ class ExtractionService:
             return Outcome("waiting", at_ms=idle_at)
         if self._model is None:
             return Outcome("paused", reason=NO_MODEL)
-        over = self._over_budget(memory)
-        if over:
-            return Outcome("paused", at_ms=now + BUDGET_RECHECK_MS, reason=over)
-        shared = self._minute_share.spent(memory.app, EXTRACTION_TIER) if self._minute_share is not None else ""
-        if shared:  # only this app waits: the others' sessions still have their share of the model this minute
-            wait_ms = math.ceil(self._minute_share.seconds_to_next_minute() * 1000)  # type: ignore[union-attr]
-            return Outcome("waiting", at_ms=now + wait_ms, reason=shared)
+        held_back = self._held_back(memory)
+        if held_back is not None:
+            return held_back
         leased, raw = self._lease(scope, session, cursor, raw)
         if leased is None:
             return Outcome("busy", at_ms=now + 1000, reason="another process took this session")
@@ -481,6 +477,9 @@ class ExtractionService:
     def _retries(self, scope: Scope, memory: AppMemory, session: str) -> Outcome | None:
         """Run the parked jobs asked to run again in this scope (a job's messages, its one strategy)."""
         rows = query_all(self._raw, scope.partition, work.RETRY)
+        held_back = self._held_back(memory) if rows and self._model is not None else None
+        if held_back is not None:  # the jobs wait with the session: no path asks the model past the budget
+            return held_back
         for row in rows:
             job = json.loads(row["state"])
             strategy = memory.strategy(str(job.get("strategy")))
@@ -498,6 +497,17 @@ class ExtractionService:
             try:
                 ids = self._records.commit(scope, result.records if not result.failed else [], extra)
             except ConditionFailed:
+                continue
+            except UserDeletionInProgress:
+                raise
+            except MemoryServiceError as error:  # its records are refused (the user's entries are full): parked again
+                why = f"{error.code}: {error.message}"
+                again = {**job, "failure": why, "parked_at": format_timestamp(self._clock())}
+                parked = work.parked_items(scope.user_ref, row["sk"][len(work.RETRY) :], again)
+                self._table.transact_write(
+                    [Check(scope.partition, row["sk"], Condition(exists=True)), *map(Put, parked)]
+                )
+                self._raw.delete(scope.partition, row["sk"])
                 continue
             self._raw.delete(scope.partition, row["sk"])
             for op in result.graph if not result.failed else []:
@@ -614,6 +624,19 @@ class ExtractionService:
                 model_input_tokens=usage.input_tokens,
                 model_output_tokens=usage.output_tokens,
             )
+
+    def _held_back(self, memory: AppMemory) -> Outcome | None:
+        """Why the app may not ask the model now, on any path (a session's step, a parked job started again):
+        its month's token budget is spent, or its share of the model's tokens this minute."""
+        now = self._now_ms()
+        over = self._over_budget(memory)
+        if over:
+            return Outcome("paused", at_ms=now + BUDGET_RECHECK_MS, reason=over)
+        shared = self._minute_share.spent(memory.app, EXTRACTION_TIER) if self._minute_share is not None else ""
+        if shared:  # only this app waits: the others' sessions still have their share of the model this minute
+            wait_ms = math.ceil(self._minute_share.seconds_to_next_minute() * 1000)  # type: ignore[union-attr]
+            return Outcome("waiting", at_ms=now + wait_ms, reason=shared)
+        return None
 
     def _over_budget(self, memory: AppMemory) -> str:
         """Why the app may not spend more tokens this month ("" when it may)."""

@@ -440,6 +440,27 @@ def test_agentcore_events_are_learnt_from_too(api: ApiClient, container: Contain
     assert re.search(r"\[1\] \(\d{4}-\d\d-\d\d\) user: I sail a wooden boat", model.asked_for("Facts")[0])
 
 
+def test_the_message_trigger_counts_the_messages_of_an_event_not_the_events(
+    api: ApiClient, container: Container, model: Model
+) -> None:
+    # Given an app that learns once a session has 4 messages (AgentCore's messageCount counts messages)
+    learns(container, FACTS, trigger_messages=4)
+    model.answers["Facts"] = facts_about(("Alice sails a wooden boat.", "alice", [1]))
+    turns = [("I sail a wooden boat", "Sounds fun"), ("On the lake", "Lovely")]
+    for i, (said_by_user, answered) in enumerate(turns):
+        # When two events are written, each a user's message and the assistant's answer (the SDK's usual event)
+        payload = [
+            {"conversational": {"content": {"text": said_by_user}, "role": "USER"}},
+            {"conversational": {"content": {"text": answered}, "role": "ASSISTANT"}},
+        ]
+        body = {"actorId": "alice", "sessionId": "trip", "eventTimestamp": 1.77e9 + i, "payload": payload}
+        assert api.post(f"/agentcore/memories/{APP}/events", body).status == 201
+        outcomes = run(container)
+        # Then the first holds 2 messages (the step waits), the second makes 4: the step learns at once
+        assert [o.state for o in outcomes] == (["waiting"] if i == 0 else ["done"]), outcomes
+    assert [r["content"]["text"] for r in records(api, "/facts/alice/")] == ["Alice sails a wooden boat."]
+
+
 def test_the_rest_route_sets_and_shows_what_an_app_learns(api: ApiClient, container: Container, model: Model) -> None:
     path = "/v1/apps/rest-app/extraction"
     # Given an app that learns nothing

@@ -85,6 +85,9 @@ class Message:
     """When it was said (RFC 3339)."""
     written: int = 0
     """When its session row was written (epoch milliseconds; 0 for a row written before that was kept)."""
+    said: int = 1
+    """The messages it holds: its text parts (an AgentCore event of a user's and an assistant's message holds
+    two), which the app's message trigger counts, as AgentCore counts ``messageCount``."""
 
 
 _SYSTEM = {

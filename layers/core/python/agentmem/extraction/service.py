@@ -204,7 +204,7 @@ class ExtractionService:
             return Outcome("retry", at_ms=cursor.retry_ms, reason=cursor.failure)
         touched = int(pending.get("touched_ms") or 0) if pending else 0
         idle_at = touched + memory.trigger_idle_seconds * 1000
-        if not force and len(messages) < memory.trigger_messages and now < idle_at:
+        if not force and sum(m.said for m in messages) < memory.trigger_messages and now < idle_at:
             return Outcome("waiting", at_ms=idle_at)
         if self._model is None:
             return Outcome("paused", reason=NO_MODEL)
@@ -699,9 +699,9 @@ def _messages(items: Sequence[Item], now: datetime) -> list[prompts.Message]:
             continue
         content = json.loads(item["content"])
         role = str(item.get("author") or content.get("role") or "user")
+        said = sum(1 for part in content.get("parts") or [] if isinstance(part, dict) and part.get("text"))
+        stamp = str(item["timestamp"])
         messages.append(
-            prompts.Message(
-                len(messages) + 1, item["id"], role, text, str(item["timestamp"])[:10], str(item["timestamp"])
-            )
+            prompts.Message(len(messages) + 1, item["id"], role, text, stamp[:10], stamp, said=max(1, said))
         )
     return messages

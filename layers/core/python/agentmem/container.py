@@ -296,6 +296,7 @@ class Container:
     def memory_control(self) -> MemoryControl:
         from agentmem.agentcore.control import MemoryControl
         from agentmem.deletion.runners import start_erasure
+        from agentmem.extraction.config import CACHE_SECONDS
 
         def status(user: UserRef, deletion_id: str) -> str:
             try:
@@ -311,6 +312,7 @@ class Container:
             erasure_status=status,
             region=self.settings.aws_region,
             clock=self.clock,
+            drain_seconds=self.settings.deletion_drain_seconds + CACHE_SECONDS,
         )
 
     @property

@@ -5,11 +5,13 @@ A memory is an app: ``CreateMemory`` makes a new app (its id, ``<name>-<10 chara
 owned by the caller's app, with its strategies (agentmem/extraction/config.py). The caller's key may then use
 it as its own app, through the data plane and the REST API. ``DeleteMemory`` erases every user of the memory
 with the same workflow as a user's erasure, then the memory itself: the memory is ``DELETING`` until the last
-erasure has ended, and answers ``ResourceNotFoundException`` after.
+erasure has ended and no write that read it before the delete can still land (a user such a write made is listed
+and erased too), and answers ``ResourceNotFoundException`` after, to its owner as to anyone.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -64,7 +66,12 @@ class MemoryControl:
         erasure_status: ErasureStatus,
         region: str | None = None,
         clock: Callable[[], datetime] = utc_now,
+        drain_seconds: float = config.CACHE_SECONDS,
     ) -> None:
+        """``drain_seconds``: how long after DeleteMemory a write that read the memory before it may still land
+        (a process trusts what it read for CACHE_SECONDS, and a request runs for the API's timeout): the memory
+        is removed only after it, once its users, listed again, are all erased."""
+        self._drain = timedelta(seconds=drain_seconds)
         self._table = table
         self._memories = memories
         self._model_id = model_id
@@ -78,8 +85,9 @@ class MemoryControl:
     def create(self, owner: str, body: cm.CreateMemoryRequest) -> dict[str, Any]:
         if body.client_token:
             made = self._table.get(_tokens_partition(owner), body.client_token)
-            if made is not None:  # a retry of a create that was answered: the same memory
-                return {"memory": self._wire(self._memories.require(str(made["app"])))}
+            earlier = self._memories.get(str(made["app"]), fresh=True) if made is not None else None
+            if earlier is not None:  # a retry of a create that was answered: the same memory (unless deleted since)
+                return {"memory": self._wire(earlier)}
         now = self._now()
         app = config.new_id(body.name)
         strategies = [self._strategy(s, now) for s in body.memory_strategies or ()]
@@ -149,7 +157,8 @@ class MemoryControl:
         memory = self._memories.require(ac.app_of_memory(memory_id))
         if not memory.deleting:
             memory = self._memories.save(memory, replace(memory, deleting=True, updated_at=self._now()))
-        memory = self._progress(memory)
+        with contextlib.suppress(NotFound):  # deleted at once (nothing held): the delete succeeded all the same
+            self._progress(memory)
         return {"memoryId": memory.app, "status": "DELETING"}
 
     # -- deleting a memory --------------------------------------------------------------------------------
@@ -170,7 +179,8 @@ class MemoryControl:
         if started != memory.erasures:
             memory = self._memories.save(memory, replace(memory, erasures=started))
         done = all(status == "SUCCEEDED" for status in statuses.values()) and not failed
-        if done and set(started) >= set(self._users(memory.app)):
+        drained = self._clock() >= parse_timestamp(memory.updated_at) + self._drain  # no stale write can land now
+        if done and drained and set(started) >= set(self._users(memory.app)):
             self._remove(memory)
             raise NotFound(f"no memory {memory.app!r}: it was deleted", code="memory_not_found")
         return memory

@@ -1,0 +1,136 @@
+"""A deleted memory is gone at once, in every process, and answers as AgentCore does (issue 40, point 3), on both
+tables, through the API handler with keys: AgentCore's control plane (CreateMemory, GetMemory, DeleteMemory)
+and its data plane, and the REST API.
+
+A process trusts a memory it read for a few seconds (extraction/config.py CACHE_SECONDS) and a request runs for
+the API's timeout: a write that read the memory before the delete may land after it. The memory is removed only
+once no such write can still land, and every user written meanwhile is erased with the others."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from agentmem.container import Container, set_container
+from agentmem.extraction.config import CACHE_SECONDS
+from agentmem.settings import Settings
+from agentmem.stores.table import Table
+from tests.support import ApiClient, Clock, inline_deletion_runner, scope_path, text_entry
+
+DRAIN = 20
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def _process(table: Table, clock: Clock) -> Container:
+    return Container(
+        Settings(auth="required", embedder="hashing", deletion_drain_seconds=DRAIN),
+        table=table,
+        deletion_runner=inline_deletion_runner(),
+        clock=clock,
+    )
+
+
+@pytest.fixture
+def owner(table: Table, clock: Clock) -> Iterator[tuple[Container, str]]:
+    built = _process(table, clock)
+    set_container(built)
+    yield built, built.tenants.create_key("owner-app").secret
+    set_container(None)
+
+
+def _create(api: ApiClient, key: str, token: str | None = None) -> str:
+    body = {"name": "doomed", "eventExpiryDuration": 7, **({"clientToken": token} if token else {})}
+    made = api.post("/agentcore/memories/create", body, headers={"x-api-key": key})
+    assert made.status in (200, 201, 202), made.body
+    return str(made.body["memory"]["id"])
+
+
+def _get(api: ApiClient, key: str, memory: str) -> tuple[int, str | None]:
+    """GetMemory's status and AgentCore's error type (its x-amzn-ErrorType header)."""
+    reply = api.get(f"/agentcore/memories/{memory}/details", headers={"x-api-key": key})
+    kind = {k.lower(): v for k, v in reply.headers.items()}.get("x-amzn-errortype")
+    return reply.status, kind.split(":")[0] if kind else None
+
+
+def test_deleting_a_memory_with_no_users_succeeds_and_its_owner_then_finds_it_gone(
+    owner: tuple[Container, str], clock: Clock
+) -> None:
+    _, key = owner
+    api = ApiClient()
+    memory = _create(api, key)
+    # When its owner deletes a memory nobody wrote to
+    deleted = api.delete(f"/agentcore/memories/{memory}/delete", headers={"x-api-key": key})
+    # Then the delete succeeded (it answered 404 before), and once drained the memory is gone: 404 to its owner
+    # (403 before), and to every data-plane call
+    assert deleted.status in (200, 202), deleted.body
+    assert deleted.body["status"] == "DELETING"
+    clock.hold()
+    clock.advance(DRAIN + CACHE_SECONDS + 1)
+    assert _get(api, key, memory) == (404, "ResourceNotFoundException")
+    assert _get(api, key, memory) == (404, "ResourceNotFoundException")
+    event = {"actorId": "alice", "sessionId": "s", "eventTimestamp": 1.77e9, "payload": []}
+    wrote = api.post(f"/agentcore/memories/{memory}/events", event, headers={"x-api-key": key})
+    assert wrote.status == 404, wrote.body
+
+
+def test_a_create_retried_with_its_client_token_after_the_delete_makes_a_new_memory(
+    owner: tuple[Container, str], clock: Clock
+) -> None:
+    _, key = owner
+    api = ApiClient()
+    first = _create(api, key, token="once-only-token")
+    assert _create(api, key, token="once-only-token") == first  # a retry: the same memory
+    assert api.delete(f"/agentcore/memories/{first}/delete", headers={"x-api-key": key}).status in (200, 202)
+    clock.hold()
+    clock.advance(DRAIN + CACHE_SECONDS + 1)
+    assert _get(api, key, first)[0] == 404
+    # When the same token is sent again within the day, after the delete: a new memory, not a 404
+    again = _create(api, key, token="once-only-token")
+    assert again != first
+    assert _get(api, key, again)[0] == 200
+
+
+def test_a_write_by_a_process_that_read_the_memory_before_its_delete_is_erased_with_it(
+    owner: tuple[Container, str], table: Table, clock: Clock
+) -> None:
+    deleter, key = owner
+    api = ApiClient()
+    memory = _create(api, key)
+    assert api.post(f"{scope_path(memory, 'alice')}/memories", {"entry": text_entry("x")}, headers={"x-api-key": key})
+    # Given another process that read the memory (its cache holds it for a few seconds)
+    other = _process(table, clock)
+    assert other.memories.get(memory) is not None
+    clock.hold()
+    # When the memory is deleted, and that process then writes for a user nobody wrote for before
+    assert api.delete(f"/agentcore/memories/{memory}/delete", headers={"x-api-key": key}).status in (200, 202)
+    set_container(other)
+    try:
+        late = api.post(
+            f"{scope_path(memory, 'bob')}/memories", {"entry": text_entry("late")}, headers={"x-api-key": key}
+        )
+    finally:
+        set_container(deleter)
+    # Then the memory is not gone while such a write could still land ...
+    assert _get(api, key, memory)[0] == 200
+    # ... and once it is, nothing of that user remains (the user was listed and erased with the others)
+    clock.advance(DRAIN + CACHE_SECONDS + 1)
+    for _ in range(3):  # each look at a deleting memory moves its deletion on
+        status, _ = _get(api, key, memory)
+    assert status == 404
+    bob = scope_path(memory, "bob")
+    if late.status == 201:
+        left = [k for k in _keys(table) if "bob" in k[0]]
+        assert left == [], left
+    exported = api.get(f"{bob}/export", headers={"x-api-key": key})
+    assert exported.status in (403, 404) or exported.body["entries"] == []
+
+
+def _keys(table: Table) -> list[tuple[str, str]]:
+    from tests.support import stored_keys
+
+    return stored_keys(table)

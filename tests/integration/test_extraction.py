@@ -686,3 +686,23 @@ def test_starting_a_parked_job_again_asks_no_model_past_the_apps_budget(
         assert [(o.state, "token budget" in o.reason) for o in outcomes] == [("paused", True)], outcomes
     assert len(model.asked) == asked
     assert records(api, "/facts/alice/") == []
+
+
+def test_what_is_learnt_in_a_project_stays_in_it_and_goes_with_it(
+    api: ApiClient, container: Container, model: Model
+) -> None:
+    # Given a fact learnt from a session of project p
+    learns(container, FACTS)
+    model.answers["Facts"] = facts_about(("Alice's sister Ana plays the cello.", "Ana", [1]))
+    body = {"entries": said("My sister Ana plays the cello.", "Lovely!"), "project_id": "p"}
+    assert api.put(f"{ALICE}/sessions/s1/memories", body).status == 200
+    assert [o.state for o in run(container)] == ["done"]
+    # Then the project's graph knows it, the user's own graph does not
+    in_project = api.get(f"{ALICE}/graph/search", query={"q": "Ana", "project_id": "p"}).body["results"]
+    assert [r["entity"]["name"] for r in in_project] == ["Ana"]
+    assert api.get(f"{ALICE}/graph/search", query={"q": "Ana"}).body["results"] == []
+    assert "Ana" not in api.get(f"{ALICE}/graph/profile-card").body["text"]
+    # And when the project is deleted, the fact goes with it
+    assert api.delete(f"{ALICE}/projects/p").status == 200
+    assert api.get(f"{ALICE}/graph/search", query={"q": "Ana", "project_id": "p"}).body["results"] == []
+    assert api.get(f"{ALICE}/graph/search", query={"q": "Ana"}).body["results"] == []

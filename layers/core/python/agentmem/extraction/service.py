@@ -585,8 +585,9 @@ class ExtractionService:
             return current, current_raw
 
     def _graph_write(self, scope: Scope, op: dict[str, Any]) -> None:
-        """One learnt fact into the graph of the actor's global scope, with the record it came from."""
-        graph_scope = scope.global_scope
+        """One learnt fact into the graph of the scope its session was in (a project's stays in the project and
+        goes with it, as its records do), with the record it came from."""
+        graph_scope = scope
         try:
             old = op.get("replaces")
             if isinstance(old, str):

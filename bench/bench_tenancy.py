@@ -104,8 +104,8 @@ class CountingTable:
                 self._w(getattr(op, "item", None), factor=2.0)
         return self.inner.transact_write_each(batches)  # type: ignore[no-any-return]
 
-    def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Any = None) -> Any:
-        item = self.inner.increment(pk, sk, deltas, condition)
+    def increment(self, pk: str, sk: str, deltas: Mapping[str, int], condition: Any = None, **options: Any) -> Any:
+        item = self.inner.increment(pk, sk, deltas, condition, **options)
         self._w(item)
         return item
 

@@ -326,11 +326,9 @@ class HeldTable:
         self._maybe_hold([op for ops in batches for op in ops])
         return self._table.transact_write_each(batches)  # type: ignore[no-any-return]
 
-    def increment(self, pk: str, sk: str, deltas: Any, condition: Any = None) -> dict[str, Any]:
+    def increment(self, pk: str, sk: str, deltas: Any, condition: Any = None, **options: Any) -> dict[str, Any]:
         self._maybe_hold([Add(pk, sk, deltas, condition)])
-        if condition is None:
-            return self._table.increment(pk, sk, deltas)  # type: ignore[no-any-return]
-        return self._table.increment(pk, sk, deltas, condition)  # type: ignore[no-any-return]
+        return self._table.increment(pk, sk, deltas, condition, **options)  # type: ignore[no-any-return]
 
 
 def puts_sort_key(ops: list[Any], prefix: str) -> bool:

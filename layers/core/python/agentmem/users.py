@@ -435,7 +435,8 @@ class GuardedTable:
         op = Add(pk, sk, deltas, condition)
         _hold_writers([op])
         if not _guards([op], 0):
-            added = self._table.increment(pk, sk, deltas, condition, expires_at=expires_at)
+            expiring = {"expires_at": expires_at} if expires_at is not None else {}  # (tables that set no expiry)
+            added = self._table.increment(pk, sk, deltas, condition, **expiring)
             _began_writing()
             return added
         self.transact_write([op])

@@ -195,8 +195,10 @@ def test_deleting_a_memory_erases_what_its_users_held(server: LiveServer) -> Non
 
         assert eventually(gone, 60)
         for user in ("alice", "bob"):
-            held = http.get(f"/v1/apps/{memory['id']}/users/{user}/export").json()
-            assert held["entries"] == [], user
+            held = http.get(f"/v1/apps/{memory['id']}/users/{user}/export")
+            assert held.status_code == 404, user  # the deleted memory serves nothing, from anywhere
+            assert held.json()["error"]["code"] == "memory_not_found"
+
     assert memory["id"] not in [m["id"] for m in client.list_memories()["memories"]]
 
 

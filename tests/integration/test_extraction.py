@@ -159,6 +159,12 @@ def test_facts_preferences_and_a_summary_are_learnt_into_their_namespaces(
     }
     sources = entries["Alice's sister Ana plays the cello."]["metadata"]["agentcore.sources"]
     assert [entries_by_id(api)[i] for i in sources] == ["My sister Ana plays the cello."]
+    # (and AgentCore's callers get them as the ids of the events they were learnt from, on every read of a record)
+    events = api.post(f"/agentcore/memories/{APP}/actor/alice/sessions/s1", {}).body
+    event_ids = {e["payload"][0]["conversational"]["content"]["text"]: e["eventId"] for e in events.get("events", [])}
+    got = api.get(f"/agentcore/memories/{APP}/memoryRecord/{facts[0]['memoryRecordId']}").body["memoryRecord"]
+    assert got["metadata"]["agentcore.sources"] == {"stringListValue": [event_ids["My sister Ana plays the cello."]]}
+    assert facts[0]["metadata"]["agentcore.sources"] == got["metadata"]["agentcore.sources"]
     # And the prompt numbered the messages with their days and authors
     assert "[1] (2026-03-01) alice: My sister Ana plays the cello." in model.asked_for("Facts")[0]
     # And the records are entries of the REST API: searchable, filterable by strategy
@@ -199,6 +205,10 @@ def test_a_contradiction_updates_the_record_and_keeps_the_old_one_in_history(
     # And the old record is kept, its valid time ended and naming its successor
     old = api.get(f"/agentcore/memories/{APP}/memoryRecord/{tea['memoryRecordId']}").body["memoryRecord"]
     assert old["content"]["text"] == "Alice prefers tea."
+    # (and GetMemoryRecord says it was replaced, by which record and since when, in the record's metadata)
+    assert old["metadata"]["agentcore.supersededBy"] == {"stringValue": coffee["memoryRecordId"]}
+    assert "dateTimeValue" in old["metadata"]["agentcore.validTo"]
+    assert "agentcore.supersededBy" not in (coffee.get("metadata") or {})
     held = [
         e
         for e in api.get(f"{ALICE}/export").body["entries"]

@@ -96,6 +96,14 @@ def _ulid_value(entry_id: str) -> int:
     return value
 
 
+_ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+
+
+def is_entry_id(text: str) -> bool:
+    """Whether ``text`` is an entry id (a ULID of Crockford's alphabet), which :func:`event_id` spells."""
+    return bool(_ULID.match(text))
+
+
 def event_id(entry_id: str) -> str:
     value = _ulid_value(entry_id)
     return f"{value >> 80:019d}#{value:032x}"

@@ -562,6 +562,27 @@ def _event(memory_id: str, actor_id: str, item: Item, *, include_payload: bool) 
     return event
 
 
+MAX_RECORD_METADATA = 20
+"""Metadata entries a MemoryRecord holds at most (AgentCore's model)."""
+
+
+def _learnt_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """What a learnt record says of where it came from and whether it still holds, as AgentCore's record allows
+    it (metadata): ``agentcore.sources``, the events it was learnt from; ``agentcore.supersededBy`` and
+    ``agentcore.validTo`` once a newer record replaced it (AgentCore marks such a record no longer valid)."""
+    learnt: dict[str, Any] = {}
+    sources = metadata.get(ac.SOURCES)
+    if isinstance(sources, list) and sources:
+        events = [ac.event_id(str(s)) for s in sources if ac.is_entry_id(str(s))]
+        if events:
+            learnt["agentcore.sources"] = {"stringListValue": events}
+    if isinstance(metadata.get(ac.SUPERSEDED_BY), str):
+        learnt["agentcore.supersededBy"] = {"stringValue": metadata[ac.SUPERSEDED_BY]}
+        if isinstance(metadata.get(ac.VALID_TO), str):
+            learnt["agentcore.validTo"] = {"dateTimeValue": ac.epoch(metadata[ac.VALID_TO])}
+    return learnt
+
+
 def _record(record: str, item: Item, score: float | None, *, with_expiry: bool = False) -> dict[str, Any]:
     metadata = memory_records.entry_metadata(item)
     dates = list(metadata.get(ac.DATES) or [])
@@ -573,9 +594,11 @@ def _record(record: str, item: Item, score: float | None, *, with_expiry: bool =
         "createdAt": ac.created_at(item["id"]),
         "timestamp": ac.epoch(item["timestamp"]),
     }
+    learnt = _learnt_metadata(metadata)
     typed = {k: ac.typed_value(v, dates, k) for k, v in ac.user_metadata(metadata).items()}
-    if any(v is not None for v in typed.values()):
-        summary["metadata"] = {k: v for k, v in typed.items() if v is not None}
+    own = [(k, v) for k, v in typed.items() if v is not None][: MAX_RECORD_METADATA - len(learnt)]
+    if own or learnt:
+        summary["metadata"] = {**dict(own), **learnt}
     if score is not None:
         summary["score"] = score
     expires = item.get(memory_records.EXPIRES_AT)

@@ -127,7 +127,7 @@ def guard(event: dict[str, Any], resolve: Resolve, request_id: str = "") -> dict
         if path_app is None:  # CreateMemory, ListMemories: for the caller's app
             path_app = caller.app if caller is not None else None
         else:
-            _authorise(caller.app if caller is not None else None, path_app, control, path)
+            _authorise(caller.app if caller is not None else None, path_app, control)
     except MemoryServiceError as error:
         return _refused(error, request_id, path)
     token = _caller_app.set(caller.app if caller is not None else None)
@@ -139,14 +139,14 @@ def guard(event: dict[str, Any], resolve: Resolve, request_id: str = "") -> dict
         _caller_app.reset(token)
 
 
-def _authorise(caller: str | None, app: str, control: bool, path: str = "") -> None:
+def _authorise(caller: str | None, app: str, control: bool) -> None:
     """A key may act on its own app and on the memories its app owns; a deleting memory takes only the
     control plane."""
     memories = get_container().memories
     memory = memories.get(app)
-    if caller is not None and caller != app and memory is None and path.startswith("/agentcore/memories/"):
-        # AgentCore's answer for a memory that does not exist (never made, or deleted), to its owner as to anyone
-        raise NotFound(f"no memory {app!r}", code="memory_not_found")
+    if memory is None and memories.deleted(app):
+        # AgentCore's answer for a deleted memory, to its owner as to anyone, with a key or without
+        raise NotFound(f"no memory {app!r}: it was deleted", code="memory_not_found")
     if caller is not None and caller != app and (memory is None or memory.owner != caller):
         raise Forbidden("this API key belongs to another app, which does not own this memory")
     if memory is not None and memory.deleting and not control:

@@ -32,6 +32,8 @@ from agentmem.stores.table import Condition, Item, Put, Table
 CACHE_SECONDS = 5.0
 """How long a process trusts the memory of an app it read (a change shows everywhere within this)."""
 CONFIG_SK = "CONFIG"
+DELETED = "deleted_at"
+"""On the configuration item of a memory that was deleted (its tombstone)."""
 MAX_STRATEGIES = 6
 """As AgentCore: at most six strategies per memory."""
 DEFAULT_TRIGGER_MESSAGES = 6
@@ -137,20 +139,29 @@ class AppMemories:
     def __init__(self, table: Table, *, clock: Callable[[], datetime] = utc_now) -> None:
         self._table = table
         self._clock = clock
-        self._cache: dict[str, tuple[float, AppMemory | None]] = {}
+        self._cache: dict[str, tuple[float, Item | None]] = {}
         self._lock = threading.Lock()
 
-    def get(self, app: str, *, fresh: bool = False) -> AppMemory | None:
+    def _item(self, app: str, fresh: bool) -> Item | None:
         now = time.monotonic()
         with self._lock:
             cached = self._cache.get(app)
         if cached is not None and not fresh and now - cached[0] < CACHE_SECONDS:
             return cached[1]
         item = self._table.get(config_partition(app), CONFIG_SK)
-        memory = AppMemory.of_item(item) if item is not None else None
         with self._lock:
-            self._cache[app] = (now, memory)
-        return memory
+            self._cache[app] = (now, item)
+        return item
+
+    def get(self, app: str, *, fresh: bool = False) -> AppMemory | None:
+        item = self._item(app, fresh)
+        return AppMemory.of_item(item) if item is not None and DELETED not in item else None
+
+    def deleted(self, app: str) -> bool:
+        """Whether ``app`` is a memory that was deleted (its tombstone: ids are never made twice), read with
+        :meth:`get` (the same item)."""
+        item = self._item(app, False)
+        return item is not None and DELETED in item
 
     def require(self, app: str) -> AppMemory:
         memory = self.get(app, fresh=True)
@@ -191,9 +202,10 @@ class AppMemories:
         return memory
 
     def remove(self, memory: AppMemory) -> None:
-        self._table.batch_write(
-            deletes=[(config_partition(memory.app), CONFIG_SK), (owned_partition(memory.owner), escape(memory.app))]
-        )
+        """The memory is gone: its configuration becomes a tombstone (every call on its id answers not found,
+        with a key or without), and its owner no longer lists it."""
+        tombstone = {"pk": config_partition(memory.app), "sk": CONFIG_SK, "owner": memory.owner, DELETED: self.now()}
+        self._table.batch_write(puts=[tombstone], deletes=[(owned_partition(memory.owner), escape(memory.app))])
         self._forget(memory.app)
 
     def owned(self, owner: str, *, after: str | None = None, limit: int = 100) -> tuple[list[str], str | None]:

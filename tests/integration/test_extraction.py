@@ -716,3 +716,25 @@ def test_what_is_learnt_in_a_project_stays_in_it_and_goes_with_it(
     assert api.delete(f"{ALICE}/projects/p").status == 200
     assert api.get(f"{ALICE}/graph/search", query={"q": "Ana", "project_id": "p"}).body["results"] == []
     assert api.get(f"{ALICE}/graph/search", query={"q": "Ana"}).body["results"] == []
+
+
+def test_a_consolidation_answer_out_of_schema_keeps_the_new_records(
+    api: ApiClient, container: Container, model: Model
+) -> None:
+    # Given a preference learnt from a first session
+    model.answers["Preferences"] = lambda _n, _p: {"preferences": [{"text": "Alice prefers tea.", "messages": [1]}]}
+    api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("I love tea.", "Noted.")})
+    run(container)
+    # When a later one says something close to it, and the model's consolidation answer is out of schema twice
+    model.answers["Preferences"] = lambda _n, _p: {
+        "preferences": [{"text": "Alice prefers green tea.", "messages": [1]}]
+    }
+    model.answers["Decisions"] = lambda _n, _p: "I would merge them"
+    api.put(f"{ALICE}/sessions/s2/memories", {"entries": said("I love green tea.", "Okay.")})
+    outcomes = run(container)
+    # Then, as AgentCore does, the new record is kept beside the old one, and nothing is parked
+    assert [o.state for o in outcomes] == ["done"], outcomes
+    assert len(model.asked_for("Decisions")) == 2
+    texts = sorted(r["content"]["text"] for r in records(api, "/preferences/alice/"))
+    assert texts == ["Alice prefers green tea.", "Alice prefers tea."]
+    assert api.post(f"/agentcore/memories/{APP}/extractionJobs", {}).body["jobs"] == []

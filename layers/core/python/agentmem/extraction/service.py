@@ -389,15 +389,19 @@ class ExtractionService:
             system = prompts.CONSOLIDATION_SYSTEM
             if strategy.consolidation_instruction:
                 system = f"{system}\n\n{strategy.consolidation_instruction.strip()}"
-            asked_again = structured(
-                self._model,
-                prompts.Decisions,
-                system=system,
-                prompt=prompts.consolidation_prompt(
-                    [candidates[i].text for i in open_], [[e.text for e in neighbours[i]] for i in open_]
-                ),
-                max_output_tokens=ANSWER_TOKENS["decisions"],
-            )
+            try:
+                asked_again = structured(
+                    self._model,
+                    prompts.Decisions,
+                    system=system,
+                    prompt=prompts.consolidation_prompt(
+                        [candidates[i].text for i in open_], [[e.text for e in neighbours[i]] for i in open_]
+                    ),
+                    max_output_tokens=ANSWER_TOKENS["decisions"],
+                )
+            except ModelAnswerInvalid as error:  # AgentCore's documented behaviour: the new records are kept
+                logger.warning("consolidation answer invalid; the new records are kept", app=scope.app)
+                return usage + error.usage, consolidation.plan(candidates, neighbours)
             usage = usage + asked_again.usage
             renumbered = dict(enumerate(open_))
             decisions = [

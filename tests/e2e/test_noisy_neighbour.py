@@ -50,22 +50,20 @@ def test_a_tenants_flood_of_uploads_leaves_another_tenants_searches_answered(
     for thread in threads:
         thread.start()
     try:
-        # When B searches while A's flood runs (once A has been refused at least once: its threads are full)
+        # When B searches while A's flood runs (until A has been refused: it meets its cap once B is about)
         with httpx.Client(base_url=server.url, timeout=120, headers={"x-api-key": quiet}) as client:
-            for _ in range(2400):
-                if any(status == 429 for status, _, _ in noisy_answers):
-                    break
-                threading.Event().wait(0.05)
-            for _ in range(5):
+            for _ in range(200):
                 found = client.post(f"{quiet_path}/memories/search", json={"query": "jazz"})
                 quiet_answers.append(found.status_code)
+                if len(quiet_answers) >= 5 and any(status == 429 for status, _, _ in noisy_answers):
+                    break
     finally:
         flooding.clear()
         for thread in threads:
             thread.join(120)
 
     # Then every search of B was answered, none with an error
-    assert quiet_answers == [200] * 5
+    assert quiet_answers == [200] * len(quiet_answers)
     # And A was refused past its threads, with the code and a Retry-After, and served otherwise
     refused: list[Any] = [a for a in noisy_answers if a[0] == 429]
     assert refused, noisy_answers

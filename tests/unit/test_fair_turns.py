@@ -3,6 +3,7 @@ point 7; agentmem/local/turns.py). Real threads; each "request" holds the handle
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -80,25 +81,36 @@ def test_a_tenant_waits_for_at_most_one_request_of_a_busy_tenant() -> None:
         requests.join()
 
 
-def test_a_tenant_past_its_threads_is_refused_at_once_and_others_are_not() -> None:
+def test_a_tenant_past_its_threads_is_refused_at_once_while_others_are_about() -> None:
     turns = FairTurns(per_tenant=2)
     requests = Requests(turns)
     try:
+        # Given tenant B about (a request of its own running), and A holding its two threads
+        requests.send("B", "b1")
         requests.send("A", "a1")
         requests.send("A", "a2")
-        # A holds its two threads: a third is refused at once, B is let in
+        # Then a third of A's is refused at once, and B is let in
         with pytest.raises(TenantBusy), turns.admitted("A"):
             pass
         with turns.admitted("B"):
-            assert turns.held() == {"A": 2, "B": 1}
-        # Once one of A's was answered, A may send again
-        _wait_until(lambda: requests.ran == ["a1"])
+            assert turns.held() == {"A": 2, "B": 2}
+        # And once one of A's was answered, A may send again
+        _wait_until(lambda: requests.ran == ["b1"])
+        requests.finish("b1")
         requests.finish("a1")
         with turns.admitted("A"):
             assert turns.held()["A"] == 2
     finally:
         requests.join()
     assert turns.held() == {}
+
+
+def test_a_tenant_alone_uses_every_thread() -> None:
+    turns = FairTurns(per_tenant=2)
+    with contextlib.ExitStack() as held:
+        for _ in range(6):
+            held.enter_context(turns.admitted("A"))
+        assert turns.held() == {"A": 6}
 
 
 def test_the_tenant_is_the_key_else_the_app_of_the_path() -> None:

@@ -225,7 +225,7 @@ class MemoryServiceStack(Stack):
                 ),
                 "Authorizer": (self.compute.authorizer_alias, [alarms["AuthorizerFailures"], alarms["Api5xxRate"]]),
             },
-            pre_hooks={"Api": self.compute.prehook},
+            pre_hooks={"Api": self.compute.prehook, "Authorizer": self.compute.prehook},
         )
         CfnOutput(self, "ApiUrl", value=self.api.rest_api.url)
         CfnOutput(self, "ConsoleUrl", value=self.api.rest_api.url_for_path("/console"))
@@ -341,12 +341,13 @@ def acknowledge_findings(stack: MemoryServiceStack) -> None:
             "CodeDeploy's documented managed policy for Lambda deployments: it may read the alarms and move the "
             "alias of the functions it deploys, nothing of the data.",
         )
-    _acknowledge(
-        stack.deploys.groups["Api"].role,
-        f"AwsSolutions-IAM5[Resource::<{_logical_id(stack, stack.compute.prehook)}.Arn>:*]",
-        "CodeDeploy invokes the API's pre-traffic hook function with this role; the grant covers that one "
-        "function's versions and aliases (ARN:*), no other function.",
-    )
+    for name in ("Api", "Authorizer"):
+        _acknowledge(
+            stack.deploys.groups[name].role,
+            f"AwsSolutions-IAM5[Resource::<{_logical_id(stack, stack.compute.prehook)}.Arn>:*]",
+            "CodeDeploy invokes the pre-traffic hook function with this role; the grant covers that one "
+            "function's versions and aliases (ARN:*), no other function.",
+        )
     if stack.backups is not None:
         _acknowledge(
             stack.backups.selection,

@@ -25,7 +25,7 @@ from constructs import Construct
 
 from agentmem.keys import SCOPE_TAG, tenant_partition
 from agentmem.memory.records import ENTRY
-from agentmem.release_hook import TARGET_ENV
+from agentmem.release_hook import AUTHORIZER_TARGET_ENV, TARGET_ENV
 from agentmem.settings import API_MEMORY_MB, Env
 from agentmem.tenancy.admission import in_flight_limits
 from agentmem.tenancy.keys import lookup_partition
@@ -238,19 +238,27 @@ class Compute(Construct):
         self.authorizer_alias = lambda_.Alias(
             self, "AuthorizerLive", alias_name=LIVE_ALIAS, version=self.authorizer.current_version
         )
-        # CodeDeploy's pre-traffic hook of the API (infra/components/release.py): it may invoke the one version being
-        # deployed (a health request) and report to its deployment group, nothing else; no store settings.
+        # CodeDeploy's pre-traffic hook of the API and the authorizer (infra/components/release.py): it may invoke the
+        # versions being deployed (a health request, a key never made) and report to their deployment groups, nothing
+        # else; no store settings.
         new_version = self.api.current_version.function_arn
+        new_authorizer = self.authorizer.current_version.function_arn
         self.prehook = self._function(
             "PreTrafficHook",
             "prehook",
             memory=256,
             timeout=API_TIMEOUT_SECONDS + 30,
-            description="pre-traffic check of a new API version",
+            description="pre-traffic check of a new API or authorizer version",
             reserved_concurrency=concurrency.prehook,
-            environment={"POWERTOOLS_SERVICE_NAME": SERVICE_NAME, TARGET_ENV: new_version},
+            environment={
+                "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+                TARGET_ENV: new_version,
+                AUTHORIZER_TARGET_ENV: new_authorizer,
+            },
         )
-        self.prehook.add_to_role_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[new_version]))
+        self.prehook.add_to_role_policy(
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[new_version, new_authorizer])
+        )
         self.deletion = self._function(
             "DeletionSteps",
             "deletion",

@@ -2,9 +2,10 @@
 
 API Gateway invokes each through its ``live`` alias (infra/components/compute.py). A deploy publishes a new
 version and CodeDeploy shifts the alias to it: in prod a canary (10% of requests for 15 minutes, then all),
-in dev all at once. Before any request moves, the API's pre-traffic hook (functions/prehook,
-agentmem/release_hook.py) invokes the new version with a health request and fails the deployment unless it answers
-200, so a version that cannot start or reach its table never takes traffic, even on a quiet stage. Then the
+in dev all at once. Before any request moves, the pre-traffic hook (functions/prehook, agentmem/release_hook.py)
+invokes the new API version with a health request and the new authorizer version with a key that was never made,
+and fails the deployment unless the API answers 200 and the authorizer refuses the key, so a version that cannot
+start or reach its table never takes traffic, even on a quiet stage (and even behind the authorizer's cache). Then the
 deployment stops and the alias goes back to the previous version when one of its alarms goes off meanwhile: for
 the API, the error rate and p95 duration of the new version as its alias runs it (``ExecutedVersion``: not diluted
 by the 90% the old version serves) and the API-wide 5xx rate (which also sees the 500s the API answers itself);

@@ -84,10 +84,13 @@ def test_each_function_runs_with_the_environment_its_template_gives_it(flow: Flo
         else {"api", "authorizer", "deletion", "console", "redrive", "snapshots", "prehook"}
     )
     # The console's function serves static files: no store settings at all (and its role grants no data); the
-    # pre-traffic hook knows only the version it checks
+    # pre-traffic hook knows only the versions it checks
     assert not any(name.startswith("MEMORY_") for name in d.functions["console"].variables)
-    assert {name for name in d.functions["prehook"].variables if name.startswith("MEMORY_")} == {Env.PREHOOK_TARGET}
-    assert Settings.from_env(d.functions["prehook"].variables).prehook_target
+    hook_names = {name for name in d.functions["prehook"].variables if name.startswith("MEMORY_")}
+    assert hook_names == {Env.PREHOOK_TARGET, Env.PREHOOK_AUTHORIZER_TARGET}
+    hook = Settings.from_env(d.functions["prehook"].variables)
+    assert hook.prehook_target
+    assert hook.prehook_authorizer_target
     for fn in (f for f in d.functions.values() if f.name not in ("console", "prehook")):
         process = d.lambda_environment(fn)
         changed = {k for k, v in fn.variables.items() if process.get(k) != v} | (set(process) - set(fn.variables))

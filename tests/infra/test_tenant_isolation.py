@@ -358,12 +358,20 @@ def test_codedeploy_watches_the_new_versions_own_errors_and_duration(synthesized
         }
         hooks = template["Resources"][alias_id]["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"]
         assert hooks["BeforeAllowTrafficHook"] == {"Ref": ids["prehook"]}
+        # And the authorizer's alias runs the same hook (its new version must refuse a key that was never made)
+        (authorizer_alias,) = [
+            k
+            for k, v in resources(template, "AWS::Lambda::Alias").items()
+            if v["Properties"]["FunctionName"] == {"Ref": ids["authorizer"]}
+        ]
+        authorizer_hooks = template["Resources"][authorizer_alias]["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"]
+        assert authorizer_hooks["BeforeAllowTrafficHook"] == {"Ref": ids["prehook"]}
 
 
 def test_the_pre_traffic_hook_may_invoke_only_the_new_version_and_report_only_to_its_group(
     synthesized: Synthesized,
 ) -> None:
-    from agentmem.release_hook import TARGET_ENV
+    from agentmem.release_hook import AUTHORIZER_TARGET_ENV, TARGET_ENV
     from infra.components.compute import Concurrency
 
     for stack, stage_name in STAGES:
@@ -375,9 +383,15 @@ def test_the_pre_traffic_hook_may_invoke_only_the_new_version_and_report_only_to
             for k, v in resources(template, "AWS::Lambda::Version").items()
             if v["Properties"]["FunctionName"] == {"Ref": ids["api"]}
         ]
-        # Given the hook function / Then it checks the version being deployed, one check at a time, taken from the
+        (authorizer_version,) = [
+            k
+            for k, v in resources(template, "AWS::Lambda::Version").items()
+            if v["Properties"]["FunctionName"] == {"Ref": ids["authorizer"]}
+        ]
+        # Given the hook function / Then it checks the versions being deployed, one check at a time, taken from the
         # stage's share (the API's reservation is one less)
         assert hook["Environment"]["Variables"][TARGET_ENV] == {"Ref": version_id}
+        assert hook["Environment"]["Variables"][AUTHORIZER_TARGET_ENV] == {"Ref": authorizer_version}
         assert hook["ReservedConcurrentExecutions"] == 1
         plan = Concurrency.for_stage(
             stage_name == "prod",
@@ -399,13 +413,14 @@ def test_the_pre_traffic_hook_may_invoke_only_the_new_version_and_report_only_to
         for s in statements:
             for action in [s["Action"]] if isinstance(s["Action"], str) else s["Action"]:
                 by_action[action] = s["Resource"]
-        assert by_action["lambda:InvokeFunction"] == {"Ref": version_id}
-        group_arn = json_text(by_action["codedeploy:PutLifecycleEventHookExecutionStatus"])
-        assert ":deploymentgroup:" in group_arn
-        (api_group,) = [
-            k for k in resources(template, "AWS::CodeDeploy::DeploymentGroup") if k.startswith("DeploysApi")
-        ]
-        assert api_group in group_arn
+        assert sorted(json_text(r) for r in by_action["lambda:InvokeFunction"]) == sorted(
+            json_text({"Ref": v}) for v in (version_id, authorizer_version)
+        )
+        group_arns = json_text(statuses(statements))
+        assert ":deploymentgroup:" in group_arns
+        groups = list(resources(template, "AWS::CodeDeploy::DeploymentGroup"))
+        assert len(groups) == 2  # the API's and the authorizer's: the hook reports to both, and to nothing else
+        assert all(g in group_arns for g in groups)
         assert not {a for a in by_action if a.startswith(("dynamodb:", "kms:", "s3:", "secretsmanager:", "bedrock:"))}
         assert set(by_action) <= {
             "lambda:InvokeFunction",
@@ -415,6 +430,16 @@ def test_the_pre_traffic_hook_may_invoke_only_the_new_version_and_report_only_to
             "xray:PutTraceSegments",
             "xray:PutTelemetryRecords",
         }
+
+
+def statuses(statements: list[dict[str, Any]]) -> list[Any]:
+    """The resources of every statement that allows reporting a hook's status."""
+    found: list[Any] = []
+    for s in statements:
+        actions = [s["Action"]] if isinstance(s["Action"], str) else s["Action"]
+        if "codedeploy:PutLifecycleEventHookExecutionStatus" in actions:
+            found += s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]
+    return found
 
 
 def json_text(value: Any) -> str:

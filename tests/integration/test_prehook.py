@@ -7,6 +7,7 @@ implement it, so it is not driven here (the template's grant of it: tests/infra/
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -15,7 +16,16 @@ from agentmem.api.app import lambda_handler
 from agentmem.container import Container, set_container
 from agentmem.errors import InvalidInput
 from agentmem.local.events import LocalContext
-from agentmem.release_hook import FAILED, HEALTH_PATH, SUCCEEDED, check_version, health_request, hook_execution
+from agentmem.release_hook import (
+    FAILED,
+    HEALTH_PATH,
+    NEVER_MADE_KEY,
+    SUCCEEDED,
+    check_authorizer,
+    check_version,
+    health_request,
+    hook_execution,
+)
 from agentmem.settings import Settings
 from agentmem.stores.table import Table
 
@@ -87,3 +97,38 @@ def test_a_version_that_cannot_be_invoked_fails() -> None:
     result = check_version(throttled, "prehook-4")
     assert result.status == FAILED
     assert "TooManyRequestsException" in result.reason
+
+
+def _authorizer_as_lambda_invokes_it(event: dict[str, Any]) -> tuple[Any, str | None]:
+    """The authorizer's handler as Lambda runs it: an exception it raises is Lambda's Unhandled function error."""
+    from functions.authorizer.handler import handler
+
+    try:
+        return json.loads(json.dumps(handler(json.loads(json.dumps(event)), LocalContext()))), None
+    except Exception as error:  # Lambda's answer for a raised exception
+        return {"errorMessage": str(error), "errorType": type(error).__name__}, "Unhandled"
+
+
+def test_an_authorizer_version_that_refuses_a_key_never_made_passes(container: Container) -> None:
+    from agentmem.tenancy.keys import KEY_FORMAT
+
+    # Given the key the hook presents: of the key format, never made
+    assert re.match(KEY_FORMAT, NEVER_MADE_KEY)
+    container.tenants.create_key("someone")
+    # When the real authorizer is asked about it / Then it refuses it, and the version may take traffic
+    result = check_authorizer(_authorizer_as_lambda_invokes_it, "prehook-5")
+    assert result.status == SUCCEEDED, result.reason
+
+
+def test_an_authorizer_version_that_lets_the_key_in_or_cannot_read_its_table_fails(dynamo_table: Table) -> None:
+    from agentmem.stores.dynamo_table import DynamoTable
+
+    let_in = ({"principalId": "x", "policyDocument": {}}, None)
+    assert check_authorizer(lambda event: let_in, "prehook-6").status == FAILED
+    # Given a version whose table does not exist: its lookup fails (not Unauthorized) / Then it is refused traffic
+    set_container(Container(Settings(), table=DynamoTable("no-such-table", region_name="us-east-1")))
+    try:
+        result = check_authorizer(_authorizer_as_lambda_invokes_it, "prehook-7")
+    finally:
+        set_container(None)
+    assert result.status == FAILED, result.reason

@@ -68,6 +68,7 @@ def test_every_name_is_read_by_settings() -> None:
         Env.IN_FLIGHT_LIMITS: "starter:2,standard:4,scale:8",
         Env.EMBEDDING_SHARES: "starter:10,standard:20,scale:50",
         Env.EXTRACTION_TOKENS_PER_MINUTE: "20000",
+        Env.PREHOOK_AUTHORIZER_TARGET: "arn:aws:lambda:us-east-1:1:function:authorizer:2",
         Env.PREHOOK_TARGET: "arn:aws:lambda:us-east-1:1:function:api:7",
     }
     assert set(samples) == ENV_NAMES

@@ -1,10 +1,14 @@
-"""The pre-traffic check of a new API version (CodeDeploy's ``BeforeAllowTraffic`` hook, functions/prehook).
+"""The pre-traffic check of a new API or authorizer version (CodeDeploy's ``BeforeAllowTraffic`` hook,
+functions/prehook).
 
 Before CodeDeploy moves any request to the version it deploys, the hook invokes that version directly with a
 synthetic ``GET /v1/health`` (API Gateway's proxy event, as the gateway would send it) and tells CodeDeploy
 ``Succeeded`` when the version answers 200 (its stores ok, or degraded as the running version would be), else
 ``Failed``: a version that cannot import, start, reach its table or answer at all is rolled back before a
-tenant's request meets it, however quiet the stage is (a canary that gets no traffic proves nothing).
+tenant's request meets it, however quiet the stage is (a canary that gets no traffic proves nothing). The same
+hook checks the authorizer's version (its deployments are hidden from the canary's alarms by API Gateway's cache
+of its answers): it must refuse a key of the key format that was never made (``Unauthorized``), which it can only
+do by reading the key table; an answer that lets such a key in, or any other failure, is ``Failed``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ from agentmem.settings import Env
 TARGET_ENV = Env.PREHOOK_TARGET
 """The environment variable naming the version to check (its qualified ARN; the stack sets it to the version
 being deployed)."""
+AUTHORIZER_TARGET_ENV = Env.PREHOOK_AUTHORIZER_TARGET
+"""Likewise, the authorizer's version."""
+NEVER_MADE_KEY = "amk_standard_000000000000_" + "0" * 43
+"""A key of the key format that no ``keys create`` makes (its key id is not random): the authorizer must refuse it."""
 HEALTH_PATH = "/v1/health"
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
@@ -101,3 +109,35 @@ def check_version(invoke: Invoke, request_id: str) -> Verdict:
     except Exception as exc:  # any failure to invoke is the version's failure to deploy
         return Verdict(FAILED, f"the version could not be invoked: {type(exc).__name__}: {exc}")
     return verdict(payload, function_error)
+
+
+def unknown_key_request(request_id: str) -> dict[str, Any]:
+    """API Gateway's REQUEST authorizer event for ``GET /v1/health`` with a key that was never made."""
+    return {
+        "type": "REQUEST",
+        "methodArn": f"arn:aws:execute-api:us-east-1:000000000000:prehook/prehook/GET{HEALTH_PATH}",
+        "resource": HEALTH_PATH,
+        "path": HEALTH_PATH,
+        "httpMethod": "GET",
+        "headers": {"x-api-key": NEVER_MADE_KEY, "User-Agent": "agentmem-prehook"},
+        "requestContext": {"requestId": request_id, "stage": "prehook", "httpMethod": "GET", "path": HEALTH_PATH},
+    }
+
+
+def authorizer_verdict(payload: Any, function_error: str | None) -> Verdict:
+    """Whether the authorizer's answer to a never-made key (``Unauthorized``, API Gateway's 401) lets it serve."""
+    message = payload.get("errorMessage") if isinstance(payload, Mapping) else None
+    if function_error and message == "Unauthorized":
+        return Verdict(SUCCEEDED, "the authorizer refused a key that was never made (Unauthorized)")
+    if not function_error:
+        return Verdict(FAILED, f"the authorizer let a key that was never made in: {json.dumps(payload)[:300]}")
+    return Verdict(FAILED, f"the authorizer failed ({function_error}): {json.dumps(payload)[:300]}")
+
+
+def check_authorizer(invoke: Invoke, request_id: str) -> Verdict:
+    """Ask the authorizer's version about a never-made key and judge the answer."""
+    try:
+        payload, function_error = invoke(unknown_key_request(request_id))
+    except Exception as exc:
+        return Verdict(FAILED, f"the authorizer could not be invoked: {type(exc).__name__}: {exc}")
+    return authorizer_verdict(payload, function_error)

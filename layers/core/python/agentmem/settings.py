@@ -39,6 +39,7 @@
 | MEMORY_EXTRACTION_TOKENS_PER_MINUTE | the extraction model's tokens a minute one app may take: more waits | unset |
 | MEMORY_IN_FLIGHT_LIMITS | a tenant's requests in flight per tier (`starter:15,...`): more: 429 | unset; the stack's |
 | MEMORY_PREHOOK_TARGET | the API version the pre-traffic hook checks (its qualified ARN; set by the stack) | unset |
+| MEMORY_PREHOOK_AUTHORIZER_TARGET | the authorizer version the pre-traffic hook checks (set by the stack) | unset |
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ class Env:
     EMBEDDING_SHARES: Final = "MEMORY_EMBEDDING_SHARES"
     EXTRACTION_TOKENS_PER_MINUTE: Final = "MEMORY_EXTRACTION_TOKENS_PER_MINUTE"
     PREHOOK_TARGET: Final = "MEMORY_PREHOOK_TARGET"
+    PREHOOK_AUTHORIZER_TARGET: Final = "MEMORY_PREHOOK_AUTHORIZER_TARGET"
 
 
 ENV_NAMES: frozenset[str] = frozenset(value for name, value in vars(Env).items() if name.isupper())
@@ -159,6 +161,7 @@ class Settings:
     extraction_tokens_per_minute: int | None = None
     """The extraction model's tokens a minute one app may take; None: not counted."""
     prehook_target: str | None = None
+    prehook_authorizer_target: str | None = None
     """The API version CodeDeploy's pre-traffic hook checks (agentmem/release_hook.py): set on the hook only."""
 
     def resolved_receipt_key(self) -> bytes:
@@ -248,6 +251,7 @@ class Settings:
             embedding_shares=_tier_limits(env, Env.EMBEDDING_SHARES),
             extraction_tokens_per_minute=_positive_int(env, Env.EXTRACTION_TOKENS_PER_MINUTE),
             prehook_target=env.get(Env.PREHOOK_TARGET) or None,
+            prehook_authorizer_target=env.get(Env.PREHOOK_AUTHORIZER_TARGET) or None,
         )
 
 

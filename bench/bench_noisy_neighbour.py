@@ -240,9 +240,9 @@ def _cloud(seconds: float, *, limited: bool) -> dict[str, Any]:
 
 
 def main() -> None:
-    seconds = float(scaled(20, 3))
+    seconds = float(scaled(20, 2))
     local = _local(seconds)
-    modelled_seconds = float(scaled(120, 60))
+    modelled_seconds = float(scaled(120, 15))
     cloud = {
         "with_limits": _cloud(modelled_seconds, limited=True),
         "without_limits": _cloud(modelled_seconds, limited=False),

@@ -124,6 +124,8 @@ def test_what_a_dead_request_left_counted_is_forgotten_once_its_window_has_passe
 def test_the_limits_are_half_of_each_tiers_share_of_the_api_and_parse_as_the_stack_writes_them() -> None:
     limits = in_flight_limits(623, {"starter": 0.05, "standard": 0.1, "scale": 0.25})
     assert limits.per_tier == {"starter": 15, "standard": 31, "scale": 77}
+    small = in_flight_limits(64, {"starter": 0.05, "standard": 0.1, "scale": 0.25})  # (dev's reservation)
+    assert small.per_tier == {"starter": 4, "standard": 4, "scale": 8}
     assert TierLimits.parse(limits.to_setting()) == limits
     assert TierLimits.parse("") is None
     with pytest.raises(ValueError, match="MEMORY_IN_FLIGHT_LIMITS"):

@@ -88,10 +88,17 @@ def shared_out(total: int, shares: Mapping[str, float], *, halved: bool = False)
     )
 
 
+MIN_IN_FLIGHT = 4
+"""A tenant may always have this many requests in flight (a small stage's share would leave a developer's few
+parallel calls refused): in prod every tier's share is above it."""
+
+
 def in_flight_limits(api_concurrency: int, shares: Mapping[str, float]) -> TierLimits:
     """Each tier's limit per window from the share of the API's reserved concurrency a tenant of that tier may
-    hold at most: half of it (a tenant's requests of the previous window may still run), at least 1."""
-    return shared_out(api_concurrency, shares, halved=True)
+    hold at most: half of it (a tenant's requests of the previous window may still run), at least
+    :data:`MIN_IN_FLIGHT`."""
+    shared = shared_out(api_concurrency, shares, halved=True).per_tier
+    return TierLimits({tier: max(MIN_IN_FLIGHT, limit) for tier, limit in shared.items()})
 
 
 class Admission:

@@ -35,7 +35,6 @@ from agentmem.errors import (
     Conflict,
     Forbidden,
     MemoryServiceError,
-    ModelShareUsed,
     NotFound,
     RateLimited,
     TooManyInFlight,
@@ -169,22 +168,23 @@ def _refused(error: MemoryServiceError, request_id: str, path: str) -> dict[str,
 def _metered(
     event: dict[str, Any], resolve: Resolve, path_app: str, caller: ApiKey | None, request_id: str
 ) -> dict[str, Any]:
+    path = str(event.get("path") or "")
     try:
         usage = record_usage(get_container().table, path_app, requests=1)
         quota = caller.quota_requests_per_day if caller else None
         if quota is not None and usage.requests > quota:
             raise RateLimited(f"the daily quota of {quota} requests of this app is used up")
     except MemoryServiceError as error:
-        return _refused(error, request_id, str(event.get("path") or ""))
+        return _refused(error, request_id, path)
     admission = get_container().admission
     try:
         with (
             counting() as meter,  # (what the in-flight count writes is the request's too)
             admission.admitted(path_app, caller.tier) if caller else contextlib.nullcontext(),
         ):
-            result = resolve(event)
-    except (TooManyInFlight, ModelShareUsed) as error:
-        return _refused(error, request_id, str(event.get("path") or ""))
+            result = resolve(event)  # (the routes answer their own errors: a model share used included)
+    except TooManyInFlight as error:
+        return _refused(error, request_id, path)
     try:
         record_meter(get_container().table, path_app, meter)
     except MemoryServiceError:  # the counters could not be written: the request's own answer stands

@@ -619,9 +619,9 @@ class ExtractionService:
     # -- cost ----------------------------------------------------------------------------------------------
 
     def _meter(self, app: str, usage: Usage) -> None:
-        if usage.calls and self._minute_share is not None:
-            self._minute_share.add(app, usage.input_tokens + usage.output_tokens)
         if usage.calls:
+            if self._minute_share is not None:
+                self._minute_share.add(app, usage.input_tokens + usage.output_tokens)
             metering.record_usage(
                 self._raw,
                 app,

@@ -81,11 +81,9 @@ class TierLimits:
         return cls(limits)
 
 
-def shared_out(total: int, shares: Mapping[str, float], *, halved: bool = False) -> TierLimits:
-    """Each tier's limit: its share of ``total`` (half of it when ``halved``), at least 1."""
-    return TierLimits(
-        {tier: max(1, math.floor(total * share / (2 if halved else 1))) for tier, share in shares.items()}
-    )
+def shared_out(total: int, shares: Mapping[str, float], *, least: int = 1) -> TierLimits:
+    """Each tier's limit: its share of ``total``, at least ``least``."""
+    return TierLimits({tier: max(least, math.floor(total * share)) for tier, share in shares.items()})
 
 
 MIN_IN_FLIGHT = 4
@@ -97,8 +95,7 @@ def in_flight_limits(api_concurrency: int, shares: Mapping[str, float]) -> TierL
     """Each tier's limit per window from the share of the API's reserved concurrency a tenant of that tier may
     hold at most: half of it (a tenant's requests of the previous window may still run), at least
     :data:`MIN_IN_FLIGHT`."""
-    shared = shared_out(api_concurrency, shares, halved=True).per_tier
-    return TierLimits({tier: max(MIN_IN_FLIGHT, limit) for tier, limit in shared.items()})
+    return shared_out(api_concurrency, {tier: share / 2 for tier, share in shares.items()}, least=MIN_IN_FLIGHT)
 
 
 class Admission:
@@ -163,10 +160,8 @@ class ModelShare:
         limit = self._limits.of(tier)
         if limit is None or units <= 0:
             return
-        now = self._clock()
-        key = self._key(app, int(now // MINUTE_SECONDS))
-        counted = self._table.increment(*key, {"used": units}, expires_at=int(now) + KEPT_SECONDS)
-        if int(counted.get("used") or 0) - units >= limit:
+        key, used = self._count(app, units)
+        if used - units >= limit:
             self._table.increment(*key, {"used": -units})
             raise ModelShareUsed(
                 f"this app's share of {self.model} this minute ({limit}) is used up; retry in "
@@ -176,10 +171,14 @@ class ModelShare:
     def add(self, app: str, units: int) -> None:
         """Count ``units`` already spent (a model's answer says how many tokens it took)."""
         if units > 0:
-            now = self._clock()
-            self._table.increment(
-                *self._key(app, int(now // MINUTE_SECONDS)), {"used": units}, expires_at=int(now) + KEPT_SECONDS
-            )
+            self._count(app, units)
+
+    def _count(self, app: str, units: int) -> tuple[tuple[str, str], int]:
+        """Add ``units`` to this minute's count of ``app``: the item's key and the minute's count after."""
+        now = self._clock()
+        key = self._key(app, int(now // MINUTE_SECONDS))
+        counted = self._table.increment(*key, {"used": units}, expires_at=int(now) + KEPT_SECONDS)
+        return key, int(counted.get("used") or 0)
 
     def spent(self, app: str, tier: str) -> str:
         """Why ``app`` may not call the model again this minute ("" when it may)."""

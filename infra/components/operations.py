@@ -171,20 +171,12 @@ class Operations(Construct):
         # The API's and the authorizer's own throttles alarm apart (a tenant holding the API's slots; anonymous
         # traffic filling the authorizer's, which every tenant whose cached answer expired then meets as a 500),
         # the other functions' together.
-        self._alarm(
-            "ApiFunctionThrottles",
-            api.metric_throttles(statistic="Sum", period=FIVE_MINUTES),
-            limits.throttles,
-            "throttled invocations of the API function (its reserved concurrency is full)",
-            sustained=False,
-        )
-        self._alarm(
-            "AuthorizerThrottles",
-            authorizer.metric_throttles(statistic="Sum", period=FIVE_MINUTES),
-            limits.throttles,
-            "throttled invocations of the authorizer (answered 500 to callers whose cached answer expired)",
-            sustained=False,
-        )
+        for name, fn, what in (
+            ("ApiFunctionThrottles", api, "the API function (its reserved concurrency is full)"),
+            ("AuthorizerThrottles", authorizer, "the authorizer (answered 500 to callers whose cached answer expired)"),
+        ):
+            throttled = fn.metric_throttles(statistic="Sum", period=FIVE_MINUTES)
+            self._alarm(name, throttled, limits.throttles, f"throttled invocations of {what}", sustained=False)
         self._canary_alarms(api_alias, limits)
         capped = extraction.function if extraction is not None else None
         uncapped = [fn for fn in functions if fn is not capped and fn is not api and fn is not authorizer]

@@ -18,13 +18,17 @@ from tests.cloud.rehearsal import Gateway
 from tests.support import text_entry
 
 
+def _two_starter_tenants(flow: Flow, busy: str, quiet: str) -> tuple[Gateway, DynamoTable, str, str]:
+    """The deployment's gateway and table, and a starter key of each of two apps (made as the operator makes them)."""
+    table = DynamoTable(flow.deployment.table_name)
+    tenants = TenantService(table)
+    keys = [tenants.create_key(app, tier="starter").secret for app in (busy, quiet)]
+    return Gateway(flow.deployment), table, keys[0], keys[1]
+
+
 def test_a_tenant_at_its_tiers_limit_in_flight_is_refused_and_another_tenant_is_served(flow: Flow) -> None:
     d = flow.deployment
-    gateway = Gateway(d)
-    table = DynamoTable(d.table_name)
-    tenants = TenantService(table)
-    busy = tenants.create_key("busy-tenant", tier="starter").secret
-    quiet = tenants.create_key("quiet-tenant", tier="starter").secret
+    gateway, table, busy, quiet = _two_starter_tenants(flow, "busy-tenant", "quiet-tenant")
     # Given the limits the template gives the API function
     settings = Settings.from_env(d.functions["api"].variables)
     limits = TierLimits.parse(settings.in_flight_limits)
@@ -53,11 +57,7 @@ def test_a_tenant_at_its_tiers_limit_in_flight_is_refused_and_another_tenant_is_
 
 def test_a_tenant_past_its_share_of_the_embedding_model_is_refused_and_another_is_not(flow: Flow) -> None:
     d = flow.deployment
-    gateway = Gateway(d)
-    table = DynamoTable(d.table_name)
-    tenants = TenantService(table)
-    busy = tenants.create_key("busy-embedder", tier="starter").secret
-    quiet = tenants.create_key("quiet-embedder", tier="starter").secret
+    gateway, table, busy, quiet = _two_starter_tenants(flow, "busy-embedder", "quiet-embedder")
     # Given the share of Bedrock's embedding requests a minute the template gives a starter tenant, used up this
     # minute by the busy tenant's other requests
     variables = d.functions["api"].variables

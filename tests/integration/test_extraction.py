@@ -8,6 +8,7 @@ conversation through the REST API or AgentCore's CreateEvent, and runs the local
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -79,11 +80,13 @@ def clock() -> Clock:
     return Clock(utc_now())
 
 
-@pytest.fixture
-def container(table: Table, model: Model, clock: Clock) -> Iterator[Container]:
+@contextlib.contextmanager
+def learning_process(table: Table, model: Model, clock: Clock, **settings: Any) -> Iterator[Container]:
+    """A process that learns through the scripted model on the test's clock (``settings``: the deployment's), its
+    erasures inline and its steps run only when asked; installed while within, closed after."""
     chat = OpenAICompatibleChatModel(model.server.url, model.server.model, timeout_seconds=10)
     built = Container(
-        Settings(deletion_drain_seconds=0),
+        Settings(deletion_drain_seconds=0, **settings),
         table=table,
         model=chat,
         deletion_runner=inline_deletion_runner(),
@@ -91,9 +94,18 @@ def container(table: Table, model: Model, clock: Clock) -> Iterator[Container]:
         clock=clock,
     )
     set_container(built)
-    learns(built, FACTS, LIKES, SUMMARY)
-    yield built
-    set_container(None)
+    try:
+        yield built
+    finally:
+        set_container(None)
+        assert built.close(30)
+
+
+@pytest.fixture
+def container(table: Table, model: Model, clock: Clock) -> Iterator[Container]:
+    with learning_process(table, model, clock) as built:
+        learns(built, FACTS, LIKES, SUMMARY)
+        yield built
 
 
 @pytest.fixture
@@ -277,13 +289,14 @@ def test_a_batch_committed_before_a_crash_is_not_written_again(
     assert len(records(api, "/facts/alice/")) == 1
 
 
-def test_a_failing_model_is_retried_with_backoff_then_parked_and_started_again(
+def park_a_failing_batch(
     api: ApiClient, container: Container, model: Model, clock: Clock
-) -> None:
+) -> tuple[list[str], list[int]]:
+    """A session of Alice's whose facts the model fails to give on every attempt, its steps run (the clock moved to
+    each retry) until the batch is parked: the steps' states, and the waits between them in seconds."""
     learns(container, FACTS)
     model.answers["Facts"] = lambda _n, _p: ScriptedFailure(503, "overloaded")
     api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
-    # When the model fails on every attempt
     states = [o.state for o in run(container)]
     waits = []
     for _ in range(extraction_service.MAX_ATTEMPTS - 1):
@@ -291,6 +304,14 @@ def test_a_failing_model_is_retried_with_backoff_then_parked_and_started_again(
         waits.append(round(due / 1000 - clock.now.timestamp()))
         clock.advance(waits[-1])
         states += [o.state for o in run(container)]
+    return states, waits
+
+
+def test_a_failing_model_is_retried_with_backoff_then_parked_and_started_again(
+    api: ApiClient, container: Container, model: Model, clock: Clock
+) -> None:
+    # When the model fails on every attempt
+    states, waits = park_a_failing_batch(api, container, model, clock)
     # Then the batch waited and was retried (with growing waits), then parked, and nothing was written
     assert states == ["retry"] * (extraction_service.MAX_ATTEMPTS - 1) + ["parked"]
     assert waits == [10, 40]
@@ -582,12 +603,8 @@ def test_an_app_past_its_share_of_the_models_tokens_this_minute_waits_and_anothe
     table: Table, model: Model, clock: Clock
 ) -> None:
     # Given a deployment that gives each app 1 token of the model a minute (any call passes it), and two apps
-    chat = OpenAICompatibleChatModel(model.server.url, model.server.model, timeout_seconds=10)
-    settings = Settings(deletion_drain_seconds=0, extraction_tokens_per_minute=1)
-    built = Container(settings, table=table, model=chat, background=False, clock=clock)
-    set_container(built)
-    api = ApiClient()
-    try:
+    with learning_process(table, model, clock, extraction_tokens_per_minute=1) as built:
+        api = ApiClient()
         learns(built, FACTS)
         now = format_timestamp(clock())
         other = AppMemory("other-app", "learning", "other-app", now, now, strategies=(FACTS,), trigger_messages=2)
@@ -610,9 +627,6 @@ def test_an_app_past_its_share_of_the_models_tokens_this_minute_waits_and_anothe
         clock.advance(61)
         assert [o.state for o in run(built)] == ["done"]
         assert len(model.asked) == asked + 2
-    finally:
-        set_container(None)
-        assert built.close(30)
 
 
 def test_records_the_store_refuses_park_their_batch_and_the_session_moves_on(
@@ -646,13 +660,8 @@ def test_learnt_records_that_would_pass_the_users_entry_limit_are_parked_and_the
     table: Table, model: Model, clock: Clock
 ) -> None:
     # Given a deployment whose users hold at most 3 entries, and a user with a session of 2 messages
-    chat = OpenAICompatibleChatModel(model.server.url, model.server.model, timeout_seconds=10)
-    built = Container(
-        Settings(deletion_drain_seconds=0, max_entries=3), table=table, model=chat, background=False, clock=clock
-    )
-    set_container(built)
-    api = ApiClient()
-    try:
+    with learning_process(table, model, clock, max_entries=3) as built:
+        api = ApiClient()
         learns(built, FACTS)
         model.answers["Facts"] = facts_about(("Alice plays chess.", "Alice", [1]), ("Alice swims.", "Alice", [2]))
         assert api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("I play chess.", "I swim.")}).status == 200
@@ -664,23 +673,13 @@ def test_learnt_records_that_would_pass_the_users_entry_limit_are_parked_and_the
         assert records(api, "/facts/alice/") == []
         # And the user's own next write still fits (3 of 3)
         assert api.post(f"{ALICE}/memories", {"entry": text_entry("I like tea")}).status == 201
-    finally:
-        set_container(None)
-        assert built.close(30)
 
 
 def test_starting_a_parked_job_again_asks_no_model_past_the_apps_budget(
     api: ApiClient, container: Container, model: Model, clock: Clock
 ) -> None:
     # Given a job parked after the model failed, and an app whose month's token budget is spent meanwhile
-    learns(container, FACTS)
-    model.answers["Facts"] = lambda _n, _p: ScriptedFailure(503, "overloaded")
-    api.put(f"{ALICE}/sessions/s1/memories", {"entries": said("Ana plays the cello.", "Nice.")})
-    run(container)
-    for _ in range(extraction_service.MAX_ATTEMPTS - 1):
-        [(due, _, _)] = container.local_extraction.pending()
-        clock.advance(round(due / 1000 - clock.now.timestamp()))
-        run(container)
+    park_a_failing_batch(api, container, model, clock)
     [job] = api.post(f"/agentcore/memories/{APP}/extractionJobs", {}).body["jobs"]
     learns(container, FACTS, token_budget=100)
     metering.record_usage(container.table, APP, model_calls=1, model_input_tokens=100)  # (the month's, spent)

@@ -12,39 +12,26 @@ from collections.abc import Iterator
 
 import pytest
 
+from agentmem.clock import utc_now
 from agentmem.container import Container, set_container
 from agentmem.keys import tenant_partition
 from agentmem.settings import Settings
 from agentmem.stores.table import Table
-from agentmem.tenancy.admission import (
-    IN_FLIGHT_SK_PREFIX,
-    WINDOW_SECONDS,
-    Admission,
-    TierLimits,
-    in_flight_limits,
-)
-from tests.support import ApiClient, scope_path, text_entry
+from agentmem.tenancy.admission import IN_FLIGHT_SK_PREFIX, WINDOW_SECONDS, TierLimits, in_flight_limits
+from tests.support import ApiClient, Clock, scope_path, text_entry
 
 LIMITS = TierLimits({"starter": 2, "standard": 4, "scale": 8})
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(utc_now())  # (held: the test moves it)
 
 
 @pytest.fixture
 def container(table: Table, clock: Clock) -> Iterator[Container]:
-    built = Container(Settings(auth="required", embedder="hashing", in_flight_limits=LIMITS.to_setting()), table=table)
-    built.__dict__["admission"] = Admission(table, LIMITS, clock=clock)
+    settings = Settings(auth="required", embedder="hashing", in_flight_limits=LIMITS.to_setting())
+    built = Container(settings, table=table, clock=clock)
     set_container(built)
     yield built
     set_container(None)
@@ -68,7 +55,6 @@ def test_a_tenant_at_its_tiers_limit_in_flight_is_refused_and_another_tenant_is_
     busy = container.tenants.create_key("busy", tier="starter").secret
     quiet = container.tenants.create_key("quiet", tier="starter").secret
     admission = container.admission
-    assert admission is not None
     with contextlib.ExitStack() as held:
         # Given a starter tenant with as many requests in flight as its tier allows (2), in other environments
         for _ in range(2):
@@ -84,7 +70,7 @@ def test_a_tenant_at_its_tiers_limit_in_flight_is_refused_and_another_tenant_is_
     assert _store(api, "busy", busy, "my turn") == 201
     assert _listed(api, "busy", busy) == ["my turn"]
     # And nothing stays counted in flight
-    window = int(clock.now // WINDOW_SECONDS)
+    window = int(clock().timestamp() // WINDOW_SECONDS)
     counted = table.get(tenant_partition("busy"), f"{IN_FLIGHT_SK_PREFIX}{window}")
     assert counted is not None
     assert counted["in_flight"] == 0
@@ -94,7 +80,6 @@ def test_the_limit_follows_the_tier_of_the_key(container: Container) -> None:
     api = ApiClient()
     scale = container.tenants.create_key("big", tier="scale").secret
     admission = container.admission
-    assert admission is not None
     with contextlib.ExitStack() as held:
         for _ in range(7):
             held.enter_context(admission.admitted("big", "scale"))
@@ -110,14 +95,13 @@ def test_what_a_dead_request_left_counted_is_forgotten_once_its_window_has_passe
     api = ApiClient()
     key = container.tenants.create_key("crashy", tier="starter").secret
     admission = container.admission
-    assert admission is not None
     # Given two requests whose process died in flight (a timeout: their count was never taken back)
     dead = [admission.admitted("crashy", "starter") for _ in range(2)]
     for request in dead:
         request.__enter__()  # never left
     assert _store(api, "crashy", key, "still held") == "too_many_in_flight"
     # When a window has passed, then the tenant is served again
-    clock.now += WINDOW_SECONDS
+    clock.advance(WINDOW_SECONDS)
     assert _store(api, "crashy", key, "later") == 201
 
 

@@ -12,32 +12,25 @@ from collections.abc import Iterator
 
 import pytest
 
+from agentmem.clock import utc_now
 from agentmem.container import Container, set_container
 from agentmem.embeddings.hashing import HashingEmbedder
 from agentmem.settings import Settings
 from agentmem.stores.table import Table
 from agentmem.tenancy.admission import MINUTE_SECONDS, ModelShare, SharedEmbedder, TierLimits
-from tests.support import ApiClient, scope_path, text_entry
+from tests.support import ApiClient, Clock, scope_path, text_entry
 
 SHARES = TierLimits({"starter": 3, "standard": 6, "scale": 12})
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(utc_now())  # (held: the test moves it)
 
 
 @pytest.fixture
 def container(table: Table, clock: Clock) -> Iterator[Container]:
-    share = ModelShare(table, "embeddings", SHARES, clock=clock)
+    share = ModelShare(table, "embeddings", SHARES, clock=lambda: clock().timestamp())
     built = Container(
         Settings(auth="required", embedder="hashing", embedding_shares=SHARES.to_setting()),
         table=table,
@@ -73,7 +66,7 @@ def test_a_tenant_past_its_share_of_the_embedding_model_is_refused_and_another_i
     # than the whole share still gets in (a session of five turns: the share only stops what comes after it)
     search = api.post(f"{scope_path('busy', 'ann')}/memories/search", {"query": "fact"}, headers={"x-api-key": busy})
     assert (search.status, search.error_code) == (429, "model_share_used")
-    clock.now += MINUTE_SECONDS
+    clock.advance(MINUTE_SECONDS)
     session = {"entries": [text_entry(f"turn {i}") for i in range(5)]}
     path = f"{scope_path('busy', 'ann')}/sessions/s1/memories"
     assert api.put(path, session, headers={"x-api-key": busy}).status == 200

@@ -629,31 +629,35 @@ def test_an_app_past_its_share_of_the_models_tokens_this_minute_waits_and_anothe
         assert len(model.asked) == asked + 2
 
 
-def test_records_the_store_refuses_park_their_batch_and_the_session_moves_on(
+def test_an_actor_id_with_a_slash_learns_into_its_own_namespace(
     api: ApiClient, container: Container, model: Model
 ) -> None:
-    # Given an actor id the API accepts whose records the store refuses (a "/" in it: the namespace template puts
-    # it where the owner is read, and the owner read back is "org"), and a model that finds a fact
+    # Given two actors the API accepts, "org" and "org/alice" (AgentCore's actorId allows "/"), each with a
+    # session, and a model that finds a fact in each; the template puts either id where a namespace's owner is read
     learns(container, FACTS)
-    model.answers["Facts"] = facts_about(("Org's Alice plays chess.", "Alice", [1]))
-    actor = scope_path(APP, "org/alice")
-    assert api.put(f"{actor}/sessions/s1/memories", {"entries": said("I play chess.", "Nice.")}).status == 200
-    # When its session is learnt from
-    outcomes = run(container)
-    # Then the commit's refusal did not escape the step: the batch is parked with the reason, the session's
-    # pending work is done and its lease released, and nothing was written
-    assert [o.state for o in outcomes] == ["parked"], outcomes
-    assert "another actor" in outcomes[0].reason
-    jobs, _ = container.extraction.list_parked(APP, after=None, limit=10)
-    assert [(j["user"], j["session"], j["strategy"]) for j in jobs] == [("org/alice", "s1", FACTS.id)]
-    assert "another actor" in jobs[0]["failure"]
-    scope = UserRef(APP, "org/alice").scope()
-    assert container.table.get(scope.partition, work.pending_sk("s1")) is None
-    assert work.read_cursor(container.table, scope, "s1")[0].lease == ""
-    # And nothing asks the model again for it until an operator starts the job again
-    asked = len(model.asked)
-    assert run(container) == []
-    assert len(model.asked) == asked
+    answers = iter(
+        [facts_about(("Org hosts the chess club.", "Org", [1])), facts_about(("Alice plays chess.", "Alice", [1]))]
+    )
+    model.answers["Facts"] = lambda name, prompt: next(answers)(name, prompt)
+    for actor, said_first in (("org", "We host the chess club."), ("org/alice", "I play chess.")):
+        reply = api.put(f"{scope_path(APP, actor)}/sessions/s1/memories", {"entries": said(said_first, "Nice.")})
+        assert reply.status == 200, reply.body
+        # When its session is learnt from
+        assert [o.state for o in run(container)] == ["done"]
+    # Then each actor's fact is in its own namespace, "/facts/org/alice/" being org/alice's and not org's
+    assert [r["content"]["text"] for r in records(api, "/facts/org/")] == ["Org hosts the chess club."]
+    alices = records(api, "/facts/org/alice/")
+    assert [r["content"]["text"] for r in alices] == ["Alice plays chess."]
+    found = api.post(
+        f"/agentcore/memories/{APP}/retrieve",
+        {"namespace": "/facts/org/alice/", "searchCriteria": {"searchQuery": "chess"}},
+    ).body["memoryRecordSummaries"]
+    assert [r["content"]["text"] for r in found] == ["Alice plays chess."]
+    # And the record is org/alice's own: erasing org/alice takes it, and leaves org's
+    assert api.delete(scope_path(APP, "org/alice")).status == 202
+    assert records(api, "/facts/org/alice/") == []
+    assert [r["content"]["text"] for r in records(api, "/facts/org/")] == ["Org hosts the chess club."]
+    assert container.extraction.list_parked(APP, after=None, limit=10)[0] == []
 
 
 def test_learnt_records_that_would_pass_the_users_entry_limit_are_parked_and_the_user_can_still_write(

@@ -53,7 +53,7 @@ class LearnedRecords:
 
     def commit(self, scope: Scope, records: Sequence[NewRecord], extra: Sequence[WriteOp]) -> list[str]:
         for record in records:
-            if ac.owner_of(record.namespace) != scope.user:
+            if scope.user not in ac.owners_of(record.namespace):
                 raise InvalidInput(f"the namespace {record.namespace!r} belongs to another actor than {scope.user!r}")
         ref = self._agentcore.actor_ref(scope.user_ref)
         prepared = [self._memory.prepare_entry(scope, _entry(record)) for record in records]

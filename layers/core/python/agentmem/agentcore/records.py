@@ -177,22 +177,32 @@ def segments(namespace: str) -> list[str]:
 
 
 def owner_of(namespace: str) -> str:
-    """The actor a namespace names, who owns its records: the segment after ``actors``, ``actor``,
-    ``users`` or ``user`` (``/strategies/{memoryStrategyId}/actors/{actorId}/``, ``/users/{actorId}/facts``),
-    else the second segment (``/facts/{actorId}/``, ``/summaries/{actorId}/{sessionId}/``), unless the first is
-    ``strategies`` (AgentCore's own templates name the actor after ``actors``)."""
-    parts = segments(namespace)
-    if len(parts) > MAX_NAMESPACE_SEGMENTS:
+    """The actor a namespace names, who owns its records, as far as the namespace alone tells: the segment
+    after ``actors``, ``actor``, ``users`` or ``user`` (``/strategies/{memoryStrategyId}/actors/{actorId}/``,
+    ``/users/{actorId}/facts``), else the second segment (``/facts/{actorId}/``,
+    ``/summaries/{actorId}/{sessionId}/``), unless the first is ``strategies`` (AgentCore's own templates name
+    the actor after ``actors``). An actor id may hold ``/`` (``org/alice``): :func:`owners_of` gives every
+    actor the namespace may name."""
+    return owners_of(namespace)[0]
+
+
+def owners_of(namespace: str) -> list[str]:
+    """Every actor a namespace may name, shortest first: the segment at the owner's place (:func:`owner_of`)
+    and that segment with each part after it (``/actors/org/alice/`` may name ``org``, ``org/alice`` or
+    ``org/alice/``), since AgentCore's actor ids may hold ``/`` and a template fills ``{actorId}`` as it is."""
+    parts = namespace.split("/")
+    named = [i for i, part in enumerate(parts) if part]
+    if len(named) > MAX_NAMESPACE_SEGMENTS:
         raise InvalidInput(f"a namespace holds at most {MAX_NAMESPACE_SEGMENTS} segments here")
-    owner = next((parts[i + 1] for i in range(len(parts) - 1) if parts[i].lower() in _ACTOR_WORDS), None)
-    if owner is None and len(parts) >= 2 and parts[0].lower() != "strategies":
-        owner = parts[1]
-    if owner is None or "*" in owner:
+    place = next((named[k + 1] for k in range(len(named) - 1) if parts[named[k]].lower() in _ACTOR_WORDS), None)
+    if place is None and len(named) >= 2 and parts[named[0]].lower() != "strategies":
+        place = named[1]
+    if place is None or "*" in parts[place]:
         raise InvalidInput(
             f"the namespace {namespace!r} names no actor: a record belongs to the actor its namespace names "
             "(/facts/{actorId}/, /users/{actorId}/..., .../actors/{actorId}/), so that erasing the actor erases it"
         )
-    return owner
+    return ["/".join(parts[place:end]) for end in range(place + 1, len(parts) + 1)]
 
 
 def path_of(namespace: str) -> str:

@@ -269,7 +269,7 @@ class AgentCoreService:
             if len(record.namespaces) != 1:
                 raise InvalidInput("a record needs one namespace, which names its actor")
             namespace = record.namespaces[0]
-            actor = self._actor(memory_id, ac.owner_of(namespace))
+            actor = self._namespace_actor(memory_id, namespace)
             entry = _record_entry(
                 namespace,
                 record.content.text or "",
@@ -322,7 +322,7 @@ class AgentCoreService:
         if update.source_namespaces and metadata.get(ac.NAMESPACE) not in update.source_namespaces:
             raise NotFound(f"no record {update.memory_record_id!r} in those source namespaces")
         namespace = update.namespaces[0] if update.namespaces else str(metadata.get(ac.NAMESPACE))
-        if ac.owner_of(namespace) != actor.user.user:
+        if actor.user.user not in ac.owners_of(namespace):
             raise InvalidInput("a record cannot move to a namespace of another actor")
         text = update.content.text if update.content else memory_records.entry_text(item)
         entry = _record_entry(
@@ -398,7 +398,7 @@ class AgentCoreService:
         else:
             assert path is not None
             condition = {ac.PATHS: ac.path_of(path)}
-        actor = self._actor(memory_id, ac.owner_of(namespace or path or ""))
+        actor = self._namespace_actor(memory_id, namespace or path or "")
         current = {ac.VALID_TO: {"$exists": False}}  # a record a newer one replaced stays, unlisted
         return actor, filters.parse({"$and": [{ac.KIND: ac.RECORD}, condition, current]})
 
@@ -457,6 +457,18 @@ class AgentCoreService:
         if not models.ACTOR_ID.fullmatch(actor_id) or len(actor_id) > 255:
             raise InvalidInput(f"actorId {actor_id!r} must match {models.ACTOR_ID.pattern} (1..255 characters)")
         return _Actor(UserRef.of(ac.app_of_memory(memory_id), validate_id(actor_id, "actorId")))
+
+    def _namespace_actor(self, memory_id: str, namespace: str) -> _Actor:
+        """The actor whose records a namespace holds: of the actors it may name (``org`` or ``org/alice`` in
+        ``/actors/org/alice/``), the longest this memory knows (one that wrote an event or had a record), else
+        the first segment. One batch read, only when the namespace may name more than one."""
+        candidates = [c for c in ac.owners_of(namespace) if models.ACTOR_ID.fullmatch(c) and len(c) <= 255]
+        if len(candidates) > 1:
+            index = ac.index_partition(ac.app_of_memory(memory_id))
+            rows = self._table.batch_get([(index, ac.ACTOR_ROW + escape(c)) for c in candidates])
+            known = {row["actor"] for row in rows}
+            return self._actor(memory_id, next((c for c in reversed(candidates) if c in known), candidates[0]))
+        return self._actor(memory_id, candidates[0] if candidates else ac.owner_of(namespace))
 
     def _expiry(self, spec: models.RecordExpiry | None) -> datetime | None:
         if spec is None or spec.record_expiry_duration_days is None:

@@ -163,3 +163,78 @@ def test_without_keys_a_deleted_memory_accepts_nothing_and_serves_nothing(table:
         assert api.post(f"{scope_path(memory, 'bob')}/memories", {"entry": text_entry("x")}).status == 404
     finally:
         set_container(None)
+
+
+EVERY_ROUTE = [
+    ("GetMemory", "GET", "/agentcore/memories/{m}/details", None),
+    ("UpdateMemory", "PUT", "/agentcore/memories/{m}/update", {"description": "mine now"}),
+    (
+        "CreateEvent",
+        "POST",
+        "/agentcore/memories/{m}/events",
+        {"actorId": "alice", "sessionId": "s", "eventTimestamp": 1.77e9, "payload": []},
+    ),
+    ("ListEvents", "POST", "/agentcore/memories/{m}/actor/alice/sessions/s", {}),
+    ("ListSessions", "POST", "/agentcore/memories/{m}/actor/alice/sessions", {}),
+    ("ListActors", "POST", "/agentcore/memories/{m}/actors", {}),
+    ("ListMemoryRecords", "POST", "/agentcore/memories/{m}/memoryRecords", {"namespace": "/facts/alice/"}),
+    (
+        "RetrieveMemoryRecords",
+        "POST",
+        "/agentcore/memories/{m}/retrieve",
+        {"namespace": "/facts/alice/", "searchCriteria": {"searchQuery": "x"}},
+    ),
+    ("ListMemoryExtractionJobs", "POST", "/agentcore/memories/{m}/extractionJobs", {}),
+    ("REST list", "GET", "/v1/apps/{m}/users/alice/memories", None),
+    ("DeleteMemory", "DELETE", "/agentcore/memories/{m}/delete", None),
+]
+
+
+def _answers(api: ApiClient, memory: str, key: str | None) -> dict[str, tuple[int, str | None]]:
+    """Each route's status and AgentCore error type for ``memory``."""
+    answers = {}
+    for name, method, path, body in EVERY_ROUTE:
+        reply = api.request(method, path.format(m=memory), body, headers={"x-api-key": key} if key else {})
+        kind = {k.lower(): v for k, v in reply.headers.items()}.get("x-amzn-errortype")
+        answers[name] = (reply.status, kind.split(":")[0] if kind else None)
+    return answers
+
+
+def test_with_keys_an_id_never_created_answers_as_another_tenants_memory_does_on_every_route(
+    owner: tuple[Container, str],
+) -> None:
+    # Given tenant B's memory, and an id nobody created
+    built, mine = owner
+    theirs = built.tenants.create_key("tenant-b-app").secret
+    api = ApiClient()
+    their_memory = _create(api, theirs)
+    # When the owner's key calls every route on each
+    never = _answers(api, "never-made-memory", mine)
+    other = _answers(api, their_memory, mine)
+    # Then both answer AccessDeniedException (403) everywhere: a key cannot tell whether another tenant's id exists
+    assert set(never.values()) == {(403, "AccessDeniedException"), (403, None)}, never
+    assert never == other
+    assert never["REST list"] == (403, None)  # the REST API's own error body, not AgentCore's header
+    assert [key for key in _keys(built.table) if "never-made-memory" in key[0] + key[1]] == []  # nothing written
+
+
+def test_an_id_never_created_is_an_app_to_the_data_plane_and_no_memory_to_the_control_plane(
+    owner: tuple[Container, str],
+) -> None:
+    # Given the owner's own app, never made by CreateMemory (as every REST app is)
+    _, mine = owner
+    api = ApiClient()
+    answers = _answers(api, "owner-app", mine)
+    # Then the control plane knows no memory of that id: ResourceNotFoundException, and DeleteMemory erases nothing
+    for call in ("GetMemory", "UpdateMemory", "DeleteMemory"):
+        assert answers[call] == (404, "ResourceNotFoundException"), call
+    # And every data-plane route and the REST API serve the app by that name (docs/agentcore.md, "Memory ids")
+    served = {
+        name: status
+        for name, (status, _) in answers.items()
+        if name not in ("GetMemory", "UpdateMemory", "DeleteMemory")
+    }
+    assert served == {"CreateEvent": 201} | {name: 200 for name in served if name != "CreateEvent"}
+    assert (
+        len(api.get(f"{scope_path('owner-app', 'alice')}/memories", headers={"x-api-key": mine}).body["entries"]) == 1
+    )

@@ -45,7 +45,15 @@ class Consumption:
     calls: Counter[str] = field(default_factory=Counter)
     read_bound: float | None = None
     """Read units past which the call that read them raises ``refusal()`` (:func:`bounded`)."""
+    call_bound: int | None = None
+    """Table calls past which the next call raises ``refusal()`` (:func:`bounded`)."""
     refusal: Callable[[], Exception] | None = None
+
+    def over(self) -> bool:
+        """Past a bound of :func:`bounded`."""
+        if self.read_bound is not None and self.read_units > self.read_bound:
+            return True
+        return self.call_bound is not None and sum(self.calls.values()) > self.call_bound
 
     def add(self, other: Consumption) -> None:
         self.read_units += other.read_units
@@ -67,11 +75,12 @@ def measuring() -> Iterator[Consumption]:
 
 
 @contextlib.contextmanager
-def bounded(read_units: float, refusal: Callable[[], Exception]) -> Iterator[Consumption]:
-    """Measure the Table calls made inside, and make the call whose reads take them past ``read_units``
-    raise ``refusal()`` once its answer is read: what is read inside is at most the bound and one call
-    (a page of a query, a batch read)."""
-    with _opened(Consumption(read_bound=read_units, refusal=refusal)) as consumption:
+def bounded(read_units: float, refusal: Callable[[], Exception], *, calls: int | None = None) -> Iterator[Consumption]:
+    """Measure the Table calls made inside, and make the call whose reads take them past ``read_units``, or
+    the call past ``calls`` calls, raise ``refusal()`` once its answer is read: what is read inside is at most
+    the bound and one call (a page of a query, a batch read). Every call is a round trip, whatever it reads:
+    bounding the calls bounds the time (a call costs milliseconds on DynamoDB however little it reads)."""
+    with _opened(Consumption(read_bound=read_units, call_bound=calls, refusal=refusal)) as consumption:
         yield consumption
 
 
@@ -100,7 +109,7 @@ def _charge(call: str, *, read: float = 0.0, write: float = 0.0, items_read: int
             consumption.items_written += items_written
             consumption.calls[call] += 1
     for consumption in measurements:
-        if consumption.refusal is not None and consumption.read_units > (consumption.read_bound or 0):
+        if consumption.refusal is not None and consumption.over():
             raise consumption.refusal()
 
 

@@ -29,6 +29,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -92,7 +93,14 @@ class ChangeLog:
         return f"{self.prefix}{version:012d}"
 
     def stats(self, table: Table, partition: str) -> Stats:
-        return Stats.of(table.get(partition, self.stats_sk))
+        """The partition's version item as it is now, or as first read within :func:`one_read_of_heads`."""
+        shared = _heads.get()
+        if shared is None:
+            return Stats.of(table.get(partition, self.stats_sk))
+        key = (partition, self.stats_sk)
+        if key not in shared:
+            shared[key] = Stats.of(table.get(partition, self.stats_sk))
+        return shared[key]
 
     def record(
         self,
@@ -176,6 +184,20 @@ class ChangeLog:
                 break
             ids.update(str(i) for i in row.get("ids") or [])
         return ids
+
+
+_heads: ContextVar[dict[tuple[str, str], Stats] | None] = ContextVar("one_read_of_heads", default=None)
+
+
+@contextlib.contextmanager
+def one_read_of_heads() -> Iterator[None]:
+    """Within, each partition's version item is read once: for reads that all happen before any write (a store
+    batch's searches: each index of each search read it again before). Never around a write."""
+    token = _heads.set({})
+    try:
+        yield
+    finally:
+        _heads.reset(token)
 
 
 MEMORY = ChangeLog("MSTATS", "MLOG#")

@@ -4,7 +4,10 @@ as LangGraph's stores apply a batch.
 Every op is checked and every write built (its entry prepared, sizes as stored, DynamoDB's key limits,
 the users' writability) before the first read: a refused batch changes nothing. The reads share one
 budget of read units, counted as DynamoDB bills them (:mod:`agentmem.capacity`: what a search ranks and
-reads under it included), and their answers one budget of bytes (:mod:`agentmem.budget`).
+reads under it included), one of table calls (each a round trip, however little it reads), and their
+answers one budget of bytes (:mod:`agentmem.budget`). The operations of a batch share what they read
+(:class:`_BatchReads`): the gets are read together, and a page of keys or a value read for one operation is
+not read again for the next.
 
 An item is its key row (and value row, for a large value) and, when it has text, the memory entry bound
 to it (agentmem/store/records.py). A put writes the new entry, the rows and the old entry's removal in
@@ -35,16 +38,23 @@ from agentmem.memory import records as memory_records
 from agentmem.models.content import Content
 from agentmem.models.memory import MAX_ENTRY_BYTES, MAX_TEXT_BYTES, MemoryEntry
 from agentmem.models.store import GetOp, ListNamespacesOp, PutOp, SearchOp, StoreOp
+from agentmem.search import changes
 from agentmem.store import matching, records
 from agentmem.stores.retry import CONTENTION_CODE, retry_on_conflict
-from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Delete, Item, Put, Table, WriteOp, check_items
+from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Delete, Item, Key, Page, Put, Table, WriteOp, check_items
 
 if TYPE_CHECKING:
     from agentmem.memory.service import MemoryService
     from agentmem.memory.writes import PreparedEntry
 
 MAX_SCAN = 1_000
-"""Key rows one search without a query (or one listing of namespaces) reads at most."""
+"""Key rows one search without a query reads at most; namespaces one listing lists, and pages of keys it reads,
+at most."""
+NAMESPACE_PAGE = 32
+"""Key rows a namespace listing reads in one call at most: the key rows are the namespaces' index (a key row
+is within one read unit: values over 2 KiB live apart), so a call lists every namespace of its page, then
+skips past the last one's keys. After a page of one namespace's keys the next page is smaller, so a
+listing of large namespaces reads about one key row per namespace."""
 MAX_RANKED = 100
 """``offset + limit`` of a search with a query: what one memory search ranks."""
 BATCH_READ_BUDGET = 5_000
@@ -52,6 +62,12 @@ BATCH_READ_BUDGET = 5_000
 all: its gets, the rows a search scans, the postings and entries a ranked search reads and the rows of
 its hits, the keys a namespace listing probes. The read that goes over refuses the batch before it
 writes anything (``batch_reads_too_much``); split it."""
+BATCH_CALL_BUDGET = 500
+"""Table calls the reads of one batch make in all (a query's page, a batch read, a get each count one): a
+call is a round trip of a few milliseconds on DynamoDB whatever it reads, so a batch of many small reads
+could outlast the gateway's 29 s within the read units. 500 calls are 2.5 s at 5 ms a call and 5 s at 10 ms
+(a ranked search makes two or three, a search without a query or a listing of small namespaces one, the gets
+of a batch one). The call that goes over refuses the batch as the read units do (``batch_reads_too_much``)."""
 REREADS = 5
 """Times an item whose value row was rewritten between the reads of its two rows is read again."""
 REFRESH_FRACTION = 0.1
@@ -75,9 +91,34 @@ class _Put:
 
 def _reads_too_much() -> InvalidInput:
     return InvalidInput(
-        f"the reads of this batch read over {BATCH_READ_BUDGET} read units; send its operations in smaller batches",
+        f"the reads of this batch read over {BATCH_READ_BUDGET} read units or make over {BATCH_CALL_BUDGET} table "
+        "calls; send its operations in smaller batches",
         code=READS_TOO_MUCH,
     )
+
+
+class _BatchReads:
+    """What the reads of one batch read, shared by its operations: a batch's reads all happen before its
+    writes, so a key row, a value or a page of keys read for one operation answers the next that asks."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._rows: dict[Key, Item | None] = {}
+        self._pages: dict[tuple[str, str, int, str | None], Page] = {}
+
+    def rows(self, keys: Sequence[Key]) -> dict[Key, Item | None]:
+        """The items at ``keys`` (None where there is none), those not yet read in one batch read."""
+        unread = [key for key in dict.fromkeys(keys) if key not in self._rows]
+        if unread:
+            found = {(item["pk"], item["sk"]): item for item in self._table.batch_get(unread)}
+            self._rows.update((key, found.get(key)) for key in unread)
+        return {key: self._rows[key] for key in keys}
+
+    def query(self, pk: str, prefix: str, *, limit: int, start_after: str | None) -> Page:
+        key = (pk, prefix, limit, start_after)
+        if key not in self._pages:
+            self._pages[key] = self._table.query(pk, prefix, limit=limit, start_after=start_after)
+        return self._pages[key]
 
 
 class StoreService:
@@ -248,36 +289,64 @@ class StoreService:
         truncated: list[int] = []
         stale: dict[tuple[str, str], tuple[Scope, Item]] = {}
         answer = Budget()
-        with capacity.bounded(BATCH_READ_BUDGET, _reads_too_much):
+        reads = _BatchReads(self._table)
+        with (
+            capacity.bounded(BATCH_READ_BUDGET, _reads_too_much, calls=BATCH_CALL_BUDGET),
+            changes.one_read_of_heads(),  # the searches of a batch read their user's log head once
+        ):
+            gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
+            got_rows = reads.rows(
+                [
+                    (Scope(app, op.user, op.project_id).partition, records.key_row_sk(op.namespace, op.key))
+                    for _, op in gets
+                ]
+            )
+            got = self._with_values_of(app, [op for _, op in gets], got_rows, reads)
             for i, op in enumerate(ops):
                 scope = Scope(app, op.user, op.project_id)
                 if isinstance(op, GetOp):
-                    sk = records.key_row_sk(op.namespace, op.key)
-                    got = self._with_values(scope, self._served(scope, [self._table.get(scope.partition, sk)]))
-                    results[i] = records.item_json(*got[0]) if got else None
+                    item = got.get((scope.partition, records.key_row_sk(op.namespace, op.key)))
+                    results[i] = records.item_json(*item) if item else None
                     if results[i] is not None and not answer.take(results[i]):
                         raise PayloadTooLarge(
                             "the items this batch gets exceed the response budget; get them in smaller batches",
                             code=RESPONSE_TOO_LARGE,
                         )
-                    if got and op.refresh_ttl:
-                        stale.update(self._due(scope, [got[0][0]]))
+                    if item and op.refresh_ttl:
+                        stale.update(self._due(scope, [item[0]]))
                 elif isinstance(op, SearchOp):
-                    found = self._search(scope, op)
+                    found = self._search(scope, op, reads)
                     items = []
                     for row, value, score in found:
-                        item = records.item_json(row, value, score)
-                        if not answer.take(item):
+                        item_json = records.item_json(row, value, score)
+                        if not answer.take(item_json):
                             truncated.append(i)
                             answer.truncated = False  # the next op may still fit what is left
                             break
-                        items.append(item)
+                        items.append(item_json)
                     results[i] = items
                     if op.refresh_ttl:
                         stale.update(self._due(scope, [row for row, _, _ in found[: len(items)]]))
                 elif isinstance(op, ListNamespacesOp):
-                    results[i] = self._namespaces(scope, op.prefix)
+                    results[i] = self._namespaces(scope, op.prefix, reads)
         return results, truncated, stale
+
+    def _with_values_of(
+        self, app: str, gets: Sequence[GetOp], rows: dict[Key, Item | None], reads: _BatchReads
+    ) -> dict[Key, tuple[Item, dict[str, Any]]]:
+        """The items the gets of a batch name, with their values: the values that live apart read together."""
+        by_scope: dict[Scope, list[Item]] = {}
+        for op in gets:
+            scope = Scope(app, op.user, op.project_id)
+            row = rows[(scope.partition, records.key_row_sk(op.namespace, op.key))]
+            if row is not None:
+                by_scope.setdefault(scope, []).append(row)
+        reads.rows([key for held in by_scope.values() for key in map(records.value_row_key, held) if key is not None])
+        return {
+            (row["pk"], row["sk"]): (row, value)
+            for scope, held in by_scope.items()
+            for row, value in self._with_values(scope, self._served(scope, held, reads), reads)
+        }
 
     def _live(self, row: Item | None) -> Item | None:
         """The row unless it expired: to the millisecond (the table's ``ttl`` counts whole seconds)."""
@@ -285,7 +354,7 @@ class StoreService:
             return None
         return row
 
-    def _served(self, scope: Scope, rows: Sequence[Item | None]) -> list[Item]:
+    def _served(self, scope: Scope, rows: Sequence[Item | None], reads: _BatchReads | None = None) -> list[Item]:
         """The live rows among ``rows`` that may be served: a row written before entries were bound to their
         rows (no revision) is served only while its entry is (it was deleted through the memory routes)."""
         live = [row for row in (self._live(r) for r in rows) if row is not None]
@@ -293,20 +362,20 @@ class StoreService:
         if not legacy:
             return live
         keys = [(scope.partition, memory_records.entry_sk(i)) for i in legacy]
+        entries = reads.rows(keys).values() if reads is not None else self._table.batch_get(keys)
         now = format_timestamp(self._clock())
-        present = {item["id"] for item in self._table.batch_get(keys) if memory_records.is_live(item, now)}
+        present = {item["id"] for item in entries if item is not None and memory_records.is_live(item, now)}
         return [row for row in live if row.get("entry_id") not in legacy or row["entry_id"] in present]
 
-    def _with_values(self, scope: Scope, rows: Sequence[Item]) -> list[tuple[Item, dict[str, Any]]]:
+    def _with_values(self, scope: Scope, rows: Sequence[Item], reads: _BatchReads) -> list[tuple[Item, dict[str, Any]]]:
         """Each row with its value: values that live apart read in one batch; a row whose value row is of
         another revision (the key was put again between the two reads) is read again; one deleted
         meanwhile is left out."""
-        keys = [key for key in map(records.value_row_key, rows) if key is not None]
-        held = {item["sk"]: item for item in self._table.batch_get(keys)} if keys else {}
+        held = reads.rows([key for key in map(records.value_row_key, rows) if key is not None])
         found: list[tuple[Item, dict[str, Any]]] = []
         for row in rows:
             key = records.value_row_key(row)
-            value_row = held.get(key[1]) if key is not None else None
+            value_row = held.get(key) if key is not None else None
             if key is None or records.is_value_of(value_row, row):
                 found.append((row, records.value_of(row, value_row)))
             elif (again := self._reread(scope, row["sk"])) is not None:
@@ -314,6 +383,7 @@ class StoreService:
         return found
 
     def _reread(self, scope: Scope, sk: str) -> tuple[Item, dict[str, Any]] | None:
+        """The row and its value read again from the table (not from what the batch read: it changed)."""
         for _ in range(REREADS):
             served = self._served(scope, [self._table.get(scope.partition, sk)])
             if not served:
@@ -325,30 +395,39 @@ class StoreService:
                 return row, records.value_of(row, value_row)
         raise Conflict("the store item is being changed by other requests; retry", code=CONTENTION_CODE)
 
-    def _search(self, scope: Scope, op: SearchOp) -> list[tuple[Item, dict[str, Any], float | None]]:
+    def _search(
+        self, scope: Scope, op: SearchOp, reads: _BatchReads
+    ) -> list[tuple[Item, dict[str, Any], float | None]]:
         if op.query:
-            return self._ranked(scope, op)[op.offset : op.offset + op.limit]
+            return self._ranked(scope, op, reads)[op.offset : op.offset + op.limit]
         found: list[tuple[Item, dict[str, Any], float | None]] = []
         start: str | None = None
         prefix = records.namespace_prefix_sk(op.namespace_prefix)
         scanned = 0
-        while len(found) < op.offset + op.limit and scanned < MAX_SCAN:
-            page = self._table.query(scope.partition, prefix, limit=min(200, MAX_SCAN - scanned), start_after=start)
+        wanted = op.offset + op.limit
+        while len(found) < wanted and scanned < MAX_SCAN:
+            # without a filter a page needs hold only what is still wanted (a row that expired asks for another)
+            size = min(200, MAX_SCAN - scanned) if op.filter else min(200, MAX_SCAN - scanned, wanted - len(found))
+            page = reads.query(scope.partition, prefix, limit=size, start_after=start)
             scanned += len(page.items)
-            rows = self._served(scope, page.items)
+            rows = self._served(scope, page.items, reads)
             if op.filter:  # only the values of what the answer holds are read without one
-                found += [(r, v, None) for r, v in self._with_values(scope, rows) if matching.matches(v, op.filter)]
+                found += [
+                    (r, v, None) for r, v in self._with_values(scope, rows, reads) if matching.matches(v, op.filter)
+                ]
             else:
                 found += [(row, {}, None) for row in rows]
             if page.next_start is None:
                 break
             start = page.next_start
-        found = found[op.offset : op.offset + op.limit]
+        found = found[op.offset : wanted]
         if op.filter:
             return found
-        return [(row, value, None) for row, value in self._with_values(scope, [row for row, _, _ in found])]
+        return [(row, value, None) for row, value in self._with_values(scope, [row for row, _, _ in found], reads)]
 
-    def _ranked(self, scope: Scope, op: SearchOp) -> list[tuple[Item, dict[str, Any], float | None]]:
+    def _ranked(
+        self, scope: Scope, op: SearchOp, reads: _BatchReads
+    ) -> list[tuple[Item, dict[str, Any], float | None]]:
         if op.offset + op.limit > MAX_RANKED:
             raise InvalidInput(
                 f"a search with a query ranks at most {MAX_RANKED} items: offset + limit is {op.offset + op.limit}",
@@ -365,36 +444,41 @@ class StoreService:
         )
         hits = self._memory.search(scope, op.query, top_k=op.offset + op.limit, where=where).entries
         wanted = [(hit, sk) for hit in hits if (sk := records.row_sk_of_hit(hit.metadata)) is not None]
-        rows = {row["sk"]: row for row in self._table.batch_get([(scope.partition, sk) for _, sk in wanted])}
+        rows = reads.rows([(scope.partition, sk) for _, sk in wanted])
         # an entry its key row no longer points at (the item was put again or deleted meanwhile) is stale
         bound = {
             sk: (row, hit)
             for hit, sk in wanted
-            if (row := self._live(rows.get(sk))) is not None and row.get("entry_id") == hit.id
+            if (row := self._live(rows[(scope.partition, sk)])) is not None and row.get("entry_id") == hit.id
         }
         return [
             (row, value, hit.score)
-            for row, value in self._with_values(scope, [row for row, _ in bound.values()])
+            for row, value in self._with_values(scope, [row for row, _ in bound.values()], reads)
             if row.get("entry_id") == (hit := bound[row["sk"]][1]).id and matching.matches(value, op.filter)
         ]
 
-    def _namespaces(self, scope: Scope, prefix: Sequence[str]) -> list[list[str]]:
-        """The namespaces under ``prefix`` that hold an item: one read of a key row per namespace (it skips
-        the others' keys, and reads no value that lives apart), at most :data:`MAX_SCAN`."""
+    def _namespaces(self, scope: Scope, prefix: Sequence[str], reads: _BatchReads) -> list[list[str]]:
+        """The namespaces under ``prefix`` that hold a live item, in key order: pages of key rows (they read
+        keys, not values that live apart), each listing the namespaces it holds and then skipping past the
+        last one's own keys; at most :data:`MAX_SCAN` pages and namespaces. A page that held one namespace's
+        keys only makes the next smaller (a listing of large namespaces reads about a row each), one of several
+        larger."""
         base = records.namespace_prefix_sk(prefix)
-        found: list[list[str]] = []
+        found: dict[tuple[str, ...], None] = {}
         start: str | None = None
+        size = NAMESPACE_PAGE
         for _ in range(MAX_SCAN):
-            page = self._table.query(scope.partition, base, limit=1, start_after=start)
-            if not page.items:
+            page = reads.query(scope.partition, base, limit=size, start_after=start)
+            served = {tuple(row["namespace"]) for row in self._served(scope, page.items, reads)}
+            found.update((tuple(row["namespace"]), None) for row in page.items if tuple(row["namespace"]) in served)
+            if page.next_start is None or len(found) >= MAX_SCAN:
                 break
-            path = list(page.items[0]["namespace"])
-            if not self._served(scope, page.items):  # the namespace may hold a live item after this one
-                start = page.items[0]["sk"]
-                continue
-            found.append(path)
-            start = records.namespace_prefix_sk(path) + "}"  # past this namespace's own keys ("|" < "}")
-        return found
+            last = list(page.items[-1]["namespace"])
+            # past the last namespace's own keys ("|" < "}"), unless none of those read was live
+            start = records.namespace_prefix_sk(last) + "}" if tuple(last) in served else page.next_start
+            several = len({tuple(row["namespace"]) for row in page.items}) > 1
+            size = min(NAMESPACE_PAGE, size * 2) if several or size == 1 else max(1, size // 4)
+        return [list(path) for path in found][:MAX_SCAN]
 
 
 def _as_read(row: Item | None) -> Condition:

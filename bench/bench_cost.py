@@ -383,18 +383,21 @@ def measure(bench: Bench, kind: str, call: Callable[[], Any], repeats: int = REP
     deployment, gateway = bench.deployment, bench.gateway
     before_runs, before_auth = len(deployment.runs), len(gateway.authorizer_calls)
     requests = 0
+    sent_out = 0
     original = gateway.send
 
     def counted_send(*args: Any, **kwargs: Any) -> Any:
-        nonlocal requests
+        nonlocal requests, sent_out
         requests += 1
-        return original(*args, **kwargs)
+        reply = original(*args, **kwargs)
+        sent_out += len(reply.raw.encode("utf-8")) + cost_model.RESPONSE_OVERHEAD_BYTES
+        return reply
 
     with mock.patch.object(gateway, "send", counted_send):
         for _ in range(repeats):
             call()
             bench.pump()
-    use = CallUse(kind, api_requests=requests / repeats)
+    use = CallUse(kind, api_requests=requests / repeats, response_bytes=sent_out / repeats)
     use.authorizer_invocations = (len(gateway.authorizer_calls) - before_auth) / repeats
     for run in deployment.runs[before_runs:]:
         fn = use.function(run.function)
@@ -673,7 +676,29 @@ def template_facts(deployment: Any) -> dict[str, float]:
         for table in t.of_type("AWS::DynamoDB::Table").values()
         if table["Properties"].get("ContributorInsightsSpecification", {}).get("Enabled")
     ]
+    copies_here = copies_there = 0.0
+    for plan in t.of_type("AWS::Backup::BackupPlan").values():
+        for rule in plan["Properties"]["BackupPlan"]["BackupPlanRule"]:
+            copies_here += rule["Lifecycle"]["DeleteAfterDays"] / cost_model.BACKUP_INTERVAL_DAYS
+            for action in rule.get("CopyActions", []):
+                copies_there += action["Lifecycle"]["DeleteAfterDays"] / cost_model.BACKUP_INTERVAL_DAYS
+    if copies_here and not copies_there:  # the copy to another account is an option of the template (a context)
+        from infra.components.backup import KEPT_THERE
+
+        copies_there = KEPT_THERE.to_days() / cost_model.BACKUP_INTERVAL_DAYS
+    queues = set(t.of_type("AWS::SQS::Queue"))
+    polled = [
+        mapping
+        for mapping in t.of_type("AWS::Lambda::EventSourceMapping").values()
+        if (mapping["Properties"].get("EventSourceArn") or {}).get("Fn::GetAtt", [None])[0] in queues
+    ]
     return {
+        "backup_copies_here": copies_here,
+        "backup_copies_there": copies_there,
+        "rotated_keys": float(
+            sum(1 for key in t.of_type("AWS::KMS::Key").values() if key["Properties"].get("EnableKeyRotation"))
+        ),
+        "sqs_event_sources": float(len(polled)),
         "contributor_insights_rules": float(CONTRIBUTOR_INSIGHTS_RULES_PER_TABLE * len(insights)),
         "waf_acls": float(len(acls)),
         "waf_rules": float(sum(len(a["Properties"].get("Rules", [])) for a in acls.values())),
@@ -1004,6 +1029,39 @@ def workload_bill(
         f"DynamoDB storage {gb:,.2f} GB ({measured['held_bytes_per_memory']:,.0f} B a memory) x "
         f"(${price('dynamodb.storage').usd} + ${price('dynamodb.pitr').usd} PITR) = ${storage:,.2f}"
     )
+    facts = measured["facts"]
+    backed_up = cost_model.backups(gb, facts.get("backup_copies_here", 0))
+    copied = cost_model.backups(gb, facts.get("backup_copies_there", 0)) if backed_up else 0.0
+    total += backed_up
+    lines.append(
+        f"backups: {facts.get('backup_copies_here', 0):.0f} daily full copies of {gb:,.2f} GB x "
+        f"${price('dynamodb.backup_storage').usd} = ${backed_up:,.2f}"
+        + (
+            f"; with the copy to another account ({facts.get('backup_copies_there', 0):.0f} more), ${copied:,.2f} more"
+            if copied
+            else ""
+        )
+    )
+    requests = sum(
+        next(u for k, u in uses.items() if k.startswith(kind)).api_requests * calls
+        for kind, calls in workload.calls().items()
+    )
+    saving = cost_model.api_tier_saving(requests)
+    waf = price("waf.requests").of(requests) if facts.get("waf_acls") else 0.0
+    out_gb = (
+        sum(
+            next(u for k, u in uses.items() if k.startswith(kind)).response_bytes * calls
+            for kind, calls in workload.calls().items()
+        )
+        / cost_model.GB
+    )
+    transfer = cost_model.data_transfer_out(out_gb)
+    total += waf + transfer - saving
+    lines.append(
+        f"API Gateway {requests:,.0f} requests: tiers past 333 million save ${saving:,.2f}; WAF inspects them all "
+        f"(${price('waf.requests').usd}/M) ${waf:,.2f}; {out_gb:,.1f} GB out (the first "
+        f"{cost_model.DATA_TRANSFER_FREE_GB} free) x ${price('data_transfer.out_gb').usd} = ${transfer:,.2f}"
+    )
     api = uses["search (hybrid)"].functions.get("api", FunctionUse())
     seconds = api.billed_ms / 1000 or 0.05
     containers = cost_model.concurrency(rate, seconds)
@@ -1015,6 +1073,11 @@ def workload_bill(
     all_in, run, window = search_all_in(backend, measured, workload, load, warm_search)
     month = workload.users * workload.searches
     figures: dict[str, Any] = {
+        "backups_usd_month": backed_up,
+        "backups_copy_usd_month": copied,
+        "waf_requests_usd_month": waf,
+        "api_tier_saving_usd_month": saving,
+        "data_transfer_out_usd_month": transfer,
         "cache_hit_rate": all_in.hit_rate,
         "search_all_in_usd_per_1k": all_in.per_1k,
         "search_warm_usd_per_1k": 1000 * warm_search,
@@ -1082,6 +1145,7 @@ def workload_bill(
     total += floor.total
     lines.append(f"fixed floor ${floor.total:,.2f}")
     figures["usd_month"] = total
+    figures["usd_month_with_backup_copy"] = total + copied
     return total, lines, figures
 
 
@@ -1159,12 +1223,20 @@ def report_extraction(uses: list[cost_model.ExtractionUse]) -> dict[str, Any]:
     return out
 
 
+EXTRACTION_FUNCTION_MB = 1024
+"""The extraction function's memory (infra/components/extraction.py)."""
+
+
 def extraction_month(workload: Workload, use: cost_model.ExtractionUse) -> dict[str, Any]:
-    """A month of ``workload``'s turns extracted (as ``use`` measured), and its records held that month."""
+    """A month of ``workload``'s turns extracted (as ``use`` measured: turn by turn, as the workload writes), the
+    extraction function's time included, and its records held that month."""
     turns = workload.users * workload.sessions * workload.turns
     scale = turns / 1000
     models = cost_model.EXTRACTION_MODELS
-    ours = {name: scale * sum(cost_model.extraction_cost(use, model).values()) for name, model in models.items()}
+    compute = scale * cost_model.extraction_compute(use, EXTRACTION_FUNCTION_MB)
+    ours = {
+        name: scale * sum(cost_model.extraction_cost(use, model).values()) + compute for name, model in models.items()
+    }
     agentcore = {
         name: {part: scale * usd for part, usd in cost_model.agentcore_extraction(use, model).items()}
         for name, model in models.items()
@@ -1172,10 +1244,18 @@ def extraction_month(workload: Workload, use: cost_model.ExtractionUse) -> dict[
     micro = cost_model.EXTRACTION_TARGET_MODEL
     print(
         f"  extraction, three strategies ({turns:,} turns, {use.arrival}; {scale * use.records:,.0f} records held "
-        f"that month): ours at {micro} ${ours[micro]:,.2f}; AgentCore built-in ${agentcore[micro]['built_in']:,.2f}, "
-        f"self-managed with {micro} ${agentcore[micro]['self_managed']:,.2f}"
+        f"that month): ours at {micro} ${ours[micro]:,.2f} (its function's time ${compute:,.2f}); AgentCore built-in "
+        f"${agentcore[micro]['built_in']:,.2f}, self-managed with {micro} ${agentcore[micro]['self_managed']:,.2f}"
     )
-    return {"turns": turns, "records": scale * use.records, "ours_usd": ours, "agentcore_usd": agentcore}
+    tokens_in, tokens_out = use.tokens[cost_model.TOGETHER]
+    return {
+        "turns": turns,
+        "records": scale * use.records,
+        "ours_usd": ours,
+        "model_usd": {name: scale * cost_model.model_cost(m, tokens_in, tokens_out) for name, m in models.items()},
+        "compute_usd": compute,
+        "agentcore_usd": agentcore,
+    }
 
 
 def init_ms() -> float:
@@ -1213,19 +1293,34 @@ def main() -> None:
     start = init_ms()
     for measured in results.values():
         measured["init_ms"] = start
-    uses = [extraction_use.with_real_model(extraction_use.per_thousand_turns(run), EXTRACTION_OUT) for run in runs]
+    uses = [extraction_use.per_thousand_turns(run) for run in runs]
     report(results, uses, cold)
 
 
-def records_per_session() -> tuple[float, str]:
-    """Long-term records a session, from a real model's run of ``make bench ONLY=extraction`` where one wrote
-    bench/out/extraction.json, else the stated assumption (cost_model.AGENTCORE_RECORDS_PER_SESSION)."""
-    if EXTRACTION_OUT.is_file():
-        pipeline = json.loads(EXTRACTION_OUT.read_text(encoding="utf-8")).get("pipeline") or {}
-        model = str(pipeline.get("model") or "")
-        if model and not model.startswith("scripted") and pipeline.get("records_per_session"):
-            return float(pipeline["records_per_session"]), f"measured: {model}, bench/out/extraction.json"
-    return cost_model.AGENTCORE_RECORDS_PER_SESSION, "assumed: the last real run, SmolLM2-135M (docs/extraction.md)"
+def records_per_session(use: cost_model.ExtractionUse | None) -> tuple[float, str]:
+    """Long-term records a session, as the pipeline measured here kept them (``use``: the scripted model of a
+    model's answer lengths, bench/extraction_use.py), else the stated assumption. A real model's run of ``make bench
+    ONLY=extraction`` (bench/out/extraction.json) is shown beside it, never priced in its place: the last one, a
+    135M model, learns almost nothing."""
+    if use is not None and use.records:
+        turns_a_session = Workload(1).turns
+        return use.records * turns_a_session / 1000, f"measured: the pipeline here, {use.arrival}, scripted answers"
+    return cost_model.AGENTCORE_RECORDS_PER_SESSION, "assumed (no extraction run)"
+
+
+def real_model_run() -> str | None:
+    """What a real model's ``make bench ONLY=extraction`` measured, to print beside the priced figures."""
+    if not EXTRACTION_OUT.is_file():
+        return None
+    pipeline = json.loads(EXTRACTION_OUT.read_text(encoding="utf-8")).get("pipeline") or {}
+    model = str(pipeline.get("model") or "")
+    if not model or model.startswith("scripted") or not pipeline.get("turns"):
+        return None
+    return (
+        f"{model}: {float(pipeline['input_tokens_per_turn']):,.0f} tokens in and "
+        f"{float(pipeline['output_tokens_per_turn']):,.0f} out a turn, {pipeline.get('records_per_session', 0):.2f} "
+        "records a session (bench/out/extraction.json; shown, not priced)"
+    )
 
 
 def report(
@@ -1278,7 +1373,12 @@ def report(
     report_cold(cold)
     out["cold_search"] = {"table": cold}
     load = cold_load(cold[min(cold, key=lambda entries: abs(int(entries) - 1000))]).for_entries(1000)
-    per_session, per_session_source = records_per_session()
+    turn_by_turn = next((use for use in extraction or [] if use.arrival == "turn by turn"), None)
+    per_session, per_session_source = records_per_session(turn_by_turn)
+    real = real_model_run()
+    if real:
+        print(f"a real model's extraction run: {real}")
+        out["real_model_extraction"] = real
     retrieval_per_1k = price("agentcore.memory_retrievals").of(1000)
     for users in (100, 10_000, 1_000_000):
         workload = Workload(users)
@@ -1331,8 +1431,25 @@ def report(
         for line in agentcore_now.arithmetic:
             print(f"    {line}")
         print(f"  (before issue 35 the comparison priced every memory held as a record: ${agentcore:,.2f})")
-        if extraction:
-            out["extraction"]["workloads"][str(users)] = extraction_month(workload, extraction[0])
+        if extraction and turn_by_turn is not None:
+            month = extraction_month(workload, turn_by_turn)
+            out["extraction"]["workloads"][str(users)] = month
+            micro = cost_model.EXTRACTION_TARGET_MODEL
+            table = out["workloads"][str(users)]["table"]
+            learning = month["ours_usd"][micro]
+            table["table_with_extraction_usd_month"] = table["usd_month"] + learning
+            # AgentCore's self-managed strategies: its records at the lower rate, the model's tokens and the compute
+            # that runs them billed apart (priced as ours: the same tokens, the same function time)
+            out["workloads"][str(users)]["agentcore_self_managed_with_model_usd_month"] = (
+                agentcore_now.long_term_self_managed + month["model_usd"][micro] + month["compute_usd"]
+            )
+            print(
+                f"  like for like (extraction on, turn by turn, {micro}): ours "
+                f"${table['table_with_extraction_usd_month']:,.2f} beside AgentCore with built-in strategies "
+                f"${agentcore_now.long_term_built_in:,.2f}; without "
+                f"extraction ours ${table['usd_month']:,.2f} beside AgentCore short-term only "
+                f"${agentcore_now.short_term:,.2f}"
+            )
     workload = Workload(1_000_000)
     warm = out["workloads"]["1000000"]["table"]["search_warm_usd_per_1k"] / 1000
     print(

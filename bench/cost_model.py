@@ -35,6 +35,29 @@ SESSION_SECONDS = 600
 """An agent's session (its turns and searches) is assumed to last 10 minutes."""
 LOG_MONTHS_KEPT = 1
 """Log storage priced for one month per GB ingested (logs compress; retention is the stack's)."""
+RESPONSE_OVERHEAD_BYTES = 400
+"""What a response carries out besides its body: the status line and API Gateway's headers, TLS framing."""
+DATA_TRANSFER_FREE_GB = 100
+"""Data out to the internet an account gets free each month (all its services together): the bills give it whole
+to this stack, the most it can save."""
+API_TIERS = (
+    (333e6, "apigateway.rest_requests"),
+    (667e6, "apigateway.rest_requests_next_667m"),
+    (19e9, "apigateway.rest_requests_next_19b"),
+)
+"""REST API requests a month priced at each tier's price, in order (the first 333 million, the next 667 million,
+the next 19 billion)."""
+KMS_ROTATIONS_PRICED = 2
+"""A key with automatic rotation costs $1 more a month for each of its first two rotations (later ones add
+nothing): priced at that, what a yearly-rotated key costs from its third year ($3 a month)."""
+SQS_IDLE_POLLERS = 5
+SQS_LONG_POLL_SECONDS = 20
+"""Lambda polls an SQS event source with about five long-polling connections while the queue is idle, each a
+ReceiveMessage of at most 20 s: about 657,000 requests a month a queue, whether or not a message comes (Lambda
+developer guide, "Using Lambda with Amazon SQS"; the number of pollers is AWS's, assumed)."""
+BACKUP_INTERVAL_DAYS = 1
+"""The backup plan's rule runs every day (infra/components/backup.py: cron at 03:00): it keeps a full copy of the
+table for each day of its retention."""
 HNSW_M = 16
 OCU_RAM_BYTES = 6 * 2**30
 OCU_RAM_FOR_GRAPHS = 0.5
@@ -66,6 +89,8 @@ class CallUse:
     transitions: float = 0.0
     log_bytes: float = 0.0
     stream_records: float = 0.0
+    response_bytes: float = 0.0
+    """What the call sends out to the client (its bodies and :data:`RESPONSE_OVERHEAD_BYTES` a request)."""
     note: str = ""
 
     def function(self, name: str) -> FunctionUse:
@@ -130,6 +155,8 @@ def floor(template_facts: Mapping[str, float]) -> Floor:
         "contributor_insights": price("cloudwatch.contributor_insights_rule_month").of(
             facts.get("contributor_insights_rules", 0)
         ),
+        "kms_rotation": price("kms.rotated_key_month").of(facts.get("rotated_keys", 0) * KMS_ROTATIONS_PRICED),
+        "sqs_idle_polling": price("sqs.requests").of(facts.get("sqs_event_sources", 0) * sqs_idle_requests()),
     }
     arithmetic = [
         f"KMS key {facts['keys']:.0f} x ${price('kms.key_month').usd}",
@@ -146,8 +173,40 @@ def floor(template_facts: Mapping[str, float]) -> Floor:
         f"Contributor Insights {facts.get('contributor_insights_rules', 0):.0f} rules x "
         f"${price('cloudwatch.contributor_insights_rule_month').usd} (its events: "
         f"${price('cloudwatch.contributor_insights_dynamodb_events').usd} per million, throttled requests only)",
+        f"KMS rotation {facts.get('rotated_keys', 0):.0f} rotated keys x {KMS_ROTATIONS_PRICED} rotations x "
+        f"${price('kms.rotated_key_month').usd} (from a key's third year)",
+        f"SQS idle polling {facts.get('sqs_event_sources', 0):.0f} queues Lambda polls x {sqs_idle_requests():,.0f} "
+        f"requests x ${price('sqs.requests').usd}/M",
     ]
     return Floor(parts, arithmetic)
+
+
+def sqs_idle_requests() -> float:
+    """ReceiveMessage requests a month Lambda's pollers make on one idle queue."""
+    return SQS_IDLE_POLLERS * MONTH_SECONDS / SQS_LONG_POLL_SECONDS
+
+
+def api_tier_saving(requests: float) -> float:
+    """What ``requests`` REST API requests a month cost less than at the first tier's price (every call is priced
+    at the first tier's by :func:`call_cost`)."""
+    first = price(API_TIERS[0][1])
+    tiered, left = 0.0, requests
+    for size, key in API_TIERS:
+        taken = min(left, size)
+        tiered += price(key).of(taken)
+        left -= taken
+    tiered += price(API_TIERS[-1][1]).of(left)  # past 20 billion: priced at the last tier's (it is lower still)
+    return first.of(requests) - tiered
+
+
+def data_transfer_out(gb: float) -> float:
+    """US dollars of ``gb`` out to the internet a month, past the account's free 100 GB."""
+    return price("data_transfer.out_gb").of(max(0.0, gb - DATA_TRANSFER_FREE_GB))
+
+
+def backups(gb: float, copies: float) -> float:
+    """A month of ``copies`` full backups of a table of ``gb`` (each DynamoDB backup is a full copy)."""
+    return price("dynamodb.backup_storage").of(gb * copies)
 
 
 @dataclass(frozen=True)
@@ -252,10 +311,14 @@ EXTRACTION_MODELS = {
     "Nova Micro": "amazon.nova-micro-v1:0",
     "Nova Lite": "amazon.nova-lite-v1:0",
     "Claude 3 Haiku": "anthropic.claude-3-haiku-20240307-v1:0",
-    "Claude Haiku 4.5": "global.anthropic.claude-haiku-4-5-20251001-v1:0",
+    "Claude Haiku 4.5": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
 }
 """The Bedrock models extraction is priced at, on demand (prices.csv: ``bedrock.chat.<id>.input_tokens`` and
-``.output_tokens``; Claude Haiku 4.5 through its global inference profile, the cheaper of its two)."""
+``.output_tokens``; Claude Haiku 4.5 through the US inference profile, as the stack allows: it refuses the global
+one, which would be 10% cheaper)."""
+EXTRACTION_CALL_SECONDS = 2.0
+"""The extraction function's time a model call, mostly its wait on Bedrock: assumed (a call of a few thousand
+tokens in and a few hundred out; Bedrock's latency is not measured here). Priced at the function's memory."""
 EXTRACTION_TARGET_MODEL = "Nova Micro"
 EXTRACTION_TARGET_USD_PER_1K_TURNS = 0.05
 """Issue 34's target: the three strategies together, at Nova Micro's list price, per 1,000 turns."""
@@ -301,6 +364,15 @@ def extraction_cost(use: ExtractionUse, model_id: str) -> dict[str, float]:
         "dynamodb_writes": price("dynamodb.write_request_units").of(use.write_units),
         "embeddings": price("bedrock.titan_embed_v2_tokens").of(use.titan_tokens),
     }
+
+
+def extraction_compute(use: ExtractionUse, memory_mb: int) -> float:
+    """US dollars of the extraction function's Lambda time and invocations for 1,000 turns: a step a model call,
+    each :data:`EXTRACTION_CALL_SECONDS` at ``memory_mb``."""
+    calls = use.calls[TOGETHER]
+    return price("lambda.requests").of(calls) + price("lambda.arm64_gb_second").of(
+        calls * EXTRACTION_CALL_SECONDS * memory_mb / 1024
+    )
 
 
 def agentcore_extraction(use: ExtractionUse, model_id: str) -> dict[str, float]:

@@ -115,3 +115,35 @@ def test_a_cold_load_is_priced_from_the_catch_up_measured_at_the_nearest_lags() 
     assert load.load_ms(1, 1769) == pytest.approx(41 + cost_model.CATCH_UP_ROUND_TRIPS_MS)
     assert load.for_entries(2000).snapshot_bytes == 160_000
     assert load.for_entries(2000).catch_up_units(5) == load.catch_up_units(5)
+
+
+def test_api_requests_past_333_million_are_priced_at_the_lower_tiers() -> None:
+    # 333 million at $3.50/M, the next 667 million at $2.80/M, 1 billion more at $2.38/M: worked by hand
+    requests = 2e9
+    tiered = 333 * 3.50 + 667 * 2.80 + 1000 * 2.38
+    assert cost_model.api_tier_saving(requests) == pytest.approx(2000 * 3.50 - tiered)
+    assert cost_model.api_tier_saving(333e6) == pytest.approx(0.0)
+
+
+def test_backups_data_out_and_idle_polling_are_priced_as_the_list_prices_say() -> None:
+    # 35 daily full copies of a 10 GB table at $0.10 a GB-month
+    assert cost_model.backups(10, 35) == pytest.approx(35.0)
+    # the first 100 GB out are free, the rest $0.09 a GB
+    assert cost_model.data_transfer_out(80) == 0.0
+    assert cost_model.data_transfer_out(1100) == pytest.approx(90.0)
+    # five pollers, a ReceiveMessage every 20 s each, for 730 hours: 657,000 requests at $0.40 a million
+    assert cost_model.sqs_idle_requests() == pytest.approx(657_000)
+    facts = {
+        "keys": 1,
+        "secrets": 0,
+        "alarm_metrics": 0,
+        "dashboards": 0,
+        "detailed_metrics": 0,
+        "custom_metrics": 0,
+        "ocus": 0,
+        "rotated_keys": 1,
+        "sqs_event_sources": 2,
+    }
+    floor = cost_model.floor(facts)
+    assert floor.parts["kms_rotation"] == pytest.approx(2.0)  # a rotated key's first two rotations, $1 each
+    assert floor.parts["sqs_idle_polling"] == pytest.approx(2 * 0.657 * 0.40)

@@ -1258,6 +1258,29 @@ def extraction_month(workload: Workload, use: cost_model.ExtractionUse) -> dict[
     }
 
 
+TABLE_MAX_ENTRIES = 20_000
+"""The table backend's entries a user by default (agentmem/vectors/exact.py MAX_ENTRIES; MEMORY_MAX_ENTRIES)."""
+LAMBDA_MEMORY_STEP_MB = 64
+
+
+def table_needs(measured: dict[str, Any], workload: Workload, index_bytes: float, api_mb: int) -> dict[str, Any]:
+    """What the table backend needs to serve ``workload``'s users: an API function whose half holds one user's index
+    (``index_bytes``) and an entry limit of the memories a user holds; and what that memory costs more a month (the
+    API function's time at the larger memory)."""
+    memory_mb = max(api_mb, math.ceil(2 * index_bytes / 2**20 / LAMBDA_MEMORY_STEP_MB) * LAMBDA_MEMORY_STEP_MB)
+    api_gb_seconds = 0.0
+    for kind, calls in workload.calls().items():
+        use = next(u for u in measured["uses"] if u.kind.startswith(kind))
+        api_gb_seconds += use.functions.get("api", FunctionUse()).gb_seconds() * calls
+    more = price("lambda.arm64_gb_second").of(api_gb_seconds * (memory_mb / api_mb - 1))
+    return {
+        "memory_mb": memory_mb,
+        "max_entries": max(TABLE_MAX_ENTRIES, workload.memories),
+        "index_mb_a_user": index_bytes / 2**20,
+        "more_usd_month": more,
+    }
+
+
 def init_ms() -> float:
     """A cold start's INIT: importing the API function's handler in a fresh interpreter (scaled to the
     API's CPU share), median of three."""
@@ -1465,9 +1488,13 @@ def report(
         out["snapshot_lag_what_if"][str(lag)] = {"search_all_in_usd_per_1k": all_in.per_1k, "mean_lag_at_load": mean}
         print(f"| {lag} | {mean:.1f} | ${all_in.per_1k:.4f} | ${1000 * all_in.refreshes:.4f} |")
     print("\nwhen OpenSearch pays off: the 10,000-user workload with more memories held per user (a month)")
-    print("| memories a user | table | table: cache hit rate | table: search all-in $/1k | opensearch | cheaper |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| memories a user | table: needs | table | table: cache hit rate | table: search all-in $/1k | opensearch "
+        "| cheaper |"
+    )
+    print("|---|---|---|---|---|---|---|")
     out["memories_per_user"] = {}
+    api_mb = next(u for u in results["table"]["uses"] if u.kind == "search (hybrid)").functions["api"].memory_mb
     for memories in (1_000, 10_000, 30_000, 100_000):
         workload = Workload(10_000, memories=memories)
         nearest = cold_load(cold[min(cold, key=lambda entries: abs(int(entries) - memories))])
@@ -1478,16 +1505,27 @@ def report(
             for backend, measured in results.items()
         }
         bills = {backend: f["usd_month"] for backend, f in figures.items()}
+        needs = table_needs(results["table"], workload, nearest.for_entries(memories).held_bytes, api_mb)
+        bills["table"] += needs["more_usd_month"]
         out["memories_per_user"][str(memories)] = {
             **bills,
+            "table_needs": needs,
             "table_cache_hit_rate": figures["table"]["cache_hit_rate"],
             "table_search_all_in_usd_per_1k": figures["table"]["search_all_in_usd_per_1k"],
         }
         cheaper = min(bills, key=lambda backend: bills[backend])
         print(
-            f"| {memories:,} | ${bills['table']:,.0f} | {figures['table']['cache_hit_rate']:.1%} | "
+            f"| {memories:,} | {needs['memory_mb']:,} MB, MEMORY_MAX_ENTRIES {needs['max_entries']:,} | "
+            f"${bills['table']:,.0f} | {figures['table']['cache_hit_rate']:.1%} | "
             f"${figures['table']['search_all_in_usd_per_1k']:.4f} | ${bills['opensearch']:,.0f} | {cheaper} |"
         )
+    print(
+        f"(the table backend holds a user's index in the API function's memory, half of it for indexes: at "
+        f"{api_mb:,} MB as deployed, {api_mb * 2**20 // 2 / max(1.0, nearest.for_entries(1000).held_bytes):,.0f} "
+        f"users of 1,000 memories a container; a row whose user's index does not fit is priced at the memory it "
+        f"needs (the API function's time at that memory: an upper bound, its CPU-bound part would shrink), and past "
+        f"{TABLE_MAX_ENTRIES:,} entries a user it needs MEMORY_MAX_ENTRIES raised)"
+    )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=2, default=str))
     print(f"\nwritten: {OUT.relative_to(ROOT)}")

@@ -9,7 +9,13 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentmem import keys
+    from agentmem.settings import Settings
+    from agentmem.stores.table import Table
 
 _OPTION_ENV = {
     "db": "MEMORY_SQLITE_PATH",
@@ -401,6 +407,121 @@ def _erasures(args: argparse.Namespace) -> int:
     return 0
 
 
+def _erasures_since(args: argparse.Namespace) -> int:
+    """``agentmem erasures since TIME``: the receipts of the erasures a copy of the table taken at TIME predates
+    (ended at or after it, or not ended); with ``--restored-db``/``--restored-table``, the user of each that the
+    restored store still holds (an erasure it holds as ended is in the copy already); with ``--erase``, erase those
+    users there (docs/erasure.md, "After restoring a backup")."""
+    from agentmem.clock import format_timestamp, parse_timestamp
+    from agentmem.deletion import receipts
+    from agentmem.settings import Settings
+
+    def refuse(why: str) -> int:
+        print(f"agentmem erasures since: {why}", file=sys.stderr)
+        return 2
+
+    try:
+        since = parse_timestamp(args.time)
+    except ValueError:
+        return refuse(f"{args.time!r} is not an RFC 3339 time with a zone (2026-06-01T03:00:00Z)")
+    if args.erase and not (args.restored_db or args.restored_table):
+        return refuse("--erase needs the restored store (--restored-db or --restored-table)")
+    _configure(args)
+    settings = Settings.from_env()
+    running = _StoreName("dynamodb", args.table) if args.table else _StoreName.file(settings.sqlite_path)
+    restored_name = None
+    if args.restored_table:
+        restored_name = _StoreName("dynamodb", args.restored_table)
+    elif args.restored_db:
+        restored_name = _StoreName.file(args.restored_db)
+    if restored_name == running:
+        return refuse("the restored store is the running one: erasing again there would erase what users wrote since")
+    for name in (running, restored_name):
+        if name is not None and name.kind == "sqlite" and not os.path.exists(name.name):
+            return refuse(f"there is no store at {name.name}")
+    live = running.open(settings)
+    restored = restored_name.open(settings) if restored_name is not None else None
+    try:
+        found = receipts.receipts_since(live, since)
+        ended = receipts.ended_in(restored, found) if restored is not None else set()
+        unknown = [r for r in found if r.deletion_id not in ended]
+        held = receipts.users_held(restored, settings.resolved_receipt_key(), unknown) if restored is not None else {}
+        for receipt in found:
+            columns = [
+                receipt.deletion_id,
+                f"app={receipt.app}",
+                receipt.status,
+                f"started={receipt.started_at}",
+                f"finished={receipt.finished_at or '-'}",
+                f"user_hash={receipt.user_hash}",
+            ]
+            if receipt.deletion_id in ended:
+                columns.append("ended in the restored store")
+            elif restored is not None:
+                user = held.get(receipt.deletion_id)
+                columns.append(f"user={user.user}" if user is not None else "not in the restored store")
+            print("\t".join(columns))
+        targets = sorted(set(held.values()), key=lambda u: (u.app, u.user))
+        summary = f"{len(found)} erasures ended since {format_timestamp(since)} or have not ended"
+        if restored is not None:
+            summary += f"; the restored store holds {len(targets)} of their users"
+            if unknown and not held:
+                summary += " (if it should hold some: is MEMORY_RECEIPT_KEY the deployment's key?)"
+        print(summary, file=sys.stderr)
+        if args.erase and restored is not None:
+            return _erase_again(restored, settings, targets)
+        return 0
+    finally:
+        for table in (live, restored):
+            close = getattr(table, "close", None)
+            if close is not None:
+                close()
+
+
+@dataclass(frozen=True)
+class _StoreName:
+    """Which store a command reads: a SQLite file (``kind`` ``sqlite``, its absolute path) or a DynamoDB table."""
+
+    kind: str
+    name: str
+
+    @classmethod
+    def file(cls, path: str) -> _StoreName:
+        return cls("sqlite", os.path.abspath(path))
+
+    def open(self, settings: Settings) -> Table:
+        if self.kind == "dynamodb":
+            from agentmem.stores.dynamo_table import DynamoTable
+
+            return DynamoTable(self.name, endpoint_url=settings.dynamodb_endpoint_url, region_name=settings.aws_region)
+        from agentmem.stores.sqlite_table import SqliteTable
+
+        return SqliteTable(self.name)
+
+
+def _erase_again(table: Table, settings: Settings, targets: Sequence[keys.UserRef]) -> int:
+    """Erase each user of ``targets`` from the restored ``table`` in this process (the workflow interpreted inline, as
+    ``make serve`` runs it), touching nothing else: no vector index and no snapshots (they belong to the running
+    deployment, which erased the user already), and no drain (nothing serves the restored table)."""
+    from agentmem.deletion import steps
+    from agentmem.deletion.runners import LocalRunner, start_erasure
+    from agentmem.deletion.service import DeletionService
+
+    service = DeletionService(
+        table, receipt_key=settings.resolved_receipt_key(), batch_size=settings.deletion_batch_size, drain_seconds=0
+    )
+    runner = LocalRunner(lambda event: steps.run_step(service, event), background=False)
+    failed = 0
+    for user in targets:
+        started = start_erasure(service, runner, user)
+        status = service.status(user, started.deletion_id)
+        counts = " ".join(f"{name}={count}" for name, count in status["deleted"].items())
+        print(f"erased again\tapp={user.app}\tuser={user.user}\t{started.deletion_id}\t{status['status']}\t{counts}")
+        failed += status["status"] != "SUCCEEDED"
+    print(f"{len(targets) - failed} users erased again in the restored store, {failed} failed", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def _tune_engine(args: argparse.Namespace) -> int:
     from agentmem.embeddings.engine import tune
 
@@ -532,7 +653,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     replay.set_defaults(run=_replay_index_failures)
 
     erasures = commands.add_parser(
-        "erasures", help="list the accepted erasures that failed for good, and retry one (Step Functions)"
+        "erasures",
+        help="list the accepted erasures that failed for good and retry one (Step Functions); list those a restored "
+        "backup predates and erase their users again",
     )
     erasures_commands = erasures.add_subparsers(dest="erasures_command", required=True)
     failed = erasures_commands.add_parser("list", help="erasures whose latest attempt failed and still have work")
@@ -542,6 +665,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         sub.add_argument("--table", required=True, help="the stack's table (TableName output)")
         sub.add_argument("--state-machine", required=True, help="the erasure workflow (DeletionStateMachineArn output)")
         sub.set_defaults(run=_erasures)
+    since = erasures_commands.add_parser(
+        "since",
+        help="the erasures a restored backup predates (ended at or after TIME, or not ended), the users the restored "
+        "store still holds for them, and (--erase) their erasure there",
+    )
+    since.add_argument("time", help="when the backup was taken (RFC 3339 with a zone: 2026-06-01T03:00:00Z)")
+    since.add_argument("--db", help="the running SQLite store (MEMORY_SQLITE_PATH)")
+    since.add_argument("--table", help="the running DynamoDB table (TableName output)")
+    since.add_argument("--restored-db", help="the restored SQLite store")
+    since.add_argument("--restored-table", help="the table the backup was restored to")
+    since.add_argument("--dynamodb-endpoint", help="a DynamoDB-compatible endpoint (both tables)")
+    since.add_argument(
+        "--erase", action="store_true", help="erase those users in the restored store (nothing else is touched)"
+    )
+    since.set_defaults(run=_erasures_since)
 
     tuner = commands.add_parser(
         "tune-engine", help="build the local model's engine for this CPU (checked against the shipped build)"

@@ -210,8 +210,10 @@ class MemoryServiceStack(Stack):
             state_machine=self.workflow.state_machine,
             undelivered_redrives=self.workflow.undelivered,
             indexer=self.compute.indexer,
-            index_failures=self.compute.index_failures,
+            indexer_mapping=self.compute.indexer_mapping,
             extraction=self.compute.extraction,
+            snapshot_dead_letters=self.compute.snapshots.dead_letters if self.compute.snapshots is not None else None,
+            backups=self.backups,
         )
         alarms = self.operations.alarms
         self.deploys = SafeDeploys(

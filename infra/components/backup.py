@@ -6,6 +6,12 @@ takes with it. In prod a daily AWS Backup of the table goes to a vault here (enc
 the data key lets that account use it through AWS Backup only. Without the context the synth warns: the backup
 then stays in the account.
 
+The vault is locked (AWS Backup Vault Lock, compliance mode): no recovery point can be deleted before the plan's
+35 days, nor the vault while it holds one, by anyone, the account's root included, once the lock's grace of
+:data:`LOCK_GRACE` after the first deploy has passed (until then ``aws backup delete-backup-vault-lock-configuration``
+removes it). Alarms on failed backup and copy jobs and on a day without a completed backup:
+infra/components/operations.py.
+
 One-time settings outside this stack (docs/deploy.md): AWS Backup's cross-account backup enabled in the
 organization, DynamoDB's advanced AWS Backup features enabled in this account (they make the vault's key encrypt
 the copy), and the destination vault's access policy admitting copies from this account.
@@ -25,6 +31,12 @@ from constructs import Construct
 
 KEPT_HERE = Duration.days(35)
 KEPT_THERE = Duration.days(90)
+LOCK_GRACE = Duration.days(3)
+"""How long after it is first set the vault's lock can still be removed (AWS's shortest grace for compliance mode):
+time to undo a wrong first deploy. After it the lock, and its minimum retention, can no longer change."""
+START_WINDOW = Duration.hours(1)
+"""The daily job starts within an hour of 03:00 UTC (AWS Backup's default is 8 hours): the alarm on a day without a
+completed backup can then wait a day and a few hours, not a day and eight (infra/components/operations.py)."""
 _VAULT_ARN = re.compile(r"^arn:aws[a-z-]*:backup:[a-z0-9-]+:\d{12}:backup-vault:[A-Za-z0-9_.-]+$")
 
 
@@ -39,7 +51,17 @@ class Backups(Construct):
         self, scope: Construct, construct_id: str, *, table: dynamodb.ITable, key: kms.Key, copy_vault: str | None
     ) -> None:
         super().__init__(scope, construct_id)
-        self.vault = backup.BackupVault(self, "Vault", encryption_key=key, removal_policy=RemovalPolicy.RETAIN)
+        # The lock's minimum is what the plan keeps here: a job whose recovery point would be kept less fails (and
+        # alarms) instead of making a copy that could be deleted early.
+        self.vault = backup.BackupVault(
+            self,
+            "Vault",
+            encryption_key=key,
+            removal_policy=RemovalPolicy.RETAIN,
+            lock_configuration=backup.LockConfiguration(min_retention=KEPT_HERE, changeable_for=LOCK_GRACE),
+        )
+        self.copy_vault = copy_vault
+        """The other account's vault each backup is copied to (None: no copy)."""
         copies = []
         if copy_vault is not None:
             copies.append(
@@ -67,6 +89,7 @@ class Backups(Construct):
             backup.BackupPlanRule(
                 rule_name="Daily",
                 schedule_expression=events.Schedule.cron(hour="3", minute="0"),
+                start_window=START_WINDOW,
                 delete_after=KEPT_HERE,
                 copy_actions=copies,
             )

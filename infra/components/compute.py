@@ -86,7 +86,9 @@ class Concurrency:
     @classmethod
     def for_stage(cls, production: bool, *, account: int, extraction: int, snapshots: bool = False) -> Concurrency:
         """Production takes most of the account; dev a tenth, so both stages fit in one account. ``snapshots``:
-        the table backend's snapshot writer (5 in prod, 1 in dev)."""
+        the table backend's snapshot writer (5 in prod, 2 in dev: its queue's mapping polls with at least 2
+        concurrent invocations, Lambda's smallest maximum concurrency for SQS, and never more than it reserves:
+        infra/components/snapshots.py)."""
         if production:
             return cls(account=account, extraction=extraction, snapshots=5 if snapshots else 0)
         return cls(
@@ -97,7 +99,7 @@ class Concurrency:
             console=2,
             redrive=1,
             extraction=extraction,
-            snapshots=1 if snapshots else 0,
+            snapshots=2 if snapshots else 0,
         )
 
     @property
@@ -320,6 +322,8 @@ class Compute(Construct):
             self.snapshots.allow_erasure(self.deletion)
 
         self.indexer: lambda_.Function | None = None
+        self.indexer_mapping: lambda_.EventSourceMapping | None = None
+        """The indexer's stream mapping: its event-count metrics say what it gave up on (operations.py's alarm)."""
         self.search_functions: list[lambda_.Function] = []
         """The functions that call the vector collection (placed in its private subnets when it has them)."""
         self.index_failures: s3.Bucket | None = None
@@ -345,7 +349,7 @@ class Compute(Construct):
                 ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"],
             )
             self._allow_embeddings(self.indexer)
-            storage.stream_mapping(
+            self.indexer_mapping = storage.stream_mapping(
                 "TableStream",
                 self.indexer,
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
@@ -358,6 +362,8 @@ class Compute(Construct):
                 report_batch_item_failures=True,
                 on_failure=FailureBucket(self.index_failures, storage),
                 support_s3_on_failure_destination=True,
+                # Per-minute counts of the records it sent to the failure bucket or dropped (the alarm's metrics)
+                metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
             )
             grants = {
                 self.api.role: SEARCHER,

@@ -5,8 +5,11 @@ CodeDeploy watches during a canary), 429 surges at the gateway (from the access 
 authorizer failures (its errors less the keys it refused), searches degraded to keyword only, Lambda concurrency
 near the account's quota, the API function's throttles, the authorizer's throttles, the other functions'
 throttles, failed deletions (each is re-driven) and erasures given up; with OpenSearch the batches the indexer gave
-up on (objects in its failure bucket) and its stream iterator age; with extraction the messages in its two failure
-queues (a wake that kept failing, a stream batch given up). Missing data is not breaching (an idle API is healthy).
+up on (what its stream mapping sent to the failure bucket or dropped, per minute) and its stream iterator age; on the
+table backend the snapshot requests the snapshot function gave up on (its dead-letter queue); with extraction the
+messages in its two failure queues (a wake that kept failing, a stream batch given up); in prod failed backup jobs,
+failed copy jobs (with a copy vault) and a day without a completed backup. Missing data is not breaching (an idle
+API is healthy), except for the backups: a day with no completed backup is the failure that alarm is for.
 The extraction function's throttles raise no alarm: its reserved concurrency is a cap on purpose, and both of its
 event sources retry a throttled batch.
 """
@@ -25,7 +28,6 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
@@ -34,9 +36,17 @@ from constructs import Construct
 
 from agentmem.deletion.redrive import ERASURES_GIVEN_UP
 from agentmem.observability import KEYS_REJECTED, NAMESPACE, SEARCHES_DEGRADED, SERVICE
+from infra.components.backup import START_WINDOW, Backups
 from infra.components.extraction import Extraction
 
 FIVE_MINUTES = Duration.minutes(5)
+ONE_MINUTE = Duration.minutes(1)
+ONE_HOUR = Duration.hours(1)
+BACKUP_JOB_HOURS = 3
+"""How long the daily backup job may run after its start window before a day without a completed one alarms."""
+NO_BACKUP_HOURS = 24 + int(START_WINDOW.to_hours()) + BACKUP_JOB_HOURS
+"""A completed backup is expected every 24 hours, give or take the job's start window and its own time: this many
+hours without one alarms (hourly periods; an alarm's periods under an hour may span a day at most)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,7 @@ class Thresholds:
     throttles: int = 1
     failed_deletions: int = 1
     dlq_messages: int = 1
+    failed_backups: int = 1
     iterator_age_ms: int = 300_000
     gateway_throttled: int = 100
     """429s the gateway answered in 5 minutes (a plan's own limit answers some; a surge is the stage's)."""
@@ -77,8 +88,10 @@ class Operations(Construct):
         state_machine: sfn.StateMachine,
         undelivered_redrives: sqs.IQueue,
         indexer: lambda_.Function | None,
-        index_failures: s3.IBucket | None,
+        indexer_mapping: lambda_.EventSourceMapping | None,
         extraction: Extraction | None = None,
+        snapshot_dead_letters: sqs.IQueue | None = None,
+        backups: Backups | None = None,
         thresholds: Thresholds | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -222,21 +235,33 @@ class Operations(Construct):
             period=FIVE_MINUTES,
         )
         self._alarm("ErasuresGivenUp", given_up, 1, "accepted erasures that no re-drive will finish", sustained=False)
-        if index_failures is not None:
-            # S3's daily storage metrics (free): a batch the indexer gave up on is seen within a day, and its object
-            # is kept a week for the runbook (the iterator age below says sooner that the indexer struggles).
-            kept = cw.Metric(
-                namespace="AWS/S3",
-                metric_name="NumberOfObjects",
-                dimensions_map={"BucketName": index_failures.bucket_name, "StorageType": "AllStorageTypes"},
-                statistic="Maximum",
-                period=Duration.days(1),
+        if indexer_mapping is not None:
+            # What the indexer's stream mapping gave up on, per minute (its event-count metrics, turned on in
+            # infra/components/compute.py): batches sent whole to the failure bucket, and records dropped (their
+            # delivery there failed). S3's object count of the bucket is a daily metric: it said so a day late.
+            def of_mapping(name: str) -> cw.Metric:
+                return cw.Metric(
+                    namespace="AWS/Lambda",
+                    metric_name=name,
+                    dimensions_map={"EventSourceMappingUUID": indexer_mapping.event_source_mapping_id},
+                    statistic="Sum",
+                    period=ONE_MINUTE,
+                )
+
+            given_up = cw.MathExpression(
+                expression="FILL(delivered, 0) + FILL(dropped, 0)",
+                using_metrics={
+                    "delivered": of_mapping("OnFailureDestinationDeliveredEventCount"),
+                    "dropped": of_mapping("DroppedEventCount"),
+                },
+                label="stream records the indexer gave up on",
+                period=ONE_MINUTE,
             )
             self._alarm(
                 "IndexerFailuresKept",
-                kept,
+                given_up,
                 limits.dlq_messages,
-                "stream batches the indexer gave up on",
+                "stream records the indexer gave up on (sent to its failure bucket, or dropped)",
                 sustained=False,
             )
         if indexer is not None:
@@ -263,6 +288,20 @@ class Operations(Construct):
                 "wake messages and stream batches extraction gave up on",
                 sustained=False,
             )
+        if snapshot_dead_letters is not None:
+            # A snapshot request that failed MAX_RECEIVES times (infra/components/snapshots.py): the user's searches
+            # keep reading the partition whole until one succeeds.
+            self._alarm(
+                "SnapshotRequestsGivenUp",
+                snapshot_dead_letters.metric_approximate_number_of_messages_visible(
+                    statistic="Maximum", period=FIVE_MINUTES
+                ),
+                limits.dlq_messages,
+                "snapshot requests the snapshot function gave up on",
+                sustained=False,
+            )
+        if backups is not None:
+            self._backup_alarms(backups, limits)
 
         self.dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=f"agent-memory-{stage}")
         self.dashboard.add_widgets(
@@ -324,6 +363,50 @@ class Operations(Construct):
                 )
             )
         self.dashboard.add_widgets(*pipeline)
+
+    def _backup_alarms(self, backups: Backups, limits: Thresholds) -> None:
+        """AWS Backup's job metrics of the vault (a copy job counts under the vault it copies from): a failed backup
+        job, a failed copy to the other account's vault, and no backup completed for :data:`NO_BACKUP_HOURS`
+        (a job that never started, was aborted or is stuck raises no failure; its absence does)."""
+
+        def of_vault(name: str, period: Duration) -> cw.Metric:
+            return cw.Metric(
+                namespace="AWS/Backup",
+                metric_name=name,
+                dimensions_map={"BackupVaultName": backups.vault.backup_vault_name},
+                statistic="Sum",
+                period=period,
+            )
+
+        self._alarm(
+            "BackupJobsFailed",
+            of_vault("NumberOfBackupJobsFailed", FIVE_MINUTES),
+            limits.failed_backups,
+            "failed backup jobs of the table",
+            sustained=False,
+        )
+        if backups.copy_vault is not None:
+            self._alarm(
+                "CopyJobsFailed",
+                of_vault("NumberOfCopyJobsFailed", FIVE_MINUTES),
+                limits.failed_backups,
+                "failed copies of the table's backups to the other account's vault",
+                sustained=False,
+            )
+        alarm = cw.Alarm(
+            self,
+            "NoBackupCompleted",
+            metric=of_vault("NumberOfBackupJobsCompleted", ONE_HOUR),
+            threshold=1,
+            evaluation_periods=NO_BACKUP_HOURS,
+            datapoints_to_alarm=NO_BACKUP_HOURS,
+            comparison_operator=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+            # An hour without the metric is an hour without a completed backup.
+            treat_missing_data=cw.TreatMissingData.BREACHING,
+            alarm_description=f"Agent memory: no backup of the table completed in {NO_BACKUP_HOURS} hours",
+        )
+        alarm.add_alarm_action(cw_actions.SnsAction(self.topic))
+        self.alarms["NoBackupCompleted"] = alarm
 
     def _canary_alarms(self, alias: lambda_.Alias, limits: Thresholds) -> None:
         """The API's new version as its alias runs it (``ExecutedVersion``: during a canary, the share of requests

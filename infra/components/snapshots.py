@@ -36,6 +36,8 @@ BATCH_SIZE = 10
 VISIBILITY_TIMEOUT = Duration.seconds(6 * TIMEOUT_SECONDS)
 """Lambda's guidance for a queue it consumes: six times the function's timeout."""
 MAX_RECEIVES = 3
+MIN_SQS_CONCURRENCY = 2
+"""Lambda's smallest maximum concurrency for an SQS event source mapping."""
 OBJECTS = "partitions/*"
 """Where the objects are (agentmem/search/snapshots.py ``snapshot_key``): every grant names this prefix."""
 
@@ -56,6 +58,11 @@ class Snapshots(Construct):
         reserved_concurrency: int,
     ) -> None:
         super().__init__(scope, construct_id)
+        if reserved_concurrency < MIN_SQS_CONCURRENCY:
+            raise ValueError(
+                f"the snapshot function needs a reserved concurrency of at least {MIN_SQS_CONCURRENCY} (its queue's "
+                f"mapping invokes it up to that many at once), not {reserved_concurrency}"
+            )
         self._storage = storage
         self.bucket = storage.private_bucket(self, "Bucket", kept_days=KEPT_DAYS)
         self.dead_letters = sqs.Queue(
@@ -99,7 +106,11 @@ class Snapshots(Construct):
             batch_size=BATCH_SIZE,
             max_batching_window=Duration.seconds(5),
             report_batch_item_failures=True,
-            max_concurrency=max(2, reserved_concurrency),
+            # As many concurrent invocations as the function reserves, never more: a batch the mapping sends past the
+            # reservation is throttled, goes back to the queue as a failed receive and, after MAX_RECEIVES of them, to
+            # the dead-letter queue though nothing failed (dev's 2 against a reservation of 1 did that). Lambda takes
+            # no maximum below 2, so the reservation is at least 2 (infra/components/compute.py Concurrency).
+            max_concurrency=reserved_concurrency,
         )
         role = self.function.role
         assert role is not None

@@ -275,16 +275,18 @@ def test_alarms_cover_5xx_latency_dlq_throttles_and_failed_deletions(synthesized
     for expected in (
         "5XXError:Average",
         "Latency:p95",
-        "NumberOfObjects:Maximum",  # the indexer's failure bucket
+        "OnFailureDestinationDeliveredEventCount",  # the indexer's batches given up (to its failure bucket)
         "Throttles",
         "ExecutionsFailed",
         "IteratorAge:Maximum",
     ):
         assert expected in prod_metrics, expected
     dev_metrics = _alarm_metrics(synthesized.templates[DEV_TABLE])
-    assert not any(m.startswith("NumberOfObjects") for m in dev_metrics)
-    # dev's one queue is the re-drive's dead-letter queue (test_production_readiness.py)
+    assert "OnFailureDestinationDeliveredEventCount" not in dev_metrics  # (no indexer on the table backend)
+    # dev's two queues are the re-drive's dead-letter queue (test_production_readiness.py), beside its given-up
+    # erasures, and the snapshot requests' (tests/infra/test_first_deploy.py), alone
     assert dev_metrics.count("ApproximateNumberOfMessagesVisible") == 1
+    assert dev_metrics.count("ApproximateNumberOfMessagesVisible:Maximum") == 1
     assert "ExecutionsFailed" in dev_metrics
 
 

@@ -1,0 +1,164 @@
+"""A safe first deploy (issue 42, points 8-10), in the synthesized stacks (prod with OpenSearch behind a VPC
+endpoint, dev on the table backend; tests/synthesis.py): failures that reach someone, a stack that can be created
+again after a delete, and every answer of the API in its error body."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.infra.conftest import DEV_TABLE, PROD_OPENSEARCH, Synthesized, resources
+
+
+def _alarms(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Alarm name (its construct id, without the logical id's ``Operations`` prefix and hash) -> its properties."""
+    return {
+        logical[len("Operations") : -8]: a["Properties"]
+        for logical, a in resources(template, "AWS::CloudWatch::Alarm").items()
+        if logical.startswith("Operations")
+    }
+
+
+def _logical(template: dict[str, Any], kind: str, part: str) -> str:
+    (found,) = [name for name in resources(template, kind) if part in name]
+    return found
+
+
+def _function_ids(template: dict[str, Any]) -> dict[str, str]:
+    """Handler name (``api``, ``snapshots``, ...) -> the function's logical id."""
+    return {
+        f["Properties"]["Handler"].split(".", 1)[0]: logical
+        for logical, f in resources(template, "AWS::Lambda::Function").items()
+    }
+
+
+# -- point 8: failures nobody heard --------------------------------------------------------------------------
+
+
+def test_prod_alarms_on_failed_backup_and_copy_jobs_and_on_a_day_without_a_completed_backup(
+    synthesized: Synthesized,
+) -> None:
+    from infra.components.operations import NO_BACKUP_HOURS
+
+    template = synthesized.templates[PROD_OPENSEARCH]
+    vault = _logical(template, "AWS::Backup::BackupVault", "Vault")
+    (topic,) = resources(template, "AWS::SNS::Topic")
+    alarms = _alarms(template)
+    of_vault = [{"Name": "BackupVaultName", "Value": {"Fn::GetAtt": [vault, "BackupVaultName"]}}]
+    # Given prod, which backs its table up every day and copies each backup to another account's vault
+    # Then a failed backup job and a failed copy job each alarm at once, on the vault's own metrics
+    failures = (("BackupJobsFailed", "NumberOfBackupJobsFailed"), ("CopyJobsFailed", "NumberOfCopyJobsFailed"))
+    for name, metric in failures:
+        alarm = alarms[name]
+        assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == ("AWS/Backup", metric, "Sum"), name
+        assert alarm["Dimensions"] == of_vault, name
+        assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanOrEqualToThreshold", 1), name
+        assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (1, 1), name
+        assert alarm["AlarmActions"] == [{"Ref": topic}], name
+    # And so does a day without a completed backup: fewer than one completed job in each hour of a day and the job's
+    # start window and run time, an hour without the metric counting as one without a backup
+    absent = alarms["NoBackupCompleted"]
+    assert (absent["MetricName"], absent["Statistic"], absent["Dimensions"]) == (
+        "NumberOfBackupJobsCompleted",
+        "Sum",
+        of_vault,
+    )
+    assert (absent["ComparisonOperator"], absent["Threshold"]) == ("LessThanThreshold", 1)
+    assert absent["TreatMissingData"] == "breaching"
+    assert absent["Period"] == 3600
+    assert absent["EvaluationPeriods"] == absent["DatapointsToAlarm"] == NO_BACKUP_HOURS
+    (rule,) = next(iter(resources(template, "AWS::Backup::BackupPlan").values()))["Properties"]["BackupPlan"][
+        "BackupPlanRule"
+    ]
+    window_hours = rule["StartWindowMinutes"] / 60
+    assert 24 + window_hours < NO_BACKUP_HOURS <= 24 + window_hours + 4
+    assert NO_BACKUP_HOURS * 3600 <= 7 * 24 * 3600  # CloudWatch's longest evaluation range
+    assert absent["AlarmActions"] == [{"Ref": topic}]
+    # And dev, which keeps no backups, has none of these alarms
+    dev_alarms = set(_alarms(synthesized.templates[DEV_TABLE]))
+    assert not {"BackupJobsFailed", "CopyJobsFailed", "NoBackupCompleted"} & dev_alarms
+
+
+def test_the_backup_vault_is_locked_for_as_long_as_the_plan_keeps_a_backup(synthesized: Synthesized) -> None:
+    from infra.components.backup import KEPT_HERE, LOCK_GRACE
+
+    template = synthesized.templates[PROD_OPENSEARCH]
+    (vault,) = resources(template, "AWS::Backup::BackupVault").values()
+    (plan,) = resources(template, "AWS::Backup::BackupPlan").values()
+    (rule,) = plan["Properties"]["BackupPlan"]["BackupPlanRule"]
+    # Given the vault / Then Vault Lock keeps every recovery point at least as long as the plan keeps it, in
+    # compliance mode (it cannot be removed once its grace of three days after the first deploy has passed)
+    lock = vault["Properties"]["LockConfiguration"]
+    assert lock["MinRetentionDays"] == rule["Lifecycle"]["DeleteAfterDays"] == KEPT_HERE.to_days() == 35
+    assert lock["ChangeableForDays"] == LOCK_GRACE.to_days() == 3
+    assert "MaxRetentionDays" not in lock  # (the copy in the other account's vault keeps 90 days under its own rules)
+
+
+def test_the_snapshot_requests_dead_letter_queue_alarms(synthesized: Synthesized) -> None:
+    template = synthesized.templates[DEV_TABLE]
+    (topic,) = resources(template, "AWS::SNS::Topic")
+    dlq = _logical(template, "AWS::SQS::Queue", "SnapshotsRequestsDlq")
+    # Given the table backend's snapshot requests / Then a request the snapshot function gave up on alarms at once
+    alarm = _alarms(template)["SnapshotRequestsGivenUp"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq, "QueueName"]}}]
+    assert (alarm["ComparisonOperator"], alarm["Threshold"], alarm["EvaluationPeriods"]) == (
+        "GreaterThanOrEqualToThreshold",
+        1,
+        1,
+    )
+    assert alarm["AlarmActions"] == [{"Ref": topic}]
+    # And the OpenSearch backend, which has no snapshots, has no such alarm
+    assert "SnapshotRequestsGivenUp" not in _alarms(synthesized.templates[PROD_OPENSEARCH])
+
+
+def test_the_snapshot_queue_never_invokes_its_function_past_its_reservation(synthesized: Synthesized) -> None:
+    from infra.components.compute import Concurrency
+    from infra.components.snapshots import MIN_SQS_CONCURRENCY
+
+    template = synthesized.templates[DEV_TABLE]
+    function = _function_ids(template)["snapshots"]
+    (mapping,) = [
+        m["Properties"]
+        for m in resources(template, "AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["FunctionName"] == {"Ref": function}
+    ]
+    reserved = template["Resources"][function]["Properties"]["ReservedConcurrentExecutions"]
+    # Given dev's snapshot function and its queue's mapping / Then the mapping invokes it as often at once as it
+    # reserves (it invoked 2 against a reservation of 1: throttled batches went back to the queue as failures)
+    assert mapping["ScalingConfig"]["MaximumConcurrency"] == reserved >= MIN_SQS_CONCURRENCY
+    # And so in either stage of the table backend (Lambda takes no maximum concurrency under 2)
+    for production in (True, False):
+        plan = Concurrency.for_stage(production, account=1000, extraction=0, snapshots=True)
+        assert plan.snapshots >= MIN_SQS_CONCURRENCY
+
+
+def test_the_indexer_failure_alarm_reads_what_its_stream_mapping_gave_up_each_minute(synthesized: Synthesized) -> None:
+    template = synthesized.templates[PROD_OPENSEARCH]
+    indexer = _function_ids(template)["indexer"]
+    ((mapping_id, mapping),) = [
+        (logical, m["Properties"])
+        for logical, m in resources(template, "AWS::Lambda::EventSourceMapping").items()
+        if m["Properties"]["FunctionName"] == {"Ref": indexer}
+    ]
+    # Given the indexer's stream mapping / Then it counts its events (Lambda's per-minute mapping metrics), among them
+    # the records it sends to its failure bucket
+    assert mapping["MetricsConfig"] == {"Metrics": ["EventCount"]}
+    bucket = mapping["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0]
+    assert "IndexerFailures" in bucket
+    # And the alarm reads those counts over one-minute periods (S3's object count of the bucket, daily, said it a
+    # day late), and the records it dropped (their delivery to the bucket failed)
+    alarm = _alarms(template)["IndexerFailuresKept"]
+    stats = {q["Id"]: q["MetricStat"] for q in alarm["Metrics"] if "MetricStat" in q}
+    assert {s["Metric"]["MetricName"] for s in stats.values()} == {
+        "OnFailureDestinationDeliveredEventCount",
+        "DroppedEventCount",
+    }
+    for stat in stats.values():
+        assert stat["Metric"]["Namespace"] == "AWS/Lambda"
+        assert stat["Metric"]["Dimensions"] == [{"Name": "EventSourceMappingUUID", "Value": {"Ref": mapping_id}}]
+        assert (stat["Period"], stat["Stat"]) == (60, "Sum")
+    (expression,) = [q["Expression"] for q in alarm["Metrics"] if "Expression" in q]
+    assert expression == "FILL(delivered, 0) + FILL(dropped, 0)"  # (either may be missing in a minute)
+    assert (alarm["Threshold"], alarm["EvaluationPeriods"]) == (1, 1)
+    assert "NumberOfObjects" not in json.dumps(alarm)

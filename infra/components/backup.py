@@ -29,6 +29,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from infra.components.naming import retained_name
+
 KEPT_HERE = Duration.days(35)
 KEPT_THERE = Duration.days(90)
 LOCK_GRACE = Duration.days(3)
@@ -53,9 +55,12 @@ class Backups(Construct):
         super().__init__(scope, construct_id)
         # The lock's minimum is what the plan keeps here: a job whose recovery point would be kept less fails (and
         # alarms) instead of making a copy that could be deleted early.
+        # Retained with the stack, so named apart from what a deleted stack of the same name left: CloudFormation
+        # requires a name, and the one CDK derives from the construct path collided on a re-create.
         self.vault = backup.BackupVault(
             self,
             "Vault",
+            backup_vault_name=retained_name(self, "agentmem-backups"),
             encryption_key=key,
             removal_policy=RemovalPolicy.RETAIN,
             lock_configuration=backup.LockConfiguration(min_retention=KEPT_HERE, changeable_for=LOCK_GRACE),

@@ -35,6 +35,7 @@ from constructs import Construct
 
 from agentmem.models.responses import error_body
 from agentmem.tenancy.keys import KEY_FORMAT, MISSING_KEY, tier_key_pattern
+from infra.components.naming import retained_name
 from infra.components.throttling import PLAN_TIERS
 
 WINDOW_SECONDS = 300
@@ -133,8 +134,10 @@ class Firewall(Construct):
         )
         self.web_acl.add_property_override("Rules", self.rules())
         wafv2.CfnWebACLAssociation(self, "Association", resource_arn=stage.stage_arn, web_acl_arn=self.web_acl.attr_arn)
-        # WAF delivers to a log group whose name starts with aws-waf-logs-; only what it blocked or counted.
-        log_name = f"aws-waf-logs-{name}"
+        # WAF delivers to a log group whose name starts with aws-waf-logs-; only what it blocked or counted. The group
+        # is retained with the stack: its name ends in the stack's own suffix, so creating the stack again after a
+        # delete does not collide with what the deleted one left (a fixed name did).
+        log_name = retained_name(self, f"aws-waf-logs-{name}")
         self.logs = logs.LogGroup(
             self, "Logs", log_group_name=log_name, retention=log_retention, removal_policy=RemovalPolicy.RETAIN
         )
@@ -146,7 +149,7 @@ class Firewall(Construct):
                 Stack.of(self).format_arn(
                     service="logs",
                     resource="log-group",
-                    resource_name=log_name,
+                    resource_name=self.logs.log_group_name,
                     arn_format=ArnFormat.COLON_RESOURCE_NAME,
                 )
             ],

@@ -162,3 +162,39 @@ def test_the_indexer_failure_alarm_reads_what_its_stream_mapping_gave_up_each_mi
     assert expression == "FILL(delivered, 0) + FILL(dropped, 0)"  # (either may be missing in a minute)
     assert (alarm["Threshold"], alarm["EvaluationPeriods"]) == (1, 1)
     assert "NumberOfObjects" not in json.dumps(alarm)
+
+
+# -- point 9: a stack that can be created again -----------------------------------------------------------------
+
+_STACK_SUFFIX = {
+    "Fn::Select": [4, {"Fn::Split": ["-", {"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "AWS::StackId"}]}]}]}]
+}
+"""The last 12 hex digits of the stack's UUID (infra/components/naming.py), new for every stack CloudFormation
+creates."""
+
+
+def test_no_retained_resource_keeps_a_name_a_new_stack_would_take(synthesized: Synthesized) -> None:
+    for name in (PROD_OPENSEARCH, DEV_TABLE):
+        template = synthesized.templates[name]
+        # Given every resource the stack leaves behind when it is deleted
+        for logical, resource in template["Resources"].items():
+            if resource.get("DeletionPolicy") != "Retain":
+                continue
+            names = {k: v for k, v in resource.get("Properties", {}).items() if k.endswith("Name") and k != "KeyName"}
+            # Then it has no name (CloudFormation makes one), or one that ends in the stack's own suffix
+            for value in names.values():
+                assert isinstance(value, dict), (name, logical, value)
+                assert value["Fn::Join"][1][-1] == _STACK_SUFFIX, (name, logical, value)
+    template = synthesized.templates[PROD_OPENSEARCH]
+    # And so prod's backup vault (CloudFormation requires its name; CDK made it from the construct path) ...
+    (vault,) = resources(template, "AWS::Backup::BackupVault").values()
+    assert vault["DeletionPolicy"] == "Retain"
+    assert vault["Properties"]["BackupVaultName"] == {"Fn::Join": ["-", ["agentmem-backups", _STACK_SUFFIX]]}
+    # ... and the WAF's log group (WAF requires the aws-waf-logs- prefix), which the logging configuration names
+    (group_id,) = [k for k, g in resources(template, "AWS::Logs::LogGroup").items() if "Firewall" in k]
+    group = template["Resources"][group_id]
+    assert group["DeletionPolicy"] == "Retain"
+    assert group["Properties"]["LogGroupName"] == {"Fn::Join": ["-", ["aws-waf-logs-agentmem-prod", _STACK_SUFFIX]]}
+    (logging,) = resources(template, "AWS::WAFv2::LoggingConfiguration").values()
+    (destination,) = logging["Properties"]["LogDestinationConfigs"]
+    assert {"Ref": group_id} in destination["Fn::Join"][1]

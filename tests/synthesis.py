@@ -35,6 +35,10 @@ BACKUP_COPY_VAULT = "arn:aws:backup:us-east-1:210987654321:backup-vault:agentmem
 """Where the prod shape copies its backups: a vault of another account."""
 PRIVATE_NETWORK = ("vpc-0a1b2c3d4e5f60718", ("subnet-0a1b2c3d4e5f60718", "subnet-0f1e2d3c4b5a69788"))
 """The prod shape reaches its vector collection only through a VPC endpoint in these (made-up) subnets."""
+CDK_PROVIDERS = ("CustomS3AutoDeleteObjectsCustomResourceProvider",)
+"""Logical-id prefixes of CDK's own custom-resource providers: dev's bucket auto-delete (a Node.js function of CDK's
+and its role, run when the stack is deleted; infra/components/storage.py ``private_bucket``). They are not the
+stack's functions nor roles, whose rules both tiers check (tests/infra/test_first_deploy.py checks what they are)."""
 
 
 def mark_group(items: list[pytest.Item], folder: Path) -> None:

@@ -66,6 +66,7 @@ class Storage(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, production: bool, stream: bool) -> None:
         super().__init__(scope, construct_id)
         removal = RemovalPolicy.RETAIN if production else RemovalPolicy.DESTROY
+        self._removal = removal
         self.key = kms.Key(
             self,
             "DataKey",
@@ -122,8 +123,15 @@ class Storage(Construct):
 
     def private_bucket(self, scope: Construct, construct_id: str, *, kept_days: int) -> s3.Bucket:
         """A bucket for data derived from the table: encrypted with its key, no public access, TLS only, each
-        object deleted ``kept_days`` after it was written; kept when the stack goes (it may hold memory text
-        until then)."""
+        object deleted ``kept_days`` after it was written; kept or deleted with the stack as the key is.
+
+        Prod keeps the table, the key and so these buckets: what they hold stays readable. Dev deletes the table and
+        the key with the stack, so it deletes these buckets too, emptied first (CloudFormation deletes no bucket that
+        holds objects): a bucket kept after its key is gone holds nothing anyone can read again, only memory text
+        nobody can erase, and a bucket name taken. Emptying is CDK's auto-delete custom resource (a small Node.js
+        function of CDK's, in dev only, run when the stack is deleted: not one of the stack's functions); keeping the
+        key instead would keep a key billed every month after each dev stack, for data derived from a table gone."""
+        production = self._removal == RemovalPolicy.RETAIN
         return s3.Bucket(
             scope,
             construct_id,
@@ -134,7 +142,8 @@ class Storage(Construct):
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             enforce_ssl=True,
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(kept_days))],
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=self._removal,
+            auto_delete_objects=not production,
         )
 
     def grant_key(

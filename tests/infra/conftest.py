@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from tests.synthesis import DEV_TABLE, PROD_OPENSEARCH, Synthesized, mark_group
+from tests.synthesis import CDK_PROVIDERS, DEV_TABLE, PROD_OPENSEARCH, Synthesized, mark_group
 
-__all__ = ["DEV_TABLE", "PROD_OPENSEARCH", "Synthesized", "resources"]
+__all__ = ["DEV_TABLE", "PROD_OPENSEARCH", "Synthesized", "cdk_providers", "resources"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -27,4 +27,13 @@ def dev(synthesized: Synthesized) -> Any:
 
 
 def resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
-    return {name: r for name, r in template["Resources"].items() if r["Type"] == kind}
+    """The template's resources of ``kind``, CDK's custom-resource providers left out (tests/synthesis.py
+    ``CDK_PROVIDERS``: :func:`cdk_providers` lists them)."""
+    return {
+        name: r for name, r in template["Resources"].items() if r["Type"] == kind and not name.startswith(CDK_PROVIDERS)
+    }
+
+
+def cdk_providers(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """CDK's custom-resource providers of the template (tests/synthesis.py ``CDK_PROVIDERS``)."""
+    return {name: r for name, r in template["Resources"].items() if name.startswith(CDK_PROVIDERS)}

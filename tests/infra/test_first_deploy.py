@@ -198,3 +198,55 @@ def test_no_retained_resource_keeps_a_name_a_new_stack_would_take(synthesized: S
     (logging,) = resources(template, "AWS::WAFv2::LoggingConfiguration").values()
     (destination,) = logging["Properties"]["LogDestinationConfigs"]
     assert {"Ref": group_id} in destination["Fn::Join"][1]
+
+
+def test_the_buckets_go_with_the_stack_as_the_key_does(synthesized: Synthesized) -> None:
+    from tests.infra.conftest import cdk_providers
+
+    for name in (PROD_OPENSEARCH, DEV_TABLE):
+        template = synthesized.templates[name]
+        ((key_id, key),) = resources(template, "AWS::KMS::Key").items()
+        buckets = resources(template, "AWS::S3::Bucket")
+        assert buckets, name
+        emptied = {
+            r["Properties"]["BucketName"]["Ref"]
+            for r in template["Resources"].values()
+            if r["Type"] == "Custom::S3AutoDeleteObjects"
+        }
+        # Given each bucket of derived data (snapshots, the indexer's failures), encrypted with the data key
+        for bucket_id, bucket in buckets.items():
+            (rule,) = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+            assert rule["ServerSideEncryptionByDefault"]["KMSMasterKeyID"] == {"Fn::GetAtt": [key_id, "Arn"]}
+            # Then it is kept or deleted with the stack as the key is: prod keeps both (what the bucket holds stays
+            # readable), dev deletes both (dev's bucket was kept after its key was gone)
+            assert bucket["DeletionPolicy"] == key["DeletionPolicy"], (name, bucket_id)
+            # And dev's is emptied first (CloudFormation deletes no bucket that holds objects)
+            assert (bucket_id in emptied) == (key["DeletionPolicy"] == "Delete"), (name, bucket_id)
+        providers = cdk_providers(template)
+        if key["DeletionPolicy"] == "Retain":
+            assert providers == {}, name  # prod runs no code of CDK's
+            continue
+        # And what empties dev's buckets is CDK's one provider function, whose role may write its own logs (the
+        # managed basic execution policy) and nothing else in IAM: the buckets' policies let it list and delete
+        # their objects
+        roles = {k: r for k, r in providers.items() if r["Type"] == "AWS::IAM::Role"}
+        assert sorted(r["Type"] for r in providers.values()) == ["AWS::IAM::Role", "AWS::Lambda::Function"]
+        ((role_id, role),) = roles.items()
+        assert "Policies" not in role["Properties"]
+        assert [json.dumps(p) for p in role["Properties"]["ManagedPolicyArns"]] == [
+            json.dumps({"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"})
+        ]
+        assert not [
+            p
+            for p in template["Resources"].values()
+            if p["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in p["Properties"].get("Roles", [])
+        ]
+        for bucket_id in emptied:
+            (policy,) = [
+                p["Properties"]["PolicyDocument"]["Statement"]
+                for p in resources(template, "AWS::S3::BucketPolicy").values()
+                if p["Properties"]["Bucket"] == {"Ref": bucket_id}
+            ]
+            (grant,) = [s for s in policy if s.get("Principal", {}).get("AWS") == {"Fn::GetAtt": [role_id, "Arn"]}]
+            assert "s3:DeleteObject*" in grant["Action"]
+            assert json.dumps({"Fn::GetAtt": [bucket_id, "Arn"]}) in json.dumps(grant["Resource"])

@@ -104,7 +104,9 @@ class DeploymentOptions:
     @property
     def concurrency(self) -> Concurrency:
         extraction = self.extraction.reserved_concurrency if self.extraction is not None else 0
-        return Concurrency.for_stage(self.production, account=self.account_concurrency, extraction=extraction)
+        return Concurrency.for_backend(
+            self.production, account=self.account_concurrency, extraction=extraction, search_backend=self.search_backend
+        )
 
     @property
     def private_network(self) -> PrivateNetwork | None:

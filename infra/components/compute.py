@@ -84,41 +84,70 @@ class Concurrency:
     minimum_api: int = 10
 
     @classmethod
-    def for_stage(cls, production: bool, *, account: int, extraction: int, snapshots: bool = False) -> Concurrency:
+    def for_stage(
+        cls, production: bool, *, account: int, extraction: int, snapshots: bool = False, indexer: bool | None = None
+    ) -> Concurrency:
         """Production takes most of the account; dev a tenth, so both stages fit in one account. ``snapshots``:
         the table backend's snapshot writer (5 in prod, 2 in dev: its queue's mapping polls with at least 2
         concurrent invocations, Lambda's smallest maximum concurrency for SQS, and never more than it reserves:
-        infra/components/snapshots.py)."""
+        infra/components/snapshots.py). ``indexer``: the OpenSearch backend's stream indexer (20 in prod, 2 in dev),
+        by default where there is no snapshot writer (the two backends have one each). A function the stack does not
+        have reserves 0 and is not counted (the table backend's API lost the 20 of an indexer it did not have)."""
+        if indexer is None:
+            indexer = not snapshots
         if production:
-            return cls(account=account, extraction=extraction, snapshots=5 if snapshots else 0)
+            return cls(
+                account=account, extraction=extraction, indexer=20 if indexer else 0, snapshots=5 if snapshots else 0
+            )
         return cls(
             account=account,
             share=0.1,
             authorizer=10,
-            indexer=2,
+            indexer=2 if indexer else 0,
             console=2,
             redrive=1,
             extraction=extraction,
             snapshots=2 if snapshots else 0,
         )
 
+    @classmethod
+    def for_backend(cls, production: bool, *, account: int, extraction: int, search_backend: str) -> Concurrency:
+        """The reservations of a stage with ``search_backend`` (``table``: the snapshot writer and no indexer)."""
+        table = search_backend == "table"
+        return cls.for_stage(production, account=account, extraction=extraction, snapshots=table, indexer=not table)
+
     @property
     def budget(self) -> int:
         return int((self.account - UNRESERVED_FLOOR) * self.share)
 
     @property
+    def others(self) -> dict[str, int]:
+        """Each function's reservation but the API's, for the functions the stage has (a reservation of 0: none)."""
+        reservations = {
+            "authorizer": self.authorizer,
+            "indexer": self.indexer,
+            "deletion": self.deletion,
+            "console": self.console,
+            "redrive": self.redrive,
+            "prehook": self.prehook,
+            "extraction": self.extraction,
+            "snapshots": self.snapshots,
+        }
+        return {name: reserved for name, reserved in reservations.items() if reserved > 0}
+
+    @property
     def reserved_for_others(self) -> int:
-        others = (
-            self.authorizer,
-            self.indexer,
-            self.deletion,
-            self.console,
-            self.redrive,
-            self.prehook,
-            self.extraction,
-            self.snapshots,
-        )
-        return sum(others)
+        return sum(self.others.values())
+
+    @property
+    def reservations(self) -> dict[str, int]:
+        """Every function's reservation, the API's included, keyed by its handler's name (``functions/<name>``)."""
+        return {"api": self.api, **self.others}
+
+    @property
+    def total(self) -> int:
+        """What the stage reserves of the account's concurrency, all its functions together."""
+        return sum(self.reservations.values())
 
     @property
     def api(self) -> int:
@@ -145,11 +174,8 @@ class ComputeSettings:
     @property
     def concurrency(self) -> Concurrency:
         extraction = self.extraction.reserved_concurrency if self.extraction is not None else 0
-        return Concurrency.for_stage(
-            self.production,
-            account=self.account_concurrency,
-            extraction=extraction,
-            snapshots=self.search_backend == "table",
+        return Concurrency.for_backend(
+            self.production, account=self.account_concurrency, extraction=extraction, search_backend=self.search_backend
         )
 
 

@@ -250,3 +250,30 @@ def test_the_buckets_go_with_the_stack_as_the_key_does(synthesized: Synthesized)
             (grant,) = [s for s in policy if s.get("Principal", {}).get("AWS") == {"Fn::GetAtt": [role_id, "Arn"]}]
             assert "s3:DeleteObject*" in grant["Action"]
             assert json.dumps({"Fn::GetAtt": [bucket_id, "Arn"]}) in json.dumps(grant["Resource"])
+
+
+def test_the_stage_reserves_for_the_functions_it_has_and_no_other(synthesized: Synthesized) -> None:
+    from infra.components.compute import Concurrency
+
+    for name in (PROD_OPENSEARCH, DEV_TABLE):
+        template = synthesized.templates[name]
+        options = synthesized.stacks[name].options
+        reserved = {
+            handler: template["Resources"][logical]["Properties"]["ReservedConcurrentExecutions"]
+            for handler, logical in _function_ids(template).items()
+        }
+        # Given the stage's functions / Then the concurrency plan names exactly them, each with its reservation, and
+        # its total is what the template reserves (the sum the pre-deploy check compares with the account's quota)
+        assert options.concurrency.reservations == reserved, name
+        assert options.concurrency.total == sum(reserved.values()), name
+    # And the table backend, which has no indexer, counts none: its API gets the slots an indexer would hold
+    dev = synthesized.stacks[DEV_TABLE].options.concurrency
+    assert "indexer" not in dev.reservations
+    with_indexer = Concurrency.for_stage(False, account=1000, extraction=0, snapshots=True, indexer=True)
+    assert dev.api == with_indexer.api + with_indexer.indexer
+    for production in (True, False):
+        table = Concurrency.for_backend(production, account=1000, extraction=0, search_backend="table")
+        opensearch = Concurrency.for_backend(production, account=1000, extraction=0, search_backend="opensearch")
+        assert table.indexer == 0 < opensearch.indexer
+        assert opensearch.snapshots == 0 < table.snapshots
+        assert table.total == opensearch.total == table.budget  # (the API takes the rest of the stage's share)

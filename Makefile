@@ -23,9 +23,13 @@ EXTRACTION_MODEL ?=
 EXTRACTION_CONCURRENCY ?=
 EXTRACTION_MODEL_REGIONS ?=
 # OpenSearch reached only through a VPC endpoint in these subnets (docs/deploy.md): OPENSEARCH_VPC=vpc-...
-# OPENSEARCH_SUBNETS=subnet-a,subnet-b (the functions that search run there and need a way out to AWS's APIs).
+# OPENSEARCH_SUBNETS=subnet-a,subnet-b (the functions that search run there). The stack makes the VPC endpoints they
+# need, DynamoDB's on the subnets' route tables OPENSEARCH_ROUTE_TABLES=rtb-a,rtb-b, unless OPENSEARCH_VPC_ENDPOINTS=false
+# (the subnets reach AWS's APIs already: a NAT gateway, or the VPC's own endpoints).
 OPENSEARCH_VPC ?=
 OPENSEARCH_SUBNETS ?=
+OPENSEARCH_ROUTE_TABLES ?=
+OPENSEARCH_VPC_ENDPOINTS ?=
 # Who the alarms email: required for STAGE=prod (the synth refuses without it), optional for dev.
 ALARM_EMAIL ?=
 # prod's daily backups are copied to this vault of another account (arn:aws:backup:<region>:<account>:backup-vault:<name>).
@@ -34,6 +38,8 @@ BACKUP_COPY_VAULT ?=
 ACCOUNT_CONCURRENCY ?=
 CDK_CONTEXT = -c stage=$(STAGE) -c search_backend=$(SEARCH_BACKEND) \
 	$(if $(OPENSEARCH_VPC),-c opensearch_vpc=$(OPENSEARCH_VPC) -c opensearch_subnets=$(OPENSEARCH_SUBNETS)) \
+	$(if $(OPENSEARCH_ROUTE_TABLES),-c opensearch_route_tables=$(OPENSEARCH_ROUTE_TABLES)) \
+	$(if $(OPENSEARCH_VPC_ENDPOINTS),-c opensearch_vpc_endpoints=$(OPENSEARCH_VPC_ENDPOINTS)) \
 	$(if $(ACCOUNT_CONCURRENCY),-c account_concurrency=$(ACCOUNT_CONCURRENCY)) \
 	$(if $(ALARM_EMAIL),-c alarm_email=$(ALARM_EMAIL)) \
 	$(if $(BACKUP_COPY_VAULT),-c backup_copy_vault=$(BACKUP_COPY_VAULT)) \
@@ -164,7 +170,7 @@ bench: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(
 	$(BIN)/python bench/run.py $(ONLY)
 
 synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too; STAGE=prod needs ALARM_EMAIL=)
-	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","account_concurrency":"$(ACCOUNT_CONCURRENCY)","alarm_email":"$(ALARM_EMAIL)","backup_copy_vault":"$(BACKUP_COPY_VAULT)","aws:cdk:bundling-stacks":[]}' \
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","opensearch_route_tables":"$(OPENSEARCH_ROUTE_TABLES)","opensearch_vpc_endpoints":"$(OPENSEARCH_VPC_ENDPOINTS)","account_concurrency":"$(ACCOUNT_CONCURRENCY)","alarm_email":"$(ALARM_EMAIL)","backup_copy_vault":"$(BACKUP_COPY_VAULT)","aws:cdk:bundling-stacks":[]}' \
 		$(BIN)/python infra/app.py
 	@echo "cdk.out/AgentMemory-$(STAGE).template.json"
 

@@ -3,8 +3,8 @@
 Context: ``stage`` (dev|prod), ``search_backend`` (table, the default, or opensearch: its
 monthly floor is printed before the synth), ``extraction_model`` (a Bedrock model id
 or inference profile id; unset: no extraction), ``extraction_concurrency``, ``extraction_model_regions``,
-``opensearch_vpc``, ``opensearch_subnets``, ``account_concurrency``, ``tenants``, ``backup_copy_vault`` and
-``alarm_email`` (required for prod);
+``opensearch_vpc``, ``opensearch_subnets``, ``opensearch_route_tables``, ``opensearch_vpc_endpoints``,
+``account_concurrency``, ``tenants``, ``backup_copy_vault`` and ``alarm_email`` (required for prod);
 see infra/stack.py.
 cdk-nag's AwsSolutions checks run on every synth (``Validations.of(app).add_plugins``).
 """
@@ -82,7 +82,21 @@ def deployment_options(context: Callable[[str], Any]) -> Any:
         tenants=parse_tenants(context("tenants"), str(context("stage") or "dev")),
         opensearch_vpc=str(context("opensearch_vpc") or "").strip() or None,
         opensearch_subnets=tuple(context_list(context("opensearch_subnets"))),
+        opensearch_route_tables=tuple(context_list(context("opensearch_route_tables"))),
+        opensearch_vpc_endpoints=_flag(context("opensearch_vpc_endpoints"), "opensearch_vpc_endpoints", default=True),
     )
+
+
+def _flag(value: object, name: str, *, default: bool) -> bool:
+    """A yes/no context value: a boolean (cdk.json) or true/false (``-c``); unset or empty: ``default``."""
+    if value in (None, ""):
+        return default
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(f"context {name} must be true or false, not {value!r}")
+    return text == "true"
 
 
 def main() -> None:

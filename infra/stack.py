@@ -8,6 +8,8 @@ Context (``-c key=value`` or ``make synth STAGE=... SEARCH_BACKEND=...``):
 - ``opensearch_vpc`` and ``opensearch_subnets`` (a VPC id and its private subnet ids, comma-separated): the
   collection is reached only through a VPC endpoint there, and the functions that search run there
   (infra/components/search.py). Unset: the collection's endpoint is public, every request signed and authorized.
+  The stack makes the VPC endpoints those functions need (DynamoDB's gateway endpoint on ``opensearch_route_tables``,
+  the subnets' route tables; interface endpoints for the rest) unless ``opensearch_vpc_endpoints=false``.
 - ``extraction_model``: a Bedrock model id (``amazon.nova-micro-v1:0``) or a geographic cross-Region inference
   profile id (``us.amazon.nova-micro-v1:0``) turns on extraction of long-term memories (docs/extraction.md;
   infra/components/extraction.py). Unset (the default): no extraction, nothing of it deployed.
@@ -67,6 +69,11 @@ class DeploymentOptions:
     """Tenants per plan tier the stage is sized for (empty: the stage's default, infra/components/throttling.py)."""
     opensearch_vpc: str | None = None
     opensearch_subnets: tuple[str, ...] = ()
+    opensearch_route_tables: tuple[str, ...] = ()
+    """The private subnets' route tables: the DynamoDB gateway endpoint is added to them."""
+    opensearch_vpc_endpoints: bool = True
+    """Whether the stack makes the VPC endpoints the functions in the private subnets need (False: the subnets
+    reach AWS's APIs already)."""
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -84,6 +91,8 @@ class DeploymentOptions:
             raise ValueError(f"context alarm_email must be an email address, not {self.alarm_email!r}")
         if (self.opensearch_vpc or self.opensearch_subnets) and self.search_backend != "opensearch":
             raise ValueError("context opensearch_vpc and opensearch_subnets are for search_backend=opensearch")
+        if self.opensearch_route_tables and not self.opensearch_vpc:
+            raise ValueError("context opensearch_route_tables is for a private network (opensearch_vpc)")
         _ = self.extraction, self.private_network, self.concurrency  # checked now, not halfway through the synth
         _ = stage_limit(self.tenants or TENANTS[self.stage])
         if self.backup_copy_vault is not None:
@@ -113,7 +122,12 @@ class DeploymentOptions:
         """The subnets the vector collection is reached from only (None: its endpoint is public, IAM only)."""
         if self.opensearch_vpc is None and not self.opensearch_subnets:
             return None
-        return PrivateNetwork(self.opensearch_vpc or "", self.opensearch_subnets)
+        return PrivateNetwork(
+            self.opensearch_vpc or "",
+            self.opensearch_subnets,
+            route_tables=self.opensearch_route_tables,
+            endpoints=self.opensearch_vpc_endpoints,
+        )
 
     @property
     def reads_the_stream(self) -> bool:
@@ -258,8 +272,9 @@ def _acknowledge(scope: Construct, rule: str, reason: str) -> None:
 def acknowledge_findings(stack: MemoryServiceStack) -> None:
     """cdk-nag AwsSolutions findings accepted on purpose, each on the narrowest scope, with its reason."""
     xray = (
-        "Resource::* comes only from X-Ray active tracing (xray:PutTraceSegments, xray:PutTelemetryRecords) "
-        "and, for the stream consumers, dynamodb:ListStreams, none of which supports resource-level permissions; "
+        "Resource::* comes only from X-Ray active tracing (xray:PutTraceSegments, xray:PutTelemetryRecords), "
+        "for the stream consumers dynamodb:ListStreams, and for the functions in private subnets Lambda's "
+        "ec2:DescribeNetworkInterfaces and ec2:DescribeSubnets, none of which supports resource-level permissions; "
         "every data action names the table, key, queue, model or collection."
     )
     for fn in stack.compute.functions:

@@ -35,6 +35,8 @@ BACKUP_COPY_VAULT = "arn:aws:backup:us-east-1:210987654321:backup-vault:agentmem
 """Where the prod shape copies its backups: a vault of another account."""
 PRIVATE_NETWORK = ("vpc-0a1b2c3d4e5f60718", ("subnet-0a1b2c3d4e5f60718", "subnet-0f1e2d3c4b5a69788"))
 """The prod shape reaches its vector collection only through a VPC endpoint in these (made-up) subnets."""
+PRIVATE_ROUTE_TABLES = ("rtb-0a1b2c3d4e5f60718", "rtb-0f1e2d3c4b5a69788")
+"""Their route tables: the stack adds the DynamoDB gateway endpoint to them."""
 CDK_PROVIDERS = ("CustomS3AutoDeleteObjectsCustomResourceProvider",)
 """Logical-id prefixes of CDK's own custom-resource providers: dev's bucket auto-delete (a Node.js function of CDK's
 and its role, run when the stack is deleted; infra/components/storage.py ``private_bucket``). They are not the
@@ -98,6 +100,7 @@ def synthesize(outdir: Path) -> Synthesized:
                 backup_copy_vault=BACKUP_COPY_VAULT,
                 opensearch_vpc=PRIVATE_NETWORK[0],
                 opensearch_subnets=PRIVATE_NETWORK[1],
+                opensearch_route_tables=PRIVATE_ROUTE_TABLES,
             ),
         ),
         DEV_TABLE: MemoryServiceStack(app, DEV_TABLE, options=DeploymentOptions(stage="dev", search_backend="table")),

@@ -61,6 +61,17 @@ LIVE_ALIAS = "live"
 """The alias API Gateway invokes the API and the authorizer through."""
 UNRESERVED_FLOOR = 100
 """What Lambda keeps unreserved in an account: it refuses a reservation that would leave less."""
+VPC_CALLS = {
+    "api": ("dynamodb", "bedrock-runtime", "secretsmanager", "states"),
+    "deletion": ("dynamodb", "secretsmanager"),
+    "indexer": ("dynamodb", "bedrock-runtime"),
+    "extraction": ("dynamodb", "bedrock-runtime", "sqs"),
+}
+"""The AWS APIs the code of each function that runs in the vector collection's private subnets calls (as VPC endpoint
+service names: the table, embeddings and the chat model, the receipt key, the erasure workflow, extraction's wake
+queue), which the subnets must reach (infra/components/search.py ``reach``). The rest of what their roles hold is
+called by Lambda for them: their logs and traces, their network interfaces, the stream and queue their mappings
+read, the indexer's failure bucket; the data key only through those services."""
 
 
 @dataclass(frozen=True)
@@ -402,10 +413,12 @@ class Compute(Construct):
                 grants,  # type: ignore[arg-type]
                 admins=context_list(self.node.try_get_context("opensearch_admins")),
             )
-            self.search_functions = [self.api, self.deletion, self.indexer]
+            placed = {"api": self.api, "deletion": self.deletion, "indexer": self.indexer}
             if self.extraction is not None:
-                self.search_functions.append(self.extraction.function)
+                placed["extraction"] = self.extraction.function
+            self.search_functions = list(placed.values())
             search.connect(self.search_functions)
+            search.reach(sorted({service for name in placed for service in VPC_CALLS[name]}))
         self.console = self._function(
             "Console",
             "console",

@@ -9,6 +9,9 @@ Three policies guard the collection:
   default (every request still needs IAM and the data-access policy), or, with a :class:`PrivateNetwork`
   (``-c opensearch_vpc=vpc-... -c opensearch_subnets=subnet-a,subnet-b``), only through an OpenSearch
   Serverless VPC endpoint in those subnets, with the functions that search placed there too (:meth:`connect`);
+  With a private network the stack also makes the VPC endpoints of the other AWS APIs those functions call
+  (:meth:`reach`: DynamoDB's gateway endpoint on the subnets' route tables, interface endpoints for the rest), unless
+  ``-c opensearch_vpc_endpoints=false`` says the subnets reach them already (a NAT gateway, the VPC's own endpoints);
 - data access: only the Lambda roles given to :meth:`allow`, each with its own index permissions, only on
   this collection's indexes. No function creates or changes an index (``agentmem create-index`` does, run
   by a deployer whose principal is added with the ``opensearch_admins`` context).
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from aws_cdk import ArnFormat, Stack
+from aws_cdk import Annotations, ArnFormat, Aws, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -46,25 +49,42 @@ ENI_ACTIONS = [
     "ec2:AssignPrivateIpAddresses",
     "ec2:UnassignPrivateIpAddresses",
 ]
-"""What Lambda does with a function's role to place it in subnets (and ``ec2:DescribeNetworkInterfaces``, which
-names no resource)."""
+"""What Lambda does with a function's role to place it in subnets (and :data:`ENI_DESCRIBE_ACTIONS`, which name no
+resource)."""
+ENI_DESCRIBE_ACTIONS = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"]
+"""What Lambda reads with the function's role to place it: AWS's AWSLambdaVPCAccessExecutionRole holds both (a role
+without ``ec2:DescribeSubnets`` failed to create or update a function in a VPC)."""
 
 
 @dataclass(frozen=True)
 class PrivateNetwork:
     """An existing VPC's private subnets: the collection is reached only through an OpenSearch Serverless VPC
-    endpoint there, and the functions that search run there. The subnets must reach the other AWS services the
-    functions call (DynamoDB, Bedrock, Secrets Manager, Step Functions, SQS, CloudWatch Logs): through a NAT
-    gateway or through VPC endpoints the VPC already has (docs/deploy.md)."""
+    endpoint there, and the functions that search run there. They call other AWS APIs too (DynamoDB, Bedrock
+    runtime, Secrets Manager, Step Functions, SQS): with ``endpoints`` (the default) the stack makes a VPC endpoint
+    for each (:meth:`VectorSearch.reach`), DynamoDB's a gateway endpoint on ``route_tables`` (the subnets' route
+    tables); without, the subnets must reach them already, through a NAT gateway or endpoints of the VPC's own. The
+    VPC must resolve DNS (enableDnsSupport and enableDnsHostnames): endpoints answer under the services' own names
+    only then (docs/deploy.md)."""
 
     vpc_id: str
     subnet_ids: tuple[str, ...]
+    route_tables: tuple[str, ...] = ()
+    endpoints: bool = True
 
     def __post_init__(self) -> None:
         if not self.vpc_id.startswith("vpc-") or not self.subnet_ids:
             raise ValueError("context opensearch_vpc needs a VPC id (vpc-...) and opensearch_subnets its subnet ids")
         if not all(subnet.startswith("subnet-") for subnet in self.subnet_ids):
             raise ValueError(f"context opensearch_subnets: not subnet ids: {list(self.subnet_ids)}")
+        if not all(table.startswith("rtb-") for table in self.route_tables):
+            raise ValueError(f"context opensearch_route_tables: not route table ids: {list(self.route_tables)}")
+        if self.endpoints and not self.route_tables:
+            raise ValueError(
+                "context opensearch_route_tables: the route tables of the subnets (rtb-..., comma-separated), for the "
+                "DynamoDB gateway endpoint the functions reach the table through; or opensearch_vpc_endpoints=false "
+                "when the subnets reach DynamoDB, Bedrock, Secrets Manager, Step Functions and SQS already (a NAT "
+                "gateway, or endpoints of the VPC's own)"
+            )
 
 
 class VectorSearch(Construct):
@@ -82,6 +102,9 @@ class VectorSearch(Construct):
         self.network = network
         self.endpoint_id: str | None = None
         self.functions_security_group: ec2.CfnSecurityGroup | None = None
+        self.endpoints_security_group: ec2.CfnSecurityGroup | None = None
+        self.service_endpoints: dict[str, ec2.CfnVPCEndpoint] = {}
+        """The VPC endpoints of the AWS APIs the functions call, by service (:meth:`reach`)."""
         if network is not None:
             self._private_endpoint(network, f"agentmem-{stage}"[:32])
         self.collection_name = f"agentmem-{stage}"[:32]
@@ -146,7 +169,7 @@ class VectorSearch(Construct):
             self,
             "EndpointSecurityGroup",
             vpc_id=network.vpc_id,
-            group_description="the vector collection VPC endpoint: HTTPS from the agent memory functions only",
+            group_description="the VPC endpoints of the agent memory functions: HTTPS from the functions only",
             security_group_ingress=[
                 ec2.CfnSecurityGroup.IngressProperty(
                     ip_protocol="tcp",
@@ -167,6 +190,7 @@ class VectorSearch(Construct):
         )
         self.endpoint_id = endpoint.attr_id
         self.functions_security_group = functions
+        self.endpoints_security_group = endpoint_group
 
     def connect(self, functions: Sequence[lambda_.Function]) -> None:
         """With a private network, place ``functions`` in its subnets (the collection answers nothing else), and
@@ -193,7 +217,47 @@ class VectorSearch(Construct):
                 subnet_ids=list(self.network.subnet_ids), security_group_ids=[group.attr_group_id]
             )
             fn.add_to_role_policy(iam.PolicyStatement(actions=ENI_ACTIONS, resources=interfaces))
-            fn.add_to_role_policy(iam.PolicyStatement(actions=["ec2:DescribeNetworkInterfaces"], resources=["*"]))
+            fn.add_to_role_policy(iam.PolicyStatement(actions=ENI_DESCRIBE_ACTIONS, resources=["*"]))
+
+    def reach(self, services: Sequence[str]) -> None:
+        """With a private network whose ``endpoints`` the stack makes, a VPC endpoint for each AWS API the placed
+        functions call (``services``: endpoint service names, ``dynamodb``, ``bedrock-runtime``, ...): DynamoDB's a
+        gateway endpoint on the subnets' route tables (free), every other an interface endpoint in the subnets with
+        private DNS (the SDKs' usual names resolve to it), behind the endpoints' group (HTTPS from the functions
+        only). Lambda itself sends the functions' logs; X-Ray's traces go through Lambda's daemon (docs/deploy.md)."""
+        network, group = self.network, self.endpoints_security_group
+        if network is None or group is None:
+            return
+        if not network.endpoints:
+            Annotations.of(self).add_warning_v2(
+                "agentmem:vpc-endpoints-elsewhere",
+                f"opensearch_vpc_endpoints=false: the subnets must reach {', '.join(sorted(services))} by themselves "
+                "(a NAT gateway, or endpoints of the VPC's own; docs/deploy.md)",
+            )
+            return
+        for service in sorted(services):
+            name = "".join(part.capitalize() for part in service.split("-")) + "Endpoint"
+            if service == "dynamodb":
+                endpoint = ec2.CfnVPCEndpoint(
+                    self,
+                    name,
+                    vpc_id=network.vpc_id,
+                    service_name=f"com.amazonaws.{Aws.REGION}.{service}",
+                    vpc_endpoint_type="Gateway",
+                    route_table_ids=list(network.route_tables),
+                )
+            else:
+                endpoint = ec2.CfnVPCEndpoint(
+                    self,
+                    name,
+                    vpc_id=network.vpc_id,
+                    service_name=f"com.amazonaws.{Aws.REGION}.{service}",
+                    vpc_endpoint_type="Interface",
+                    subnet_ids=list(network.subnet_ids),
+                    security_group_ids=[group.attr_group_id],
+                    private_dns_enabled=True,
+                )
+            self.service_endpoints[service] = endpoint
 
     def allow(self, grants: Mapping[iam.IRole, Sequence[str]], admins: Sequence[str] = ()) -> None:
         """Let exactly these roles use the collection's indexes, each with its permissions (data policy + IAM).

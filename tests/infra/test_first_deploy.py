@@ -277,3 +277,127 @@ def test_the_stage_reserves_for_the_functions_it_has_and_no_other(synthesized: S
         assert table.indexer == 0 < opensearch.indexer
         assert opensearch.snapshots == 0 < table.snapshots
         assert table.total == opensearch.total == table.budget  # (the API takes the rest of the stage's share)
+
+
+_CALLED_BY_LAMBDA = ("logs:", "xray:", "ec2:", "kms:")
+"""What a function's role holds for Lambda and AWS's services to use on its behalf, not for its code: its logs and
+traces, its network interfaces, the data key (only through DynamoDB, SQS and S3: ``kms:ViaService``)."""
+_READ_BY_MAPPINGS = {
+    "dynamodb:DescribeStream",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+    "dynamodb:ListStreams",
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:GetQueueAttributes",
+    "sqs:GetQueueUrl",
+    "s3:PutObject",  # (the indexer's failure bucket: its stream mapping's on-failure destination)
+    "s3:ListBucket",
+}
+"""What the event source mappings do with the function's role: read the stream and the queue, write the failure
+bucket. Lambda's pollers do it, outside the function's subnets."""
+_ENDPOINT_OF = {"dynamodb": "dynamodb", "bedrock": "bedrock-runtime", "secretsmanager": "secretsmanager"}
+_ENDPOINT_OF |= {"states": "states", "sqs": "sqs"}
+
+
+def _allowed_actions(template: dict[str, Any], role_id: str) -> set[str]:
+    return {
+        action
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        if {"Ref": role_id} in policy["Properties"]["Roles"]
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        if s["Effect"] == "Allow"
+        for action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+
+
+def test_the_functions_in_private_subnets_reach_every_aws_api_their_code_calls(synthesized: Synthesized) -> None:
+    from infra.components.compute import VPC_CALLS
+    from tests.synthesis import PRIVATE_NETWORK, PRIVATE_ROUTE_TABLES
+
+    template = synthesized.templates[PROD_OPENSEARCH]
+    vpc, subnets = PRIVATE_NETWORK
+    functions = resources(template, "AWS::Lambda::Function")
+    placed = {
+        f["Properties"]["Handler"].split(".", 1)[0]: f["Properties"]
+        for f in functions.values()
+        if "VpcConfig" in f["Properties"]
+    }
+    assert set(placed) == {"api", "deletion", "indexer", "extraction"}
+    # Given what each placed function's role allows, less what Lambda and the mappings do with it
+    needed: dict[str, set[str]] = {}
+    for name, props in placed.items():
+        actions = _allowed_actions(template, props["Role"]["Fn::GetAtt"][0])
+        # (Lambda's own view of the subnets: AWSLambdaVPCAccessExecutionRole's actions, DescribeSubnets included)
+        assert {"ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets", "ec2:CreateNetworkInterface"} <= actions
+        called = {a for a in actions if not a.startswith(_CALLED_BY_LAMBDA) and a not in _READ_BY_MAPPINGS}
+        services = {a.split(":", 1)[0] for a in called} - {"aoss"}  # (the collection: its own VPC endpoint)
+        assert services <= set(_ENDPOINT_OF), (name, services)
+        needed[name] = {_ENDPOINT_OF[service] for service in services}
+        # And the stack's list of what each function's code calls (which makes the endpoints) is exactly that
+        assert set(VPC_CALLS[name]) == needed[name], name
+    (group_id,) = {json.dumps(g) for props in placed.values() for g in props["VpcConfig"]["SecurityGroupIds"]}
+    endpoints = {
+        e["Properties"]["ServiceName"]["Fn::Join"][1][-1].lstrip("."): e["Properties"]
+        for e in resources(template, "AWS::EC2::VPCEndpoint").values()
+    }
+    # Then each such API has a VPC endpoint, and only those: DynamoDB's a gateway endpoint on the subnets' route tables
+    assert set(endpoints) == set().union(*needed.values())
+    dynamodb = endpoints.pop("dynamodb")
+    assert (dynamodb["VpcEndpointType"], dynamodb["VpcId"]) == ("Gateway", vpc)
+    assert dynamodb["RouteTableIds"] == list(PRIVATE_ROUTE_TABLES)
+    # And every other an interface endpoint in the subnets, answering under the service's usual name (private DNS),
+    # behind a group that admits HTTPS from the functions' group only
+    groups = resources(template, "AWS::EC2::SecurityGroup")
+    for service, endpoint in endpoints.items():
+        assert endpoint["ServiceName"]["Fn::Join"][1][:2] == ["com.amazonaws.", {"Ref": "AWS::Region"}], service
+        assert (endpoint["VpcEndpointType"], endpoint["VpcId"], endpoint["SubnetIds"]) == (
+            "Interface",
+            vpc,
+            list(subnets),
+        )
+        assert endpoint["PrivateDnsEnabled"] is True, service
+        ((endpoint_group,),) = {tuple(g["Fn::GetAtt"][0] for g in endpoint["SecurityGroupIds"])}
+        (ingress,) = groups[endpoint_group]["Properties"]["SecurityGroupIngress"]
+        assert (ingress["FromPort"], ingress["ToPort"]) == (443, 443)
+        assert json.dumps(ingress["SourceSecurityGroupId"]) == group_id
+    # And dev, with no private network, has none
+    assert resources(synthesized.templates[DEV_TABLE], "AWS::EC2::VPCEndpoint") == {}
+
+
+def test_a_private_network_names_its_route_tables_or_says_its_subnets_reach_aws_already(tmp_path: Any) -> None:
+    import pytest
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_kms as kms
+    from aws_cdk.assertions import Annotations, Match, Template
+
+    from infra.app import deployment_options
+    from infra.components.search import PrivateNetwork, VectorSearch
+
+    private = {
+        "stage": "prod",
+        "alarm_email": "a@b.example",
+        "search_backend": "opensearch",
+        "opensearch_vpc": "vpc-1",
+        "opensearch_subnets": "subnet-1,subnet-2",
+    }
+    # Given a private network without its route tables / Then the synth stops: DynamoDB's endpoint needs them
+    with pytest.raises(ValueError, match="opensearch_route_tables"):
+        deployment_options(private.get)
+    with pytest.raises(ValueError, match="route table ids"):
+        deployment_options({**private, "opensearch_route_tables": "subnet-3"}.get)
+    with pytest.raises(ValueError, match="true or false"):
+        deployment_options({**private, "opensearch_vpc_endpoints": "maybe"}.get)
+    options = deployment_options({**private, "opensearch_route_tables": "rtb-1, rtb-2"}.get)
+    assert options.private_network.route_tables == ("rtb-1", "rtb-2")
+    # And with opensearch_vpc_endpoints=false (a NAT gateway, or the VPC's own endpoints) it needs none, makes no
+    # endpoint and says what the subnets must reach
+    options = deployment_options({**private, "opensearch_vpc_endpoints": "false"}.get)
+    network = options.private_network
+    assert network == PrivateNetwork("vpc-1", ("subnet-1", "subnet-2"), endpoints=False)
+    stack = Stack(App(outdir=str(tmp_path)), "Collection")
+    search = VectorSearch(stack, "Search", stage="prod", key=kms.Key(stack, "Key"), production=True, network=network)
+    search.reach(["dynamodb", "secretsmanager"])
+    assert Template.from_stack(stack).find_resources("AWS::EC2::VPCEndpoint") == {}
+    Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp("must reach dynamodb, secretsmanager"))

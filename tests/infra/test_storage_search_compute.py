@@ -268,6 +268,7 @@ NO_RESOURCE_LEVEL_ACTIONS = {
     "dynamodb:ListStreams",
     # Lambda's view of the network interfaces of a function in a VPC (creation is bound to subnets and a group).
     "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSubnets",
     # Step Functions logging to CloudWatch Logs (vended log delivery) documents Resource "*" for these.
     "logs:CreateLogDelivery",
     "logs:GetLogDelivery",

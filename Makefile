@@ -177,7 +177,10 @@ synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).te
 layer: $(VENV)/.infra ## build the arm64 dependency layer into .layer-build/deps (pip, no Docker)
 	$(BIN)/python infra/packaging.py
 
+# infra/preflight.py first: refuses (with the reason) a stage whose reserved concurrency the account cannot give, or a
+# private network whose VPC does not resolve DNS, before anything is deployed.
 deploy: $(VENV)/.dev $(VENV)/.infra layer ## deploy the stack (needs AWS credentials; STAGE=dev|prod ALARM_EMAIL=<for prod> SEARCH_BACKEND=table|opensearch EXTRACTION_MODEL=<bedrock model id>)
+	$(BIN)/python infra/preflight.py $(CDK_CONTEXT)
 	npx --yes aws-cdk@2 deploy AgentMemory-$(STAGE) $(CDK_CONTEXT) --app "$(BIN)/python infra/app.py" --require-approval broadening
 
 clean:

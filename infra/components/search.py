@@ -64,7 +64,7 @@ class PrivateNetwork:
     for each (:meth:`VectorSearch.reach`), DynamoDB's a gateway endpoint on ``route_tables`` (the subnets' route
     tables); without, the subnets must reach them already, through a NAT gateway or endpoints of the VPC's own. The
     VPC must resolve DNS (enableDnsSupport and enableDnsHostnames): endpoints answer under the services' own names
-    only then (docs/deploy.md)."""
+    only then (docs/deploy.md; ``make deploy`` checks it: infra/preflight.py)."""
 
     vpc_id: str
     subnet_ids: tuple[str, ...]

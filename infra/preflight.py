@@ -25,8 +25,6 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-UNRESERVED_FLOOR = 100
-"""What Lambda keeps unreserved in an account (infra/components/compute.py ``UNRESERVED_FLOOR``)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +93,8 @@ def held_by_stack(cloudformation: Any, lambda_client: Any, stack_name: str) -> i
 
 def concurrency_problems(plan: Plan, lambda_client: Any, cloudformation: Any) -> list[str]:
     """Why the stage's reservations do not fit the account (empty: they fit)."""
+    from infra.components.compute import UNRESERVED_FLOOR
+
     limits = lambda_client.get_account_settings()["AccountLimit"]
     quota = int(limits["ConcurrentExecutions"])
     unreserved = int(limits["UnreservedConcurrentExecutions"])

@@ -19,7 +19,9 @@
   monthly cost of their own: docs/deploy.md). Request size: API Gateway
   refuses bodies over 10 MB (REQUEST_TOO_LARGE, answered 413 in the API's error shape) and the handler
   answers 413 above 6 MB (Lambda's payload limit), before any parsing.
-- Gateway errors (401, 403, 404, 413, 429) use the API's error body.
+- Gateway errors use the API's error body: 401, 403, 404, 413, 429, the WAF's blocks (403), the authorizer's failures
+  (503: the key could not be checked), the integration's timeout (504), and every other 4xx and 5xx API Gateway
+  answers itself (DEFAULT_4XX, DEFAULT_5XX, which keep their own status).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from agentmem.models.responses import error_body
-from infra.components.firewall import Firewall
+from infra.components.compute import GATEWAY_TIMEOUT_SECONDS
+from infra.components.firewall import REFUSED, Firewall
 from infra.components.routes import AGENTCORE_ROUTES, CONSOLE_ROUTES, MCP_ROUTES, PUBLIC_ROUTES, TENANT_ROUTES
 from infra.components.throttling import (
     DEFAULT_TIER,
@@ -90,7 +93,7 @@ def _error_template(code: str, message: str) -> dict[str, str]:
     return {"application/json": json.dumps(error_body(code, message, "$context.requestId"))}
 
 
-GATEWAY_ERRORS = [
+GATEWAY_ERRORS: list[tuple[apigw.ResponseType, str | None, str, str]] = [
     (
         apigw.ResponseType.UNAUTHORIZED,
         "401",
@@ -103,7 +106,37 @@ GATEWAY_ERRORS = [
     (apigw.ResponseType.REQUEST_TOO_LARGE, "413", "payload_too_large", "the request body is too large"),
     (apigw.ResponseType.THROTTLED, "429", "rate_limited", "too many requests; retry later"),
     (apigw.ResponseType.QUOTA_EXCEEDED, "429", "rate_limited", "the quota of this API key is used up"),
+    # A block by AWS's managed rule groups (the web ACL's own rules answer in their custom bodies, which take
+    # precedence: infra/components/firewall.py); this one names the request, which WAF's static bodies cannot.
+    (apigw.ResponseType.WAF_FILTERED, "403", "forbidden", REFUSED),
+    # The authorizer crashed, timed out, was throttled or could not read its table: the key was not checked. A
+    # dependency down is 503 in API.md (clients retry it), not the gateway's bare 500.
+    (
+        apigw.ResponseType.AUTHORIZER_FAILURE,
+        "503",
+        "dependency_unavailable",
+        "the API key could not be checked; retry later",
+    ),
+    (
+        apigw.ResponseType.AUTHORIZER_CONFIGURATION_ERROR,
+        "503",
+        "dependency_unavailable",
+        "the API key could not be checked; retry later",
+    ),
+    (
+        apigw.ResponseType.INTEGRATION_TIMEOUT,
+        "504",
+        "deadline_exceeded",
+        f"the API did not answer within the gateway's {GATEWAY_TIMEOUT_SECONDS} seconds; a write may have happened: "
+        "retry it with the same Idempotency-Key",
+    ),
+    # Every other answer of the gateway's own, with its own status (no status here: a default's status would
+    # replace every status of its class)
+    (apigw.ResponseType.DEFAULT_4_XX, None, "request_refused", "the gateway refused the request"),
+    (apigw.ResponseType.DEFAULT_5_XX, None, "internal_error", "the gateway could not get an answer from the API"),
 ]
+"""Each answer API Gateway makes itself: its type, its status (None: the one API Gateway gives), and the API's error
+code and message for it."""
 
 
 class Api(Construct):

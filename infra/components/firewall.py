@@ -70,6 +70,9 @@ COUNTED_COMMON_RULES = (
 )
 """The common rule set's body inspections, counted (logged), not blocking: memory content is free text."""
 REDACTED_HEADERS = ("x-api-key", "authorization")
+REFUSED = "the request was refused by the firewall"
+"""What a request the web ACL blocked is told: in its own ``forbidden`` body, and in API Gateway's answer to a block by
+AWS's managed rule groups (infra/components/api.py ``WAF_FILTERED``)."""
 
 
 def bearer(pattern: str) -> str:
@@ -128,7 +131,7 @@ class Firewall(Construct):
                     ("rate_limited", "too many requests from this client or key; retry later"),
                     ("payload_too_large", f"the request body exceeds {BODY_LIMIT_BYTES} bytes"),
                     ("unauthorized", MISSING_KEY),
-                    ("forbidden", "the request was refused by the firewall"),
+                    ("forbidden", REFUSED),
                 )
             },
         )

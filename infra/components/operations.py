@@ -149,7 +149,8 @@ class Operations(Construct):
         )
         self._alarm("TableThrottles", table_throttles, limits.table_throttles, "requests DynamoDB throttled")
         # Lambda counts every refused key as an error of the authorizer (it raises "Unauthorized", as API Gateway
-        # documents): what is left after the refusals it counts itself is a failure every tenant sees as a 500.
+        # documents): what is left after the refusals it counts itself is a failure every tenant sees as a 503 (the
+        # gateway's AUTHORIZER_FAILURE answer: infra/components/api.py).
         authorizer_failures = cw.MathExpression(
             expression="errors-rejected",
             using_metrics={
@@ -182,11 +183,11 @@ class Operations(Construct):
             "concurrent Lambda executions in the account",
         )
         # The API's and the authorizer's own throttles alarm apart (a tenant holding the API's slots; anonymous
-        # traffic filling the authorizer's, which every tenant whose cached answer expired then meets as a 500),
+        # traffic filling the authorizer's, which every tenant whose cached answer expired then meets as a 503),
         # the other functions' together.
         for name, fn, what in (
             ("ApiFunctionThrottles", api, "the API function (its reserved concurrency is full)"),
-            ("AuthorizerThrottles", authorizer, "the authorizer (answered 500 to callers whose cached answer expired)"),
+            ("AuthorizerThrottles", authorizer, "the authorizer (answered 503 to callers whose cached answer expired)"),
         ):
             throttled = fn.metric_throttles(statistic="Sum", period=FIVE_MINUTES)
             self._alarm(name, throttled, limits.throttles, f"throttled invocations of {what}", sustained=False)

@@ -1115,9 +1115,10 @@ class Gateway:
             )
         self.paths = {"/"} | {path_of({"Ref": i}) for i in parts}
         responses = [r["Properties"] for r in t.of_type("AWS::ApiGateway::GatewayResponse").values()]
-        self.responses = {
+        self.responses = {  # (DEFAULT_4XX and DEFAULT_5XX keep the status of the answer they dress: none here)
             props["ResponseType"]: (int(props["StatusCode"]), props["ResponseTemplates"]["application/json"])
             for props in responses
+            if "StatusCode" in props
         }
 
     def route(self, path: str) -> tuple[str, dict[str, str]] | None:

@@ -401,3 +401,49 @@ def test_a_private_network_names_its_route_tables_or_says_its_subnets_reach_aws_
     search.reach(["dynamodb", "secretsmanager"])
     assert Template.from_stack(stack).find_resources("AWS::EC2::VPCEndpoint") == {}
     Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp("must reach dynamodb, secretsmanager"))
+
+
+# -- point 10: every answer in the API's error body ------------------------------------------------------------
+
+
+def _gateway_answers(template: dict[str, Any]) -> dict[str, tuple[str | None, dict[str, Any]]]:
+    """Response type -> (its status, None: the one API Gateway gives; its body)."""
+    answers = {}
+    for response in resources(template, "AWS::ApiGateway::GatewayResponse").values():
+        props = response["Properties"]
+        (content_type,) = props["ResponseTemplates"]
+        assert content_type == "application/json"
+        answers[props["ResponseType"]] = (props.get("StatusCode"), json.loads(props["ResponseTemplates"][content_type]))
+    return answers
+
+
+def test_every_answer_the_gateway_makes_itself_is_in_the_api_error_body(synthesized: Synthesized) -> None:
+    import re
+
+    from infra.components.firewall import REFUSED
+
+    for name in (PROD_OPENSEARCH, DEV_TABLE):
+        answers = _gateway_answers(synthesized.templates[name])
+        # Given every gateway response of the stage / Then each is API.md's envelope: a snake_case code, a message,
+        # the request's id
+        for kind, (_, body) in answers.items():
+            assert set(body) == {"error"}, (name, kind)
+            assert set(body["error"]) == {"code", "message", "request_id"}, (name, kind)
+            assert re.fullmatch(r"[a-z]+(_[a-z]+)*", body["error"]["code"]), (name, kind)
+            assert body["error"]["message"], (name, kind)
+            assert body["error"]["request_id"] == "$context.requestId", (name, kind)
+        codes = {kind: (status, body["error"]["code"]) for kind, (status, body) in answers.items()}
+        # And the answers that came bare before: a block by AWS's managed rule groups (403) ...
+        assert codes["WAF_FILTERED"] == ("403", "forbidden")
+        assert answers["WAF_FILTERED"][1]["error"]["message"] == REFUSED
+        # ... the authorizer failing (a dependency down: 503, which clients retry, not the bare 500) ...
+        assert (
+            codes["AUTHORIZER_FAILURE"] == codes["AUTHORIZER_CONFIGURATION_ERROR"] == ("503", "dependency_unavailable")
+        )
+        # ... the API taking longer than the gateway waits (504) ...
+        assert codes["INTEGRATION_TIMEOUT"] == ("504", "deadline_exceeded")
+        assert "Idempotency-Key" in answers["INTEGRATION_TIMEOUT"][1]["error"]["message"]
+        # ... and every other 4xx and 5xx of the gateway's own, each keeping its status (a default's status would
+        # replace every status of its class)
+        assert codes["DEFAULT_5XX"] == (None, "internal_error")
+        assert codes["DEFAULT_4XX"] == (None, "request_refused")

@@ -13,13 +13,21 @@ Rules, in order (each a monthly rule fee, docs/deploy.md; ``RULE_COUNT`` of them
    tier), and each key may send its tier's rate with a fifth to spare, counted over a minute, so a key far past
    its plan is refused here even when the usage plan's best-effort throttle lets it through. A key sent in both
    headers is counted in each (twice its rate at most);
-4. a body-size limit under Lambda's: a request whose ``Content-Length`` says more than 6,000,000 bytes is
-   answered 413 here (API Gateway would pass up to 10 MB, and the function could not be invoked with it);
-5. AWS's managed common rule set, its body inspections counted only: a memory is any text a person or agent
-   wrote (code, markup, file paths), which those rules would refuse as cross-site scripting or file inclusion;
-6. AWS's managed known-bad-inputs rule set (Log4j and Java deserialization probes, exploitable paths).
-Refusals answer in the API's error body. The web ACL logs what it blocks or counts (never ``x-api-key`` nor
-``Authorization``) to a log group of its own.
+4. a body-size limit under Lambda's: a request whose ``Content-Length`` says more than 6,000,000 bytes, or that has
+   a body and no ``Content-Length`` at all (WAF sees only a body's first kilobytes, so a body is sized by its
+   header; one without passed), is answered 413 here (API Gateway would pass up to 10 MB, and the function could
+   not be invoked with it: the gateway's 5xx for what the client sent);
+5. AWS's managed common rule set, its body inspections and its missing-User-Agent rule counted only: a memory is any
+   text a person or agent wrote (code, markup, file paths), which those rules would refuse as cross-site scripting
+   or file inclusion, and an agent's HTTP client may send no User-Agent;
+6. AWS's managed known-bad-inputs rule set (Java deserialization, Log4j and React probes, exploitable paths), its
+   body inspections counted only: a memory about Log4Shell quotes the exploit string it is about.
+The web ACL's own refusals answer in the API's error body (its custom bodies); a managed group's block is WAF's bare
+403, which API Gateway answers in the API's error body with the request's id (infra/components/api.py
+``WAF_FILTERED``; a custom response on each managed rule would name every rule of both groups, miss the ones AWS
+adds, and carry no request id). The web ACL logs what it blocks or counts (never ``x-api-key`` nor
+``Authorization``) to a log group of its own, and its data protection replaces both headers' values wherever WAF
+shows them (its logs, its sampled requests, the keys a rate rule counts: the logging redaction covers the logs only).
 """
 
 from __future__ import annotations
@@ -67,8 +75,15 @@ COUNTED_COMMON_RULES = (
     "GenericLFI_BODY",
     "GenericRFI_BODY",
     "EC2MetaDataSSRF_BODY",
+    "NoUserAgent_HEADER",
 )
-"""The common rule set's body inspections, counted (logged), not blocking: memory content is free text."""
+"""The common rule set's body inspections, counted (logged), not blocking: memory content is free text (a body over
+8 KB, a legitimate batch of memories, is the API's to limit: 6 MB, rule 4); and its rule against requests without a
+User-Agent: agents' HTTP clients need not send one."""
+COUNTED_BAD_INPUT_RULES = ("JavaDeserializationRCE_BODY", "Log4JRCE_BODY", "ReactJSRCE_BODY")
+"""The known-bad-inputs rule set's body inspections, counted: a memory may quote an exploit string (a note about
+Log4Shell holds ``${jndi:ldap://...}``), which the API stores as text and never evaluates. Its header, path and query
+rules still block."""
 REDACTED_HEADERS = ("x-api-key", "authorization")
 REFUSED = "the request was refused by the firewall"
 """What a request the web ACL blocked is told: in its own ``forbidden`` body, and in API Gateway's answer to a block by
@@ -129,13 +144,31 @@ class Firewall(Construct):
                 code: {"ContentType": "APPLICATION_JSON", "Content": json.dumps(error_body(code, message, ""))}
                 for code, message in (
                     ("rate_limited", "too many requests from this client or key; retry later"),
-                    ("payload_too_large", f"the request body exceeds {BODY_LIMIT_BYTES} bytes"),
+                    (
+                        "payload_too_large",
+                        f"the request body exceeds {BODY_LIMIT_BYTES} bytes, or comes without a Content-Length",
+                    ),
                     ("unauthorized", MISSING_KEY),
                     ("forbidden", REFUSED),
                 )
             },
         )
         self.web_acl.add_property_override("Rules", self.rules())
+        # The keys' values replaced wherever WAF shows a request (logs, sampled requests, the rate rules' keys): the
+        # logging configuration's redaction below covers the logs only.
+        self.web_acl.add_property_override(
+            "DataProtectionConfig",
+            {
+                "DataProtections": [
+                    {
+                        "Field": {"FieldType": "SINGLE_HEADER", "FieldKeys": list(REDACTED_HEADERS)},
+                        "Action": "SUBSTITUTION",
+                        "ExcludeRuleMatchDetails": False,
+                        "ExcludeRateBasedDetails": False,
+                    }
+                ]
+            },
+        )
         wafv2.CfnWebACLAssociation(self, "Association", resource_arn=stage.stage_arn, web_acl_arn=self.web_acl.attr_arn)
         # WAF delivers to a log group whose name starts with aws-waf-logs-; only what it blocked or counted. The group
         # is retained with the stack: its name ends in the stack's own suffix, so creating the stack again after a
@@ -246,14 +279,34 @@ class Firewall(Construct):
                 "Action": {
                     "Block": {"CustomResponse": {"ResponseCode": 413, "CustomResponseBodyKey": "payload_too_large"}}
                 },
-                "Statement": _regex({"SingleHeader": {"Name": "content-length"}}, at_least(BODY_LIMIT_BYTES + 1)),
+                # One rule, both refusals (each rule is a monthly fee): a length over the limit, or a body whose
+                # length WAF cannot know (it inspects a body's first kilobytes only; Body's OversizeHandling MATCH makes
+                # a longer one count as present)
+                "Statement": {
+                    "OrStatement": {
+                        "Statements": [
+                            _regex({"SingleHeader": {"Name": "content-length"}}, at_least(BODY_LIMIT_BYTES + 1)),
+                            {
+                                "AndStatement": {
+                                    "Statements": [
+                                        _has_body(),
+                                        {"NotStatement": {"Statement": _present("content-length")}},
+                                    ]
+                                }
+                            },
+                        ]
+                    }
+                },
                 "VisibilityConfig": _visibility("BodyUnderLambdaLimit"),
             },
             _managed(
                 "AWSManagedRulesCommonRuleSet",
                 overrides=[{"Name": rule, "ActionToUse": {"Count": {}}} for rule in COUNTED_COMMON_RULES],
             ),
-            _managed("AWSManagedRulesKnownBadInputsRuleSet"),
+            _managed(
+                "AWSManagedRulesKnownBadInputsRuleSet",
+                overrides=[{"Name": rule, "ActionToUse": {"Count": {}}} for rule in COUNTED_BAD_INPUT_RULES],
+            ),
         ]
         assert len(rules) == RULE_COUNT
         return [{**rule, "Priority": priority} for priority, rule in enumerate(rules, start=1)]
@@ -274,6 +327,18 @@ def _present(header: str) -> dict[str, object]:
     return {
         "SizeConstraintStatement": {
             "FieldToMatch": {"SingleHeader": {"Name": header}},
+            "ComparisonOperator": "GT",
+            "Size": 0,
+            "TextTransformations": [{"Priority": 0, "Type": "NONE"}],
+        }
+    }
+
+
+def _has_body() -> dict[str, object]:
+    """A request with a body: at least one byte of it (one past what WAF inspects counts too)."""
+    return {
+        "SizeConstraintStatement": {
+            "FieldToMatch": {"Body": {"OversizeHandling": "MATCH"}},
             "ComparisonOperator": "GT",
             "Size": 0,
             "TextTransformations": [{"Priority": 0, "Type": "NONE"}],

@@ -447,3 +447,122 @@ def test_every_answer_the_gateway_makes_itself_is_in_the_api_error_body(synthesi
         # replace every status of its class)
         assert codes["DEFAULT_5XX"] == (None, "internal_error")
         assert codes["DEFAULT_4XX"] == (None, "request_refused")
+
+
+def _web_acl(template: dict[str, Any]) -> dict[str, Any]:
+    (acl,) = resources(template, "AWS::WAFv2::WebACL").values()
+    return dict(acl["Properties"])
+
+
+def test_the_managed_rules_that_would_refuse_legitimate_memories_only_count(synthesized: Synthesized) -> None:
+    acl = _web_acl(synthesized.templates[PROD_OPENSEARCH])
+    groups = {
+        rule["Statement"]["ManagedRuleGroupStatement"]["Name"]: rule
+        for rule in acl["Rules"]
+        if "ManagedRuleGroupStatement" in rule["Statement"]
+    }
+    counted = {
+        name: {
+            o["Name"]
+            for o in rule["Statement"]["ManagedRuleGroupStatement"].get("RuleActionOverrides", [])
+            if o["ActionToUse"] == {"Count": {}}
+        }
+        for name, rule in groups.items()
+    }
+    # Given AWS's two managed groups / Then the known-bad-inputs group's body rules only count: a memory about
+    # Log4Shell quotes ${jndi:ldap://...}, which Log4JRCE_BODY blocked (and so the Java deserialization and React
+    # payloads a memory may quote); its header, path and query rules still block
+    assert counted["AWSManagedRulesKnownBadInputsRuleSet"] == {
+        "Log4JRCE_BODY",
+        "JavaDeserializationRCE_BODY",
+        "ReactJSRCE_BODY",
+    }
+    # And the common group counts a request without a User-Agent (an agent's HTTP client may send none) and a body
+    # over 8 KB (a batch of memories; the API's own limit is 6 MB), beside its body inspections
+    assert {"NoUserAgent_HEADER", "SizeRestrictions_BODY"} <= counted["AWSManagedRulesCommonRuleSet"]
+    assert all(
+        name.endswith("_BODY") or name == "NoUserAgent_HEADER" for name in counted["AWSManagedRulesCommonRuleSet"]
+    )
+    # And every other rule of both groups keeps its block (the group's own action is not overridden)
+    for rule in groups.values():
+        assert rule["OverrideAction"] == {"None": {}}
+
+
+def test_the_api_keys_are_replaced_wherever_waf_shows_a_request(synthesized: Synthesized) -> None:
+    from infra.components.firewall import KEY_HEADERS
+
+    acl = _web_acl(synthesized.templates[PROD_OPENSEARCH])
+    # Given the headers a key comes in (x-api-key, or Authorization: Bearer on MCP) / Then the web ACL's data
+    # protection substitutes both in its logs, its sampled requests and the keys its rate rules count (the logging
+    # configuration's redaction covered the logs only)
+    assert set(KEY_HEADERS) == {"x-api-key", "authorization"}
+    (protection,) = acl["DataProtectionConfig"]["DataProtections"]
+    assert protection["Field"] == {"FieldType": "SINGLE_HEADER", "FieldKeys": ["x-api-key", "authorization"]}
+    assert protection["Action"] == "SUBSTITUTION"
+    assert (protection["ExcludeRateBasedDetails"], protection["ExcludeRuleMatchDetails"]) == (False, False)
+    # And the logs' redaction stays
+    (logging,) = resources(synthesized.templates[PROD_OPENSEARCH], "AWS::WAFv2::LoggingConfiguration").values()
+    assert {f["SingleHeader"]["Name"] for f in logging["Properties"]["RedactedFields"]} == set(KEY_HEADERS)
+    # And dev has no web ACL to protect (dev's stage has no WAF: docs/deploy.md)
+    assert resources(synthesized.templates[DEV_TABLE], "AWS::WAFv2::WebACL") == {}
+
+
+_INSPECTED = 8 * 1024
+"""What WAF inspects of a body (API Gateway's default limit)."""
+
+
+def _blocks(statement: dict[str, Any], headers: dict[str, str], body: bytes) -> bool:
+    """Whether a request matches a statement of the kinds the size rule uses, as WAF documents them: a statement on
+    an absent header does not match; a body past the inspection limit matches under ``OversizeHandling: MATCH``."""
+    import re
+
+    ((kind, spec),) = statement.items()
+    if kind == "OrStatement":
+        return any(_blocks(s, headers, body) for s in spec["Statements"])
+    if kind == "AndStatement":
+        return all(_blocks(s, headers, body) for s in spec["Statements"])
+    if kind == "NotStatement":
+        return not _blocks(spec["Statement"], headers, body)
+    field = spec["FieldToMatch"]
+    if "Body" in field:
+        if len(body) > _INSPECTED:
+            assert field["Body"]["OversizeHandling"] == "MATCH"
+            return True
+        value = body
+    else:
+        header = headers.get(field["SingleHeader"]["Name"])
+        if header is None:
+            return False
+        value = header.encode()
+    if kind == "RegexMatchStatement":
+        return re.search(spec["RegexString"], value.decode()) is not None
+    assert (kind, spec["ComparisonOperator"]) == ("SizeConstraintStatement", "GT")
+    return len(value) > spec["Size"]
+
+
+def test_the_body_size_rule_refuses_a_body_it_cannot_size(synthesized: Synthesized) -> None:
+    from infra.components.firewall import BODY_LIMIT_BYTES
+
+    acl = _web_acl(synthesized.templates[PROD_OPENSEARCH])
+    (rule,) = [r for r in acl["Rules"] if r["Name"] == "BodyUnderLambdaLimit"]
+    statement = rule["Statement"]
+    small, large = b'{"entries": []}', b"x" * 7_000_000
+    cases = [
+        # (headers, body, refused)
+        ({"content-length": str(len(small))}, small, False),
+        ({"content-length": str(BODY_LIMIT_BYTES)}, b"x" * BODY_LIMIT_BYTES, False),
+        ({"content-length": str(len(large))}, large, True),
+        # a body without Content-Length (chunked): it passed the rule, which read only the header
+        ({"transfer-encoding": "chunked"}, large, True),
+        ({"transfer-encoding": "chunked"}, small, True),
+        # a request without a body needs no length
+        ({}, b"", False),
+    ]
+    for headers, body, refused in cases:
+        assert _blocks(statement, headers, body) is refused, (headers, len(body))
+    # And the refusal is the API's 413, saying why
+    response = rule["Action"]["Block"]["CustomResponse"]
+    assert response["ResponseCode"] == 413
+    answer = json.loads(acl["CustomResponseBodies"][response["CustomResponseBodyKey"]]["Content"])
+    assert answer["error"]["code"] == "payload_too_large"
+    assert "Content-Length" in answer["error"]["message"]

@@ -53,7 +53,7 @@ from typing import Any
 from unittest import mock
 
 import cost_model
-from benchlib import scaled, sentence, vocabulary
+from benchlib import SCALE, scaled, sentence, vocabulary
 from cost_model import CallUse, FunctionUse, Workload
 
 from agentmem import capacity, costs
@@ -101,6 +101,11 @@ ACCESS_LOG_BYTES = 450
 """The gateway's access log line per request, in the template's JSON format with its standard fields."""
 
 STACKS = {"table": "AgentMemory-prod-table", "opensearch": "AgentMemory-prod"}
+EMBEDDING_SHARES = "MEMORY_EMBEDDING_SHARES"
+"""Each tenant's embedding calls a minute (issue 41): the bench keeps their metering and lifts the limit, since it
+runs a month of one user's calls in seconds."""
+DEV_STACK = "AgentMemory-dev-table"
+"""A dev stage on the table backend: priced idle only (its floor), not measured."""
 
 
 # -- the stacks ------------------------------------------------------------------------------------
@@ -124,7 +129,9 @@ def synthesized() -> Any:
 
     stamp = SYNTH_DIR / "sources.sha256"
     digest = _sources_digest()
-    if not (stamp.is_file() and stamp.read_text() == digest):
+    names = [*STACKS.values(), DEV_STACK]
+    held = all((SYNTH_DIR / f"{name}.template.json").is_file() for name in names)
+    if not (held and stamp.is_file() and stamp.read_text() == digest):
         from aws_cdk import App
 
         from infra.stack import DeploymentOptions, MemoryServiceStack
@@ -134,9 +141,10 @@ def synthesized() -> Any:
         for backend, name in STACKS.items():
             options = DeploymentOptions(stage="prod", search_backend=backend, alarm_email="alarms@example.com")
             MemoryServiceStack(app, name, options=options)
+        MemoryServiceStack(app, DEV_STACK, options=DeploymentOptions(stage="dev", search_backend="table"))
         app.synth()
         stamp.write_text(digest)
-    templates = {name: json.loads((SYNTH_DIR / f"{name}.template.json").read_text()) for name in STACKS.values()}
+    templates = {name: json.loads((SYNTH_DIR / f"{name}.template.json").read_text()) for name in names}
     return Synthesized(SYNTH_DIR, templates, {})
 
 
@@ -286,6 +294,10 @@ def deployment_of(stack: str, opensearch_url: str | None) -> Iterator[Any]:
     real_stdout, sys.stdout = sys.stdout, _RoutedStdout(sys.stdout)
     try:
         with deployment.deployed(), _counted_opensearch(), _counted_titan():
+            for function in deployment.functions.values():  # a month of one user's calls in seconds: metered, no 429
+                if EMBEDDING_SHARES in function.variables:
+                    limits = ",".join(f"{tier}:{10**9}" for tier in ("starter", "standard", "scale"))
+                    function.variables[EMBEDDING_SHARES] = limits
             yield deployment
     finally:
         sys.stdout = real_stdout
@@ -586,7 +598,7 @@ def measure_stack(backend: str, opensearch_url: str | None) -> dict[str, Any]:
 
         # The erasure of a user holding MEMORIES entries and FACTS facts: filled anew for each run.
         uses.append(_measure_erasure(bench))
-        facts = template_facts(deployment)
+        facts = template_facts(deployment.template)
         facts["custom_metrics"] = len(_emf_metrics)
         ttl = _authorizer_ttl(deployment)
     return {"uses": uses, "held_bytes_per_memory": held, "facts": facts, "authorizer_ttl": ttl}
@@ -656,9 +668,8 @@ CONTRIBUTOR_INSIGHTS_RULES_PER_TABLE = 4
 item), budgeted whole: the throttled-keys mode may keep fewer."""
 
 
-def template_facts(deployment: Any) -> dict[str, float]:
-    """What a stack costs at rest, read off its template."""
-    t = deployment.template
+def template_facts(t: Any) -> dict[str, float]:
+    """What a stack costs at rest, read off its template (``of_type(kind)``: its resources of a type)."""
     alarms = 0
     for resource in t.of_type("AWS::CloudWatch::Alarm").values():
         metrics = resource["Properties"].get("Metrics")
@@ -709,6 +720,19 @@ def template_facts(deployment: Any) -> dict[str, float]:
         "detailed_metrics": float(methods * 5 if detailed else 0),
         "ocus": ocus,
     }
+
+
+def stack_floors(custom_metrics: float) -> dict[str, Any]:
+    """Each synthesized stack's fixed monthly floor, idle: prod's two backends and a dev stage (``custom_metrics``:
+    the EMF metrics the code emits, measured by the run, the same in every stack)."""
+    from tests.cloud.template import Template
+
+    floors = {}
+    for name, body in synthesized().templates.items():
+        facts = {**template_facts(Template(name, body)), "custom_metrics": custom_metrics}
+        floor = cost_model.floor(facts)
+        floors[name] = {"usd_month": floor.total, "parts": floor.parts, "facts": facts, "arithmetic": floor.arithmetic}
+    return floors
 
 
 def _authorizer_ttl(deployment: Any) -> float:
@@ -1387,10 +1411,10 @@ def report(
         theirs = f"${usd:.2f}" if usd else "not priced"
         print(f"| {kind} | {theirs} | ${ours[0]:.4f} | ${ours[1]:.4f} |")
     print("(no per-session write throttle below DynamoDB's own; AgentCore allows one CreateEvent every 4 s a session)")
-    for backend, measured in results.items():
-        fl = cost_model.floor(measured["facts"])
-        out["floors"][backend] = {"usd_month": fl.total, "parts": fl.parts}
-        print(f"\n{backend}: fixed monthly floor ${fl.total:,.2f}: " + "; ".join(fl.arithmetic))
+    floors = stack_floors(results["table"]["facts"]["custom_metrics"])
+    for name, floor in floors.items():
+        out["floors"][name] = {key: floor[key] for key in ("usd_month", "parts", "facts")}
+        print(f"\n{name}: fixed monthly floor ${floor['usd_month']:,.2f}: " + "; ".join(floor["arithmetic"]))
     if extraction:
         out["extraction"] = report_extraction(extraction)
     report_cold(cold)
@@ -1529,6 +1553,11 @@ def report(
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=2, default=str))
     print(f"\nwritten: {OUT.relative_to(ROOT)}")
+    if SCALE == 1:  # a full run is the docs' figures (a run at a hundredth is not)
+        import cost_figures
+
+        changed = cost_figures.write(json.loads(OUT.read_text()), floors)
+        print(f"written: {cost_figures.FIGURES.relative_to(ROOT)}; docs rewritten: {', '.join(changed) or 'none'}")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -315,30 +315,3 @@ def per_thousand_turns(run: Run) -> ExtractionUse:
         metered_tokens=(run.metered["model_input_tokens"] * per, run.metered["model_output_tokens"] * per),
         source=source,
     )
-
-
-def with_real_model(use: ExtractionUse, path: Path) -> ExtractionUse:
-    """``use`` with a real model's tokens and records per turn where ``make bench ONLY=extraction`` wrote them
-    (``path``; a run of its scripted model, at a hundredth, is not a model's): the three strategies' tokens are
-    the model's as its endpoint reported them, split between the strategies as counted here; the DynamoDB units
-    and Titan tokens stay the ones counted here. Sessions written whole only: that bench writes sessions whole."""
-    if use.arrival != "sessions written whole" or not path.is_file():
-        return use
-    pipeline = json.loads(path.read_text(encoding="utf-8")).get("pipeline") or {}
-    model = str(pipeline.get("model") or "")
-    if not model or model.startswith("scripted") or not pipeline.get("turns"):
-        return use
-    real_in = 1000 * float(pipeline["input_tokens_per_turn"])
-    real_out = 1000 * float(pipeline["output_tokens_per_turn"])
-    ours_in, ours_out = use.tokens[TOGETHER]
-    tokens = {
-        name: (i * real_in / ours_in if ours_in else 0.0, o * real_out / ours_out if ours_out else 0.0)
-        for name, (i, o) in use.tokens.items()
-    }
-    records = 1000 * float(pipeline["records"]) / float(pipeline["turns"])
-    source = (
-        f"bench/out/extraction.json: model {model} on {pipeline.get('source', '?')} ({pipeline['turns']:,} turns, "
-        f"{pipeline.get('records_per_session', 0):.2f} records a session), tokens as its endpoint reported them; "
-        f"split between the strategies, and DynamoDB units, as counted here ({use.source})"
-    )
-    return replace(use, tokens=tokens, records=records, metered_tokens=(real_in, real_out), source=source)

@@ -17,6 +17,7 @@ SECTIONS = sorted(path.stem for path in (ROOT / "bench").glob("bench_*.py"))
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("bench-cost-synth")  # the cost bench's synthesis cache, shared with test_cost_figures.py
 def test_every_bench_section_runs_at_a_hundredth_of_its_workload() -> None:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORY_", "BENCH_"))}
     result = subprocess.run(

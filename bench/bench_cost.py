@@ -1037,9 +1037,12 @@ def workload_bill(
     lines = [f"traffic {rate:.3f} requests/s; X-Ray records {traced:.1%}, the authorizer runs for {auth_share:.1%}"]
     total = 0.0
     warm_search = 0.0
+    month: list[tuple[str, CallUse, float]] = []  # each kind of call the workload makes, as measured, and how often
     for kind, calls in workload.calls().items():
         use = next((u for k, u in uses.items() if k.startswith(kind)), None)
         assert use is not None, kind
+        month.append((kind, use, calls))
+    for kind, use, calls in month:
         each = sum(cost_model.call_cost(use, authorizer_share=auth_share, traced_share=traced).values())
         if kind.startswith("search"):
             warm_search = each
@@ -1066,19 +1069,10 @@ def workload_bill(
             else ""
         )
     )
-    requests = sum(
-        next(u for k, u in uses.items() if k.startswith(kind)).api_requests * calls
-        for kind, calls in workload.calls().items()
-    )
+    requests = sum(use.api_requests * calls for _, use, calls in month)
     saving = cost_model.api_tier_saving(requests)
     waf = price("waf.requests").of(requests) if facts.get("waf_acls") else 0.0
-    out_gb = (
-        sum(
-            next(u for k, u in uses.items() if k.startswith(kind)).response_bytes * calls
-            for kind, calls in workload.calls().items()
-        )
-        / cost_model.GB
-    )
+    out_gb = sum(use.response_bytes * calls for _, use, calls in month) / cost_model.GB
     transfer = cost_model.data_transfer_out(out_gb)
     total += waf + transfer - saving
     lines.append(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,66 +70,87 @@ def selected(cost: Mapping[str, Any], floors: Mapping[str, Any]) -> dict[str, An
     }
 
 
-def _floors(figures: Mapping[str, Any]) -> str:
-    lines = ["| stack | fixed monthly floor, idle | alarm metrics |", "|---|---|---|"]
-    for stack, floor in figures["floors"].items():
-        lines.append(f"| {stack} | {usd(floor['usd_month'])} | {floor['alarm_metrics']:.0f} |")
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A markdown table of ``rows`` under ``header``."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def _floors(figures: Mapping[str, Any]) -> str:
+    return _table(
+        ("stack", "fixed monthly floor, idle", "alarm metrics"),
+        (
+            (stack, usd(floor["usd_month"]), f"{floor['alarm_metrics']:.0f}")
+            for stack, floor in figures["floors"].items()
+        ),
+    )
+
+
+def _or_not_run(value: float | None) -> str:
+    return usd(value) if value is not None else "not run"
 
 
 def _workloads(figures: Mapping[str, Any]) -> str:
-    lines = [
-        "| users | table | table, learning (extraction on) | of which backups (with the copy) | opensearch "
-        "| AgentCore, short-term only | AgentCore with long-term: built-in / self-managed with the model |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for users, row in figures["workloads"].items():
-        learning = row["table_with_extraction"]
-        self_managed = row["agentcore_self_managed_with_model"]
-        lines.append(
-            f"| {int(users):,} | {usd(row['table'])} | {usd(learning) if learning is not None else 'not run'} | "
-            f"{usd(row['table_backups'])} ({usd(row['table_backups'] + row['table_backup_copy'])}) | "
-            f"{usd(row['opensearch'])} | {usd(row['agentcore_short_term'])} | {usd(row['agentcore_built_in'])} / "
-            f"{usd(self_managed) if self_managed is not None else 'not run'} |"
-        )
-    return "\n".join(lines) + "\n"
+    return _table(
+        (
+            "users",
+            "table",
+            "table, learning (extraction on)",
+            "of which backups (with the copy)",
+            "opensearch",
+            "AgentCore, short-term only",
+            "AgentCore with long-term: built-in / self-managed with the model",
+        ),
+        (
+            (
+                f"{int(users):,}",
+                usd(row["table"]),
+                _or_not_run(row["table_with_extraction"]),
+                f"{usd(row['table_backups'])} ({usd(row['table_backups'] + row['table_backup_copy'])})",
+                usd(row["opensearch"]),
+                usd(row["agentcore_short_term"]),
+                f"{usd(row['agentcore_built_in'])} / {_or_not_run(row['agentcore_self_managed_with_model'])}",
+            )
+            for users, row in figures["workloads"].items()
+        ),
+    )
 
 
 def _search(figures: Mapping[str, Any]) -> str:
-    lines = [
-        "| users | cache hit rate | search all-in per 1,000 | against AgentCore's retrieval ($0.50) |",
-        "|---|---|---|---|",
-    ]
-    for users, row in figures["workloads"].items():
-        hit = row["cache_hit_rate"]
-        lines.append(
-            f"| {int(users):,} | {hit:.1%} | {per_1k(row['search_all_in_usd_per_1k'])} | "
-            f"1/{row['search_vs_agentcore_retrieval']:,.0f} |"
-            if hit is not None
-            else f"| {int(users):,} | - | {per_1k(row['search_all_in_usd_per_1k'])} | - |"
-        )
-    return "\n".join(lines) + "\n"
+    def row(users: str, held: Mapping[str, Any]) -> tuple[str, ...]:
+        hit = held["cache_hit_rate"]
+        cost = per_1k(held["search_all_in_usd_per_1k"])
+        if hit is None:
+            return (f"{int(users):,}", "-", cost, "-")
+        return (f"{int(users):,}", f"{hit:.1%}", cost, f"1/{held['search_vs_agentcore_retrieval']:,.0f}")
+
+    return _table(
+        ("users", "cache hit rate", "search all-in per 1,000", "against AgentCore's retrieval ($0.50)"),
+        (row(users, held) for users, held in figures["workloads"].items()),
+    )
 
 
 def _calls(figures: Mapping[str, Any]) -> str:
-    lines = ["| call | table | opensearch |", "|---|---|---|"]
-    for kind, by_backend in figures["calls"].items():
-        lines.append(f"| {kind} | {per_1k(by_backend['table'])} | {per_1k(by_backend['opensearch'])} |")
-    return "\n".join(lines) + "\n"
+    return _table(
+        ("call", "table", "opensearch"),
+        ((kind, per_1k(by["table"]), per_1k(by["opensearch"])) for kind, by in figures["calls"].items()),
+    )
 
 
 def _memories(figures: Mapping[str, Any]) -> str:
-    lines = [
-        "| memories a user | table: needs | table | opensearch |",
-        "|---|---|---|---|",
-    ]
-    for memories, row in figures["memories_per_user"].items():
-        needs = row["table_needs"]
-        lines.append(
-            f"| {int(memories):,} | {needs['memory_mb']:,} MB, MEMORY_MAX_ENTRIES {needs['max_entries']:,} | "
-            f"{usd(row['table'])} | {usd(row['opensearch'])} |"
-        )
-    return "\n".join(lines) + "\n"
+    return _table(
+        ("memories a user", "table: needs", "table", "opensearch"),
+        (
+            (
+                f"{int(memories):,}",
+                f"{row['table_needs']['memory_mb']:,} MB, MEMORY_MAX_ENTRIES {row['table_needs']['max_entries']:,}",
+                usd(row["table"]),
+                usd(row["opensearch"]),
+            )
+            for memories, row in figures["memories_per_user"].items()
+        ),
+    )
 
 
 SECTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {

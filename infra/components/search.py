@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Annotations, ArnFormat, Aws, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -237,26 +238,23 @@ class VectorSearch(Construct):
             return
         for service in sorted(services):
             name = "".join(part.capitalize() for part in service.split("-")) + "Endpoint"
-            if service == "dynamodb":
-                endpoint = ec2.CfnVPCEndpoint(
-                    self,
-                    name,
-                    vpc_id=network.vpc_id,
-                    service_name=f"com.amazonaws.{Aws.REGION}.{service}",
-                    vpc_endpoint_type="Gateway",
-                    route_table_ids=list(network.route_tables),
-                )
-            else:
-                endpoint = ec2.CfnVPCEndpoint(
-                    self,
-                    name,
-                    vpc_id=network.vpc_id,
-                    service_name=f"com.amazonaws.{Aws.REGION}.{service}",
-                    vpc_endpoint_type="Interface",
-                    subnet_ids=list(network.subnet_ids),
-                    security_group_ids=[group.attr_group_id],
-                    private_dns_enabled=True,
-                )
+            placement: dict[str, Any] = (
+                {"vpc_endpoint_type": "Gateway", "route_table_ids": list(network.route_tables)}
+                if service == "dynamodb"
+                else {
+                    "vpc_endpoint_type": "Interface",
+                    "subnet_ids": list(network.subnet_ids),
+                    "security_group_ids": [group.attr_group_id],
+                    "private_dns_enabled": True,
+                }
+            )
+            endpoint = ec2.CfnVPCEndpoint(
+                self,
+                name,
+                vpc_id=network.vpc_id,
+                service_name=f"com.amazonaws.{Aws.REGION}.{service}",
+                **placement,
+            )
             self.service_endpoints[service] = endpoint
 
     def allow(self, grants: Mapping[iam.IRole, Sequence[str]], admins: Sequence[str] = ()) -> None:

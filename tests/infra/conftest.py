@@ -9,7 +9,7 @@ import pytest
 
 from tests.synthesis import CDK_PROVIDERS, DEV_TABLE, PROD_OPENSEARCH, Synthesized, mark_group
 
-__all__ = ["DEV_TABLE", "PROD_OPENSEARCH", "Synthesized", "cdk_providers", "resources"]
+__all__ = ["DEV_TABLE", "PROD_OPENSEARCH", "Synthesized", "cdk_providers", "function_ids", "resources"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -37,3 +37,11 @@ def resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 def cdk_providers(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """CDK's custom-resource providers of the template (tests/synthesis.py ``CDK_PROVIDERS``)."""
     return {name: r for name, r in template["Resources"].items() if name.startswith(CDK_PROVIDERS)}
+
+
+def function_ids(template: dict[str, Any]) -> dict[str, str]:
+    """Handler module (``api``, ``authorizer``, ``snapshots``, ...) -> the function's logical id."""
+    return {
+        f["Properties"]["Handler"].split(".", 1)[0]: logical
+        for logical, f in resources(template, "AWS::Lambda::Function").items()
+    }

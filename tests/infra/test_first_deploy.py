@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.infra.conftest import DEV_TABLE, PROD_OPENSEARCH, Synthesized, resources
+from tests.infra.conftest import DEV_TABLE, PROD_OPENSEARCH, Synthesized, function_ids, resources
+from tests.infra.waf import Request, matches
 
 
 def _alarms(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -22,14 +23,6 @@ def _alarms(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _logical(template: dict[str, Any], kind: str, part: str) -> str:
     (found,) = [name for name in resources(template, kind) if part in name]
     return found
-
-
-def _function_ids(template: dict[str, Any]) -> dict[str, str]:
-    """Handler name (``api``, ``snapshots``, ...) -> the function's logical id."""
-    return {
-        f["Properties"]["Handler"].split(".", 1)[0]: logical
-        for logical, f in resources(template, "AWS::Lambda::Function").items()
-    }
 
 
 # -- point 8: failures nobody heard --------------------------------------------------------------------------
@@ -117,7 +110,7 @@ def test_the_snapshot_queue_never_invokes_its_function_past_its_reservation(synt
     from infra.components.snapshots import MIN_SQS_CONCURRENCY
 
     template = synthesized.templates[DEV_TABLE]
-    function = _function_ids(template)["snapshots"]
+    function = function_ids(template)["snapshots"]
     (mapping,) = [
         m["Properties"]
         for m in resources(template, "AWS::Lambda::EventSourceMapping").values()
@@ -135,7 +128,7 @@ def test_the_snapshot_queue_never_invokes_its_function_past_its_reservation(synt
 
 def test_the_indexer_failure_alarm_reads_what_its_stream_mapping_gave_up_each_minute(synthesized: Synthesized) -> None:
     template = synthesized.templates[PROD_OPENSEARCH]
-    indexer = _function_ids(template)["indexer"]
+    indexer = function_ids(template)["indexer"]
     ((mapping_id, mapping),) = [
         (logical, m["Properties"])
         for logical, m in resources(template, "AWS::Lambda::EventSourceMapping").items()
@@ -260,7 +253,7 @@ def test_the_stage_reserves_for_the_functions_it_has_and_no_other(synthesized: S
         options = synthesized.stacks[name].options
         reserved = {
             handler: template["Resources"][logical]["Properties"]["ReservedConcurrentExecutions"]
-            for handler, logical in _function_ids(template).items()
+            for handler, logical in function_ids(template).items()
         }
         # Given the stage's functions / Then the concurrency plan names exactly them, each with its reservation, and
         # its total is what the template reserves (the sum the pre-deploy check compares with the account's quota)
@@ -507,39 +500,6 @@ def test_the_api_keys_are_replaced_wherever_waf_shows_a_request(synthesized: Syn
     assert resources(synthesized.templates[DEV_TABLE], "AWS::WAFv2::WebACL") == {}
 
 
-_INSPECTED = 8 * 1024
-"""What WAF inspects of a body (API Gateway's default limit)."""
-
-
-def _blocks(statement: dict[str, Any], headers: dict[str, str], body: bytes) -> bool:
-    """Whether a request matches a statement of the kinds the size rule uses, as WAF documents them: a statement on
-    an absent header does not match; a body past the inspection limit matches under ``OversizeHandling: MATCH``."""
-    import re
-
-    ((kind, spec),) = statement.items()
-    if kind == "OrStatement":
-        return any(_blocks(s, headers, body) for s in spec["Statements"])
-    if kind == "AndStatement":
-        return all(_blocks(s, headers, body) for s in spec["Statements"])
-    if kind == "NotStatement":
-        return not _blocks(spec["Statement"], headers, body)
-    field = spec["FieldToMatch"]
-    if "Body" in field:
-        if len(body) > _INSPECTED:
-            assert field["Body"]["OversizeHandling"] == "MATCH"
-            return True
-        value = body
-    else:
-        header = headers.get(field["SingleHeader"]["Name"])
-        if header is None:
-            return False
-        value = header.encode()
-    if kind == "RegexMatchStatement":
-        return re.search(spec["RegexString"], value.decode()) is not None
-    assert (kind, spec["ComparisonOperator"]) == ("SizeConstraintStatement", "GT")
-    return len(value) > spec["Size"]
-
-
 def test_the_body_size_rule_refuses_a_body_it_cannot_size(synthesized: Synthesized) -> None:
     from infra.components.firewall import BODY_LIMIT_BYTES
 
@@ -559,7 +519,7 @@ def test_the_body_size_rule_refuses_a_body_it_cannot_size(synthesized: Synthesiz
         ({}, b"", False),
     ]
     for headers, body, refused in cases:
-        assert _blocks(statement, headers, body) is refused, (headers, len(body))
+        assert matches(statement, Request(headers=headers, body=body)) is refused, (headers, len(body))
     # And the refusal is the API's 413, saying why
     response = rule["Action"]["Block"]["CustomResponse"]
     assert response["ResponseCode"] == 413

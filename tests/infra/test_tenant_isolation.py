@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.infra.conftest import DEV_TABLE, PROD_OPENSEARCH, Synthesized, resources
+from tests.infra.conftest import DEV_TABLE, PROD_OPENSEARCH, Synthesized, function_ids, resources
+from tests.infra.waf import Request, matches
 
 STAGES = ((PROD_OPENSEARCH, "prod"), (DEV_TABLE, "dev"))
 
@@ -111,42 +112,6 @@ def _waf_rules(template: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str
     return acl["Properties"]["Rules"], acl["Properties"]["CustomResponseBodies"]
 
 
-def _transform(value: str, transformations: list[dict[str, Any]]) -> str:
-    from urllib.parse import unquote
-
-    for step in sorted(transformations, key=lambda t: t["Priority"]):
-        value = {"NONE": value, "LOWERCASE": value.lower(), "URL_DECODE": unquote(value)}[step["Type"]]
-    return value
-
-
-def _matches(statement: dict[str, Any], path: str, headers: dict[str, str]) -> bool:
-    """Whether a request matches a WAF statement of the kinds the web ACL's own rules use (as WAF documents them: a
-    statement on a header that is absent does not match). Regexes are run by Python's ``re``: the web ACL's use
-    no construct on which it and WAF's PCRE differ."""
-    import re
-
-    ((kind, body),) = statement.items()
-    if kind == "AndStatement":
-        return all(_matches(s, path, headers) for s in body["Statements"])
-    if kind == "OrStatement":
-        return any(_matches(s, path, headers) for s in body["Statements"])
-    if kind == "NotStatement":
-        return not _matches(body["Statement"], path, headers)
-    field = body["FieldToMatch"]
-    if "UriPath" in field:
-        value: str | None = path
-    else:
-        value = {k.lower(): v for k, v in headers.items()}.get(field["SingleHeader"]["Name"])
-    if value is None:
-        return False
-    value = _transform(value, body["TextTransformations"])
-    if kind == "RegexMatchStatement":
-        return re.search(body["RegexString"], value) is not None
-    assert kind == "SizeConstraintStatement"
-    assert body["ComparisonOperator"] == "GT"
-    return len(value.encode()) > body["Size"]
-
-
 def _made_keys(tmp_path: Any) -> dict[str, str]:
     """A key of each tier as ``agentmem keys create`` makes it, and one made before tiers (``old``)."""
     from agentmem.stores.sqlite_table import SqliteTable
@@ -192,11 +157,17 @@ def test_prod_waf_holds_each_tiers_rate_per_key_on_either_header(synthesized: Sy
             ("authorization", f"Bearer {key}"),
             ("authorization", f"bearer  {key}"),
         ):
-            counted = [t for (t, h), scope in per_key.items() if h == header and _matches(scope, "/", {header: value})]
+            counted = [
+                t
+                for (t, h), scope in per_key.items()
+                if h == header and matches(scope, Request(headers={header: value}))
+            ]
             assert counted == [expected], (made_as, header)
     for junk in ("", "amk_nope_nope", "amk_gold_0a1b2c3d4e5f_x", "Bearer", keys["scale"].replace("amk_", "amx_")):
         for header in ("x-api-key", "authorization"):
-            assert not any(_matches(scope, "/", {header: junk}) for (_, h), scope in per_key.items() if h == header)
+            assert not any(
+                matches(scope, Request(headers={header: junk})) for (_, h), scope in per_key.items() if h == header
+            )
 
 
 # -- point 4: anonymous traffic cannot exhaust the authorizer ------------------------------------------------
@@ -217,7 +188,7 @@ def test_prod_waf_refuses_requests_to_authenticated_routes_without_a_key_of_the_
     keys = _made_keys(tmp_path)
 
     def refused(path: str, headers: dict[str, str]) -> bool:
-        return _matches(rule["Statement"], path, headers)
+        return matches(rule["Statement"], Request(path, headers))
 
     tenant_paths = [
         "/prod/v1/apps/acme/users/u/memories/search",
@@ -276,17 +247,10 @@ def _alarm_props(template: dict[str, Any], name: str) -> dict[str, Any]:
     return found
 
 
-def _function_ids(template: dict[str, Any]) -> dict[str, str]:
-    """Handler name (``api``, ``authorizer``, ...) -> the function's logical id."""
-    return {
-        f["Properties"]["Handler"].split(".", 1)[0]: k for k, f in resources(template, "AWS::Lambda::Function").items()
-    }
-
-
 def test_the_api_functions_and_the_authorizers_throttles_alarm_apart(synthesized: Synthesized) -> None:
     for stack, _ in STAGES:
         template = synthesized.templates[stack]
-        ids = _function_ids(template)
+        ids = function_ids(template)
         (topic,) = resources(template, "AWS::SNS::Topic")
         for alarm_name, handler in (("ApiFunctionThrottles", "api"), ("AuthorizerThrottles", "authorizer")):
             alarm = _alarm_props(template, alarm_name)
@@ -310,7 +274,7 @@ def test_the_api_functions_and_the_authorizers_throttles_alarm_apart(synthesized
 def test_codedeploy_watches_the_new_versions_own_errors_and_duration(synthesized: Synthesized) -> None:
     for stack, _ in STAGES:
         template = synthesized.templates[stack]
-        ids = _function_ids(template)
+        ids = function_ids(template)
         (alias_id,) = [
             k
             for k, a in resources(template, "AWS::Lambda::Alias").items()
@@ -376,7 +340,7 @@ def test_the_pre_traffic_hook_may_invoke_only_the_new_version_and_report_only_to
 
     for stack, stage_name in STAGES:
         template = synthesized.templates[stack]
-        ids = _function_ids(template)
+        ids = function_ids(template)
         hook = template["Resources"][ids["prehook"]]["Properties"]
         (version_id,) = [
             k

@@ -83,8 +83,13 @@ class ScriptedModelServer:
     names), in the same order (both appended under a lock; read them after the calls).
     """
 
-    def __init__(self, answer: Answerer, *, model: str = "scripted-model", report_usage: bool = True) -> None:
+    def __init__(
+        self, answer: Answerer, *, model: str = "scripted-model", report_usage: bool = True, port: int = 0
+    ) -> None:
+        """``port``: where to listen (0: a free one; a port that refused connections until now: a model that
+        comes back)."""
         self.answer = answer
+        self.port = port
         self.model = model
         self.report_usage = report_usage
         self.requests: list[dict[str, Any]] = []
@@ -103,7 +108,7 @@ class ScriptedModelServer:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def start(self) -> ScriptedModelServer:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-model", daemon=True

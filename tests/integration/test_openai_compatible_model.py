@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentmem.llm.openai_compatible import MAX_ANSWER_BYTES, OpenAICompatibleChatModel
-from agentmem.llm.port import ChatModel, ChatRequest, ModelRefused, ModelUnavailable, Usage
+from agentmem.llm.port import ChatModel, ChatRequest, ModelRefused, ModelTimedOut, ModelUnavailable, Usage
 from tests.e2e.conftest import free_port
 from tests.scripted_model import (
     Reply,
@@ -180,12 +180,16 @@ def test_a_slow_endpoint_times_out_as_unavailable_quickly() -> None:
     with ScriptedModelServer(scripted_answers(ScriptedDelay(10.0, ANSWER))) as server:
         chat = OpenAICompatibleChatModel(server.url, server.model, timeout_seconds=0.3)
         started = time.monotonic()
-        # When the model is asked / Then the call is unavailable, well before the endpoint would answer
-        with pytest.raises(ModelUnavailable) as caught:
+        # When the model is asked / Then the call timed out (a kind of unavailable, retried later: not
+        # "unreachable"), with its limit, well before the endpoint would answer
+        with pytest.raises(ModelTimedOut) as caught:
             chat.complete(REQUEST)
         elapsed = time.monotonic() - started
     assert elapsed < 2.0
-    assert "timed out" in str(caught.value)
+    assert isinstance(caught.value, ModelUnavailable)
+    assert "timed out: it did not answer within 0.3 s" in str(caught.value)
+    assert "unreachable" not in str(caught.value)
+    assert caught.value.timeout_seconds == 0.3
     assert caught.value.usage == Usage(calls=1)
 
 
@@ -215,7 +219,7 @@ def test_an_endpoint_trickling_its_answer_times_out_at_the_deadline() -> None:
         stop.set()
         sender.join(timeout=2)
     # Then the call ends at its deadline, unavailable, and does not wait for the 10,000 bytes (100 s)
-    assert "timed out sending its answer" in str(caught.value)
+    assert "timed out: it did not finish its answer within 0.5 s" in str(caught.value)
     assert 0.5 <= elapsed < 1.5
 
 

@@ -196,6 +196,8 @@ def test_answers_conform_to_the_document(container: object, document: dict[str, 
     api.get("/v1/apps/demo/usage")
     api.put("/v1/apps/demo/extraction", {"strategies": [{"type": "SEMANTIC", "name": "facts"}]})
     api.get("/v1/apps/demo/extraction")
+    api.get("/v1/apps/demo/extraction/jobs", query={"limit": 1})
+    api.get("/v1/apps/demo/extraction/jobs", query={"cursor": "!!"})
     api.post(scope + "/sessions/s1/extract", {})
     store = "/v1/apps/demo/store/batch"
     put = {"op": "put", "user": "ali/ce", "namespace": ["prefs"], "key": "k", "value": {"text": "dark mode", "n": 1}}

@@ -18,6 +18,7 @@ from agentmem.llm.port import (
     ChatRequest,
     ModelAnswerInvalid,
     ModelRefused,
+    ModelTimedOut,
     ModelUnavailable,
     Usage,
     schema_of,
@@ -175,6 +176,22 @@ def test_bedrock_out_of_reach_is_unavailable(bedrock_client) -> None:  # type: i
     # When the model is asked / Then the call is unavailable
     with pytest.raises(ModelUnavailable, match="EndpointConnectionError"):
         BedrockChatModel(MODEL, client=bedrock_client).complete(REQUEST)
+
+
+def test_bedrock_that_does_not_answer_in_time_has_timed_out_not_gone_out_of_reach(bedrock_client) -> None:  # type: ignore[no-untyped-def]
+    from botocore.exceptions import ReadTimeoutError
+
+    # Given a connection to Bedrock whose answer does not come within the read timeout
+    def slow(**_: Any) -> None:
+        raise ReadTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com")
+
+    bedrock_client.meta.events.register("before-send.bedrock-runtime.Converse", slow)
+    # When the model is asked / Then the call timed out (a kind of unavailable: retried), with its limit
+    with pytest.raises(ModelTimedOut) as caught:
+        BedrockChatModel(MODEL, client=bedrock_client, timeout_seconds=20).complete(REQUEST)
+    assert isinstance(caught.value, ModelUnavailable)
+    assert str(caught.value) == f"Bedrock model {MODEL} timed out: it did not answer within 20 s"
+    assert caught.value.timeout_seconds == 20
 
 
 def test_bedrock_withheld_answers_are_refused_with_their_usage(bedrock_client) -> None:  # type: ignore[no-untyped-def]

@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 from agentmem import users
 from agentmem.clock import format_timestamp, new_id, parse_timestamp, utc_now
 from agentmem.errors import ConditionFailed, InvalidInput, MemoryServiceError, NotFound, UserDeletionInProgress
-from agentmem.extraction import consolidation, prompts, work
+from agentmem.extraction import consolidation, model_state, prompts, work
 from agentmem.extraction.config import AppMemories, AppMemory, Strategy
 from agentmem.extraction.consolidation import Add, Candidate, Keep, Update
 from agentmem.extraction.sinks import NewRecord, RecordSink
@@ -39,6 +39,7 @@ from agentmem.llm.port import (
     ChatModel,
     ModelAnswerInvalid,
     ModelRefused,
+    ModelTimedOut,
     ModelUnavailable,
     Usage,
     structured,
@@ -116,6 +117,10 @@ class _Batch:
     usage: Usage = field(default_factory=Usage)
     failed: dict[str, str] = field(default_factory=dict)
     """Strategy id -> why it failed (no user content: safe to keep and show)."""
+    model_failure: MemoryServiceError | None = None
+    """The last failure that was the model's (unreachable, timed out, refused), for the app's model state."""
+    answered: bool = False
+    """The model answered a call (in schema or not): it is reachable."""
 
 
 class ExtractionService:
@@ -247,13 +252,16 @@ class ExtractionService:
         earlier = self._earlier(scope, session, batch[0].entry_id)
         result = self._extract(scope, session, memory, memory.strategies, batch, earlier)
         self._meter(scope.app, result.usage)
+        self._note_model(scope.app, result)
         if result.failed and cursor.attempts + 1 < MAX_ATTEMPTS:
             attempts = cursor.attempts + 1
             failure = "; ".join(sorted(set(result.failed.values())))
             delay = RETRY_BASE_MS * 4 ** (attempts - 1)
             retry = replace(cursor, attempts=attempts, retry_ms=self._now_ms() + delay, failure=failure, lease="")
             saved = self._save_cursor(scope, session, retry, raw)
-            logger.warning("extraction failed; retrying", app=scope.app, attempts=attempts, delay_ms=delay)
+            logger.warning(
+                "extraction failed; retrying", app=scope.app, attempts=attempts, delay_ms=delay, cause=failure
+            )
             return Outcome("retry", at_ms=retry.retry_ms, reason=failure), retry, saved
         parked = [self._parked_job(scope, session, sid, why, batch) for sid, why in result.failed.items()]
         advanced = replace(
@@ -301,7 +309,8 @@ class ExtractionService:
         saved = self._raw.get(scope.partition, work.cursor_sk(session))
         advanced, saved = self._apply_graph(scope, session, advanced, saved)
         if parked:
-            logger.warning("extraction parked", app=scope.app, strategies=len(parked))
+            cause = "; ".join(sorted(set(result.failed.values())))
+            logger.warning("extraction parked", app=scope.app, strategies=len(parked), cause=cause)
             return Outcome("parked", records=len(ids), reason="; ".join(result.failed.values())), advanced, saved
         return Outcome("done", records=len(ids)), advanced, saved
 
@@ -325,8 +334,14 @@ class ExtractionService:
                     planned = self._candidates(scope, strategy, namespace, batch, earlier)
             except (ModelUnavailable, ModelRefused, ModelAnswerInvalid) as error:
                 result.usage = result.usage + error.usage
-                result.failed[strategy.id] = f"{strategy.name}: {error.code} ({_plain(error.message)})"
+                hint = f"; {model_state.TIMEOUT_HINT}" if isinstance(error, ModelTimedOut) else ""
+                result.failed[strategy.id] = f"{strategy.name}: {error.code} ({_plain(error.message)}{hint})"
+                if model_state.status_of(error) is None:
+                    result.answered = True
+                else:
+                    result.model_failure = error
                 continue
+            result.answered = True
             usage, actions = planned
             result.usage = result.usage + usage
             for action in actions:
@@ -494,6 +509,7 @@ class ExtractionService:
                 continue
             result = self._extract(scope, str(job["session"]), memory, [strategy], batch, ())
             self._meter(scope.app, result.usage)
+            self._note_model(scope.app, result)
             extra: list[WriteOp] = [Check(scope.partition, row["sk"], Condition(exists=True))]
             if result.failed:
                 failed = {**job, "failure": result.failed[strategy.id], "parked_at": format_timestamp(self._clock())}
@@ -629,6 +645,13 @@ class ExtractionService:
                 model_input_tokens=usage.input_tokens,
                 model_output_tokens=usage.output_tokens,
             )
+
+    def _note_model(self, app: str, result: _Batch) -> None:
+        """Keep what the batch's calls showed of the model for the app's state and the health check."""
+        try:
+            model_state.note(self._raw, app, failed=result.model_failure, answered=result.answered, now=self._clock())
+        except MemoryServiceError as error:  # the state is a report: the batch goes on without it
+            logger.warning("the model's state was not kept", app=app, error=error.code)
 
     def _held_back(self, memory: AppMemory) -> Outcome | None:
         """Why the app may not ask the model now, on any path (a session's step, a parked job started again):

@@ -17,6 +17,7 @@ from agentmem.llm.port import (
     ChatAnswer,
     ChatRequest,
     ModelRefused,
+    ModelTimedOut,
     ModelUnavailable,
     Usage,
     wire_name,
@@ -84,6 +85,7 @@ class BedrockChatModel:
             NoCredentialsError,
             NoRegionError,
             ParamValidationError,
+            ReadTimeoutError,
         )
 
         try:
@@ -93,7 +95,10 @@ class BedrockChatModel:
         except (ParamValidationError, NoCredentialsError, NoRegionError) as error:
             # Nothing was sent: the same call would fail the same way.
             raise ModelRefused(f"Bedrock model {self.model_id} not called: {error}", usage=Usage()) from None
-        except BotoCoreError as error:  # connection errors and timeouts, after botocore's retry
+        except ReadTimeoutError:  # reached, but no answer in time (after botocore's retry): slow, not unreachable
+            message = f"Bedrock model {self.model_id} timed out: it did not answer within {self._timeout:g} s"
+            raise ModelTimedOut(message, timeout_seconds=self._timeout) from None
+        except BotoCoreError as error:  # connection errors, after botocore's retry
             raise ModelUnavailable(f"Bedrock model {self.model_id} unreachable: {type(error).__name__}") from None
         return self._answer(response)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -22,6 +23,7 @@ from agentmem.llm.port import (
     ChatAnswer,
     ChatRequest,
     ModelRefused,
+    ModelTimedOut,
     ModelUnavailable,
     Usage,
     wire_name,
@@ -122,6 +124,8 @@ class OpenAICompatibleChatModel:
         except (OSError, http.client.HTTPException) as error:
             # URLError (refused, no route, DNS), TimeoutError, a connection reset or cut mid-answer.
             reason = getattr(error, "reason", None) or error
+            if isinstance(reason, TimeoutError):  # reached (or still connecting), but no answer in time: slow
+                raise self._timed_out("did not answer", failed) from None
             message = f"model endpoint {self.url} unreachable: {_describe(reason)}"
             raise ModelUnavailable(message, usage=failed) from None
         return self._answer(raw, body, spent)
@@ -138,9 +142,13 @@ class OpenAICompatibleChatModel:
                     f"model endpoint {self.url} answered more than {MAX_ANSWER_BYTES} bytes", usage=failed
                 )
             if time.monotonic() > deadline:
-                raise ModelUnavailable(f"model endpoint {self.url} timed out sending its answer", usage=failed)
+                raise self._timed_out("did not finish its answer", failed)
             chunks.append(chunk)
         return b"".join(chunks)
+
+    def _timed_out(self, what: str, failed: Usage) -> ModelTimedOut:
+        message = f"model endpoint {self.url} timed out: it {what} within {self._timeout:g} s"
+        return ModelTimedOut(message, timeout_seconds=self._timeout, usage=failed)
 
     def _failure(self, error: urllib.error.HTTPError, failed: Usage) -> ModelUnavailable | _Refused:
         status = error.code
@@ -175,6 +183,18 @@ class OpenAICompatibleChatModel:
             prompts = sum(len(str(message["content"])) for message in body["messages"])
             usage = Usage(1, math.ceil(prompts / CHARS_PER_TOKEN), math.ceil(len(text) / CHARS_PER_TOKEN))
         return ChatAnswer(text, spent + usage, truncated=choice.get("finish_reason") == "length")
+
+
+def connection_refused(base_url: str, timeout_seconds: float = 1.0) -> str | None:
+    """Why a TCP connection to the endpoint's host and port fails now (None when it connects): what the local
+    server's banner says of its model. Nothing is sent."""
+    parsed = urlparse(base_url)
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parsed.hostname or "", port), timeout=timeout_seconds):
+            return None
+    except OSError as error:
+        return _describe(error)
 
 
 class _Refused(Exception):

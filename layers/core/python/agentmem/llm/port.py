@@ -83,6 +83,17 @@ class ModelUnavailable(Unavailable):
         self.usage = usage or Usage(calls=1)
 
 
+class ModelTimedOut(ModelUnavailable):
+    """The model was reached but did not answer within the call's limit (``timeout_seconds``): slow, not
+    unreachable. MEMORY_MODEL_TIMEOUT_SECONDS raises the limit."""
+
+    code = "model_timed_out"
+
+    def __init__(self, message: str, *, timeout_seconds: float, usage: Usage | None = None) -> None:
+        super().__init__(message, usage=usage)
+        self.timeout_seconds = timeout_seconds
+
+
 class ModelRefused(MemoryServiceError):
     """The model's endpoint refused the request (bad model id, no access, request too large)."""
 

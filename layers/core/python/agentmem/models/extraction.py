@@ -53,9 +53,13 @@ class StrategyOut(BaseModel):
 
 
 class ExtractionState(BaseModel):
-    status: Literal["off", "on", "needs_model", "paused_budget"]
+    status: Literal[
+        "off", "on", "needs_model", "paused_budget", "model_unreachable", "model_timed_out", "model_refused"
+    ]
     """``off``: no strategy; ``needs_model``: strategies but no model configured (MEMORY_MODEL);
-    ``paused_budget``: this month's token budget is spent (writes are never refused for it)."""
+    ``paused_budget``: this month's token budget is spent (writes are never refused for it);
+    ``model_unreachable``, ``model_timed_out``, ``model_refused``: the app's last model call failed so
+    (``message`` says why and when), until a call is answered."""
     model: str | None
     tokens_this_month: int
     message: str
@@ -68,3 +72,22 @@ class ExtractionOut(BaseModel):
     trigger_idle_seconds: int
     token_budget: int | None
     state: ExtractionState
+
+
+class ExtractionJob(BaseModel):
+    job_id: str
+    user: str
+    project: str | None
+    session: str
+    strategy: str
+    """The strategy's id (``failure`` starts with its name)."""
+    entry_ids: list[str]
+    """The entries (turns) the job holds: what it extracts from when started again."""
+    failure: str
+    """Why it was parked: the error's code and words, never the model's answer."""
+    parked_at: str
+
+
+class ExtractionJobs(BaseModel):
+    jobs: list[ExtractionJob]
+    next_cursor: str | None

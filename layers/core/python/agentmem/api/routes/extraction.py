@@ -1,21 +1,25 @@
 """``/v1/apps/{app}/extraction``: what an app learns from its conversations (docs/extraction.md), the same
-configuration AgentCore's control plane calls the app's memory (agentmem/agentcore/control.py)."""
+configuration AgentCore's control plane calls the app's memory (agentmem/agentcore/control.py), and
+``/v1/apps/{app}/extraction/jobs``: the app's parked jobs (AgentCore's ``ListMemoryExtractionJobs``), with why."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from agentmem.agentcore.records import check_template
 from agentmem.api.http import TENANT, WRITE, PathId, documented, json_response, path_id
 from agentmem.container import Container, get_container
-from agentmem.extraction import config
+from agentmem.errors import InvalidInput
+from agentmem.extraction import config, model_state, work
 from agentmem.extraction.config import AppMemory, Strategy
 from agentmem.extraction.service import NO_MODEL, tokens_this_month
 from agentmem.keys import validate_id
-from agentmem.models.extraction import ExtractionIn, ExtractionOut
+from agentmem.models.extraction import ExtractionIn, ExtractionJobs, ExtractionOut
 
 router = Router()
 PATH = "/v1/apps/<app>/extraction"
@@ -70,6 +74,38 @@ def put_extraction(app: PathId, body: ExtractionIn) -> Response[ExtractionOut]:
     return json_response(200, _out(container, name, after))
 
 
+@router.get(
+    PATH + "/jobs",
+    summary="This app's parked extraction jobs (batches that failed on every attempt) and why, page by page",
+    responses=documented(200, "a page of parked jobs, oldest first, each with its failure", *TENANT, 422),
+)
+def list_extraction_jobs(
+    app: PathId,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=128, description="next_cursor of the previous page")] = None,
+) -> Response[ExtractionJobs]:
+    name = validate_id(path_id(app), "app")
+    if cursor is not None and not (0 < len(cursor) <= 64 and cursor.isascii() and cursor.isalnum()):
+        raise InvalidInput("cursor is not one this API returned", code="invalid_cursor")
+    after = work.PARKED_BY_ID + cursor if cursor is not None else None
+    page, next_start = get_container().extraction.list_parked(name, after=after, limit=limit)
+    jobs = [
+        {
+            "job_id": job["job_id"],
+            "user": job["user"],
+            "project": job.get("project"),
+            "session": job.get("session") or "",
+            "strategy": job.get("strategy") or "",
+            "entry_ids": list(job.get("messages") or []),
+            "failure": job.get("failure") or "",
+            "parked_at": job.get("parked_at") or "",
+        }
+        for job in page
+    ]
+    next_cursor = next_start[len(work.PARKED_BY_ID) :] if next_start else None
+    return json_response(200, {"jobs": jobs, "next_cursor": next_cursor})
+
+
 def _out(container: Container, app: str, memory: AppMemory | None) -> dict[str, object]:
     strategies = memory.strategies if memory is not None else ()
     model = container.model
@@ -81,6 +117,8 @@ def _out(container: Container, app: str, memory: AppMemory | None) -> dict[str, 
         status, message = "needs_model", NO_MODEL
     elif budget is not None and spent >= budget:
         status, message = "paused_budget", f"this month's token budget of {budget} is spent; writes are kept"
+    elif (trouble := model_state.read(container.table, app)) is not None:
+        status, message = trouble.status, trouble.message().replace("{app}", app)
     else:
         status, message = "on", "extraction runs after writes into sessions"
     return {

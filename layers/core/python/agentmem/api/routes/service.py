@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from agentmem.api.http import JSON, documented, json_response
 from agentmem.container import get_container
+from agentmem.extraction import model_state
 from agentmem.models.responses import Capabilities, Health
 from agentmem.search.relevance import RELEVANCE_THRESHOLD
 
@@ -20,9 +21,12 @@ _HEALTH: dict[int, OpenAPIResponse] = {
 
 @router.get("/v1/health", summary="The stores this service depends on, each ok or failing", responses=_HEALTH)
 def health() -> Response[Health]:
-    checks = get_container().memory.health()
+    container = get_container()
+    checks = container.memory.health()
     if checks.get("table") != "ok":
         return json_response(503, {"status": "failing", "checks": checks})
+    if container.model is not None:  # the extraction model: failing while its last call failed
+        checks["model"] = model_state.health(container.table)
     status = "ok" if all(v == "ok" for v in checks.values()) else "degraded"
     return json_response(200, {"status": status, "checks": checks})
 

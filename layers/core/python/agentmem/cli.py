@@ -102,13 +102,27 @@ def _serve(args: argparse.Namespace) -> int:
         args.port,
         args.workers or default_workers(),
         _worker_handler,
-        banner=f"; {settings.store}: {where}; {auth_note}",
+        banner=f"; {settings.store}: {where}; {auth_note}; {_model_note(settings)}",
         access_log=args.access_log,
         allowed_origins=args.allow_origin,
         read_timeout=args.read_timeout,
     )
     server.run()  # gunicorn's master: returns or exits when stopped (SIGTERM, SIGINT)
     return 0
+
+
+def _model_note(settings: Any) -> str:
+    """The banner's words for the extraction model: which one, and whether its endpoint takes a connection now
+    (a connection only: nothing is asked, no token spent)."""
+    if settings.model == "none":
+        return "extraction model: none (MEMORY_MODEL; docs/extraction.md)"
+    if settings.model == "bedrock":
+        return f"extraction model: Bedrock {settings.model_id}"
+    from agentmem.llm.openai_compatible import connection_refused
+
+    note = f"extraction model: {settings.model_id} at {settings.model_url}"
+    why = connection_refused(settings.model_url)
+    return f"{note} (NOT REACHABLE now: {why}; learning waits and retries)" if why else note
 
 
 def _resolve_auth(container: Any) -> str:

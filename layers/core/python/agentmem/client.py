@@ -426,6 +426,12 @@ class _ServiceRoutes:
         return call("PUT", f"/v1/apps/{_segment(app)}/extraction", body)
 
     @Route
+    def list_extraction_jobs(self, app: str, *, limit: int = 20, cursor: str | None = None) -> Call[dict[str, Any]]:
+        """One page of ``app``'s parked extraction jobs, oldest first, each with why it failed:
+        ``{"jobs": [{"job_id", "user", "session", "strategy", "entry_ids", "failure", ...}], "next_cursor"}``."""
+        return call("GET", f"/v1/apps/{_segment(app)}/extraction/jobs", query={"limit": limit, "cursor": cursor})
+
+    @Route
     def store_batch(self, app: str, ops: Sequence[Mapping[str, Any]]) -> Call[list[Any]]:
         """Run store operations (get, put, search, list_namespaces) in one round trip: a result per op
         (``agentmem.langgraph`` builds on it)."""

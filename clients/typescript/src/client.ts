@@ -4,7 +4,7 @@
  */
 import { Transport, type TransportOptions } from "./http.js";
 import type { QueryValue } from "./routes.js";
-import type { Capabilities, ExtractionIn, ExtractionOut, Health, StoreOp, StoreResult, Usage } from "./types.js";
+import type { Capabilities, ExtractionIn, ExtractionJobs, ExtractionOut, Health, StoreOp, StoreResult, Usage } from "./types.js";
 import { UserClient } from "./user.js";
 
 export type MemoryClientOptions = TransportOptions;
@@ -66,6 +66,11 @@ export class MemoryClient {
   /** Set what `app` learns: its strategies (replaced whole), triggers and monthly token budget. */
   putExtraction(app: string, config: ExtractionIn): Promise<ExtractionOut> {
     return this.transport.route("putExtraction", { app }, { body: config });
+  }
+
+  /** One page of `app`'s parked extraction jobs, oldest first, each with why it failed: `{ jobs, next_cursor }`. */
+  listExtractionJobs(app: string, options: { limit?: number | undefined; cursor?: string | null | undefined } = {}): Promise<ExtractionJobs> {
+    return this.transport.route("listExtractionJobs", { app }, { query: { limit: options.limit ?? 20, cursor: options.cursor ?? undefined } });
   }
 
   /**

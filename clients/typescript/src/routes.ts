@@ -71,6 +71,7 @@ export const ROUTES = {
   usage: { on: "service", method: "GET", path: "/v1/apps/{app}/usage", query: ["days"], response: "Usage" },
   getExtraction: { on: "service", method: "GET", path: "/v1/apps/{app}/extraction", response: "ExtractionOut" },
   putExtraction: { on: "service", method: "PUT", path: "/v1/apps/{app}/extraction", request: "ExtractionIn", response: "ExtractionOut" },
+  listExtractionJobs: { on: "service", method: "GET", path: "/v1/apps/{app}/extraction/jobs", query: ["limit", "cursor"], response: "ExtractionJobs" },
   storeBatch: { on: "service", method: "POST", path: "/v1/apps/{app}/store/batch", request: "StoreBatchRequest", response: "StoreBatchResults" },
 } as const satisfies Record<string, RouteSpec>;
 

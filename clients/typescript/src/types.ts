@@ -427,7 +427,8 @@ export interface StrategyOut {
 }
 
 export interface ExtractionState {
-  status: "off" | "on" | "needs_model" | "paused_budget";
+  /** The `model_` states: the app's last model call failed so (`message` says why and when), until one is answered. */
+  status: "off" | "on" | "needs_model" | "paused_budget" | "model_unreachable" | "model_timed_out" | "model_refused";
   model: string | null;
   tokens_this_month: number;
   message: string;
@@ -450,6 +451,26 @@ export interface ExtractionOut {
   trigger_idle_seconds: number;
   token_budget: number | null;
   state: ExtractionState;
+}
+
+/** A parked extraction job: a batch whose model calls failed on every attempt, and why. */
+export interface ExtractionJob {
+  job_id: string;
+  user: string;
+  project: string | null;
+  session: string;
+  /** The strategy's id (`failure` starts with its name). */
+  strategy: string;
+  /** The entries (turns) the job extracts from when started again. */
+  entry_ids: string[];
+  /** The error's code and words, never the model's answer. */
+  failure: string;
+  parked_at: string;
+}
+
+export interface ExtractionJobs {
+  jobs: ExtractionJob[];
+  next_cursor: string | null;
 }
 
 // -- the store (LangGraph's BaseStore over HTTP; docs/api.md "Store") ------------------------------------
@@ -553,6 +574,8 @@ export interface Schemas {
   ExtractSessionRequest: ExtractSessionRequest;
   ExtractionOut: ExtractionOut;
   ExtractionState: ExtractionState;
+  ExtractionJob: ExtractionJob;
+  ExtractionJobs: ExtractionJobs;
   StrategyIn: StrategyIn;
   StrategyOut: StrategyOut;
   CreateEntitiesRequest: CreateEntitiesRequest;

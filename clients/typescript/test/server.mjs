@@ -30,13 +30,13 @@ export function freePort() {
   });
 }
 
-/** Start `agentmem serve` (extra CLI `args`, e.g. ["--auth", "required"]) and wait for /v1/health. */
-export async function startServer({ args = [], timeoutMs = 30_000 } = {}) {
+/** Start `agentmem serve` (extra CLI `args`, e.g. ["--auth", "required"], and MEMORY_* settings in `env`) and wait for /v1/health. */
+export async function startServer({ args = [], env = {}, timeoutMs = 30_000 } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "agentmem-ts-"));
   const db = join(dir, "memory.db");
   const port = await freePort();
   const command = ["-m", "agentmem.cli", "serve", "--host", "127.0.0.1", "--port", String(port), "--db", db, "--workers", "1", ...args];
-  const child = spawn(PYTHON, command, { cwd: REPO, env: environment(), stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(PYTHON, command, { cwd: REPO, env: environment(env), stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (chunk) => {
     stderr = (stderr + chunk).slice(-4000);

@@ -5,6 +5,7 @@ import { h } from './dom.js';
 import * as card from './card.js';
 import * as erase from './erase.js';
 import * as graph from './graph.js';
+import * as learning from './learning.js';
 import * as memories from './memories.js';
 import * as usage from './usage.js';
 
@@ -13,6 +14,7 @@ const VIEWS = {
   graph: { title: 'Graph', module: graph },
   card: { title: 'Profile card', module: card },
   usage: { title: 'Usage', module: usage },
+  learning: { title: 'Learning', module: learning },
   erase: { title: 'Erase this user', module: erase },
 };
 const KEY_STORAGE = 'agentmem.console.key';

@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from agentmem.extraction.prompts import Decision
+from agentmem.extraction.prompts import Decision, Episode, Preference
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,3 +118,28 @@ def _checked(candidate: Candidate, near: Sequence[Existing], decision: Decision 
         if target.record_id not in replaced:
             return Update(candidate, target)
     return Add(candidate)
+
+
+ANSWER_LISTS = ("facts", "preferences", "episodes")
+"""The fields of the answers that list candidates (prompts.Facts, Preferences, Episodes)."""
+
+
+def candidates_of(answer: Any, by_number: Mapping[int, str], actor: str) -> list[Candidate]:
+    """The candidate records of an extraction answer (facts, preferences or episodes), each naming the entries
+    it came from (``by_number``: the prompt's message numbers to entry ids; all of them when it names none)
+    and what it is about (a preference is about ``actor``)."""
+    items: list[Any] = next((list(getattr(answer, n)) for n in ANSWER_LISTS if hasattr(answer, n)), [])
+    return [_candidate(item, by_number, actor) for item in items]
+
+
+def _candidate(item: Any, by_number: Mapping[int, str], actor: str) -> Candidate:
+    sources = tuple(dict.fromkeys(by_number[n] for n in getattr(item, "messages", []) if n in by_number))
+    every = sources or tuple(by_number.values())
+    if isinstance(item, Episode):
+        return Candidate(
+            f"Situation: {item.situation} Actions: {item.actions} Outcome: {item.outcome}".strip(), sources=every
+        )
+    if isinstance(item, Preference):
+        return Candidate(item.text.strip(), about=actor, about_type="person", sources=every)
+    about = (item.about or "").strip() or None
+    return Candidate(item.text.strip(), about=about, about_type=item.about_type, sources=every)

@@ -7,13 +7,18 @@ strategy's namespace template, filled in with the actor and session extracted fo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentmem.clock import format_timestamp
 from agentmem.extraction.config import StrategyType
+from agentmem.memory import records as memory_records
+from agentmem.stores.table import Item
 
 MAX_RECORD_CHARS = 1_000
 MAX_CANDIDATES = 8
@@ -163,3 +168,20 @@ def consolidation_prompt(candidates: Sequence[str], neighbours: Sequence[Sequenc
         listed = "\n".join(f"    existing {j}: {e}" for j, e in enumerate(existing)) or "    (none)"
         blocks.append(f"new memory {i}: {text}\n{listed}")
     return "\n\n".join(blocks)
+
+
+def messages_of(items: Sequence[Item], now: datetime) -> list[Message]:
+    """Entry items as numbered messages (from 1), their text parts only; entries without text are left out."""
+    messages: list[Message] = []
+    for item in items:
+        if not memory_records.is_live(item, format_timestamp(now)):
+            continue
+        text = memory_records.entry_text(item).strip()
+        if not text:
+            continue
+        content = json.loads(item["content"])
+        role = str(item.get("author") or content.get("role") or "user")
+        said = sum(1 for part in content.get("parts") or [] if isinstance(part, dict) and part.get("text"))
+        stamp = str(item["timestamp"])
+        messages.append(Message(len(messages) + 1, item["id"], role, text, stamp[:10], stamp, said=max(1, said)))
+    return messages

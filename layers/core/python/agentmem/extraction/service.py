@@ -392,7 +392,7 @@ class ExtractionService:
         )
         usage = asked.usage
         by_number = {m.number: m.entry_id for m in batch}
-        candidates = [_candidate(item, by_number, scope.user, strategy) for item in _items(asked.answer)]
+        candidates = consolidation.candidates_of(asked.answer, by_number, scope.user)
         candidates = [c for c in candidates if c.text.strip()]
         if not candidates:
             return usage, []
@@ -503,7 +503,7 @@ class ExtractionService:
             job = json.loads(row["state"])
             strategy = memory.strategy(str(job.get("strategy")))
             found = self._raw.batch_get([(scope.partition, memory_records.entry_sk(i)) for i in job["messages"]])
-            batch = _messages(sorted(found, key=lambda i: i["id"]), self._clock())
+            batch = prompts.messages_of(sorted(found, key=lambda i: i["id"]), self._clock())
             if strategy is None or not batch or self._model is None:
                 self._raw.delete(scope.partition, row["sk"])
                 continue
@@ -559,7 +559,7 @@ class ExtractionService:
         written = {i: w for w, i in pending}
         return [
             replace(m, written=written[m.entry_id])
-            for m in _messages([found[i] for _, i in pending if i in found], self._clock())
+            for m in prompts.messages_of([found[i] for _, i in pending if i in found], self._clock())
         ]
 
     def _earlier(self, scope: Scope, session: str, first: str) -> list[prompts.Message]:
@@ -569,7 +569,7 @@ class ExtractionService:
         ).items
         ids = [r["sk"][len(prefix) :] for r in rows]
         found = self._raw.batch_get([(scope.partition, memory_records.entry_sk(i)) for i in ids])
-        return _messages(sorted(found, key=lambda i: i["id"]), self._clock())
+        return prompts.messages_of(sorted(found, key=lambda i: i["id"]), self._clock())
 
     # -- the cursor, the lease, the pending row ----------------------------------------------------------
 
@@ -692,44 +692,3 @@ def _as_read(raw: Item | None) -> Condition:
 def _plain(message: str) -> str:
     """An error's message, cut short (it names no user content: the model's answer is never quoted)."""
     return message[:160]
-
-
-def _items(answer: Any) -> list[Any]:
-    for name in ("facts", "preferences", "episodes"):
-        if hasattr(answer, name):
-            return list(getattr(answer, name))
-    return []
-
-
-def _candidate(item: Any, by_number: dict[int, str], actor: str, strategy: Strategy) -> Candidate:
-    sources = tuple(dict.fromkeys(by_number[n] for n in getattr(item, "messages", []) if n in by_number))
-    if isinstance(item, prompts.Episode):
-        text = f"Situation: {item.situation} Actions: {item.actions} Outcome: {item.outcome}"
-        return Candidate(text.strip(), sources=sources or tuple(by_number.values()))
-    if isinstance(item, prompts.Preference):
-        return Candidate(
-            item.text.strip(), about=actor, about_type="person", sources=sources or tuple(by_number.values())
-        )
-    about = (item.about or "").strip() or None
-    return Candidate(
-        item.text.strip(), about=about, about_type=item.about_type, sources=sources or tuple(by_number.values())
-    )
-
-
-def _messages(items: Sequence[Item], now: datetime) -> list[prompts.Message]:
-    """Entry items as numbered messages (from 1), their text parts only; entries without text are left out."""
-    messages: list[prompts.Message] = []
-    for item in items:
-        if not memory_records.is_live(item, format_timestamp(now)):
-            continue
-        text = memory_records.entry_text(item).strip()
-        if not text:
-            continue
-        content = json.loads(item["content"])
-        role = str(item.get("author") or content.get("role") or "user")
-        said = sum(1 for part in content.get("parts") or [] if isinstance(part, dict) and part.get("text"))
-        stamp = str(item["timestamp"])
-        messages.append(
-            prompts.Message(len(messages) + 1, item["id"], role, text, stamp[:10], stamp, said=max(1, said))
-        )
-    return messages

@@ -21,7 +21,7 @@ from agentmem.llm.openai_compatible import OpenAICompatibleChatModel
 from agentmem.settings import Settings
 from agentmem.stores.table import Table
 from tests.e2e.conftest import free_port
-from tests.scripted_model import ScriptedDelay, ScriptedModelServer, scripted_answers
+from tests.scripted_model import ScriptedDelay, ScriptedFailure, ScriptedModelServer, scripted_answers
 from tests.support import ApiClient, Clock, inline_deletion_runner, scope_path, text_entry
 
 APP = "seen-app"
@@ -197,3 +197,23 @@ def test_parked_jobs_are_listed_page_by_page_bad_paging_is_refused_and_an_erased
         assert api.delete(scope_path(APP, "alice")).status == 202
         # Then her jobs are never listed again; Bob's still are
         assert [(j["user"], j["session"]) for j in api.get(JOBS).body["jobs"]] == [("bob", "s3")]
+
+
+def test_a_model_that_refuses_the_request_is_said_to_refuse_it_with_the_endpoints_words(
+    table: Table, clock: Clock
+) -> None:
+    # Given an endpoint that answers every call 404: no such model (a wrong MEMORY_MODEL_ID)
+    refusal = ScriptedFailure(404, '{"error": {"message": "model tiny-model not found"}}')
+    answers = scripted_answers(*[refusal] * extraction_service.MAX_ATTEMPTS)
+    with ScriptedModelServer(answers) as server, learning(table, server.url, clock) as container:
+        api = ApiClient()
+        # When a session is written and its batch is tried until it is parked
+        said(api, "alice", "s1")
+        assert until_parked(container, clock)[-1] == "parked"
+        # Then the state says the model refused, in the endpoint's words, and health counts it
+        state = api.get(STATE).body["state"]
+        assert state["status"] == "model_refused"
+        assert "answered 404: model tiny-model not found" in state["message"]
+        assert api.get("/v1/health").body["checks"]["model"] == "failing"
+        [job] = api.get(JOBS).body["jobs"]
+        assert job["failure"].startswith("facts: model_refused (")

@@ -83,6 +83,9 @@ class ScriptedModelServer:
     names), in the same order (both appended under a lock; read them after the calls).
     """
 
+    path = COMPLETIONS_PATH
+    """The one path it answers (a subclass serves another API: tests/scripted_embeddings.py)."""
+
     def __init__(
         self, answer: Answerer, *, model: str = "scripted-model", report_usage: bool = True, port: int = 0
     ) -> None:
@@ -195,7 +198,7 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if self.path != COMPLETIONS_PATH:
+            if self.path != server.path:
                 self._send(404, b'{"error": {"message": "not found"}}')
                 return
             try:

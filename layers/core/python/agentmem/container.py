@@ -101,18 +101,39 @@ class Container:
             return LocalEmbedder(engine=self.settings.embedding_engine)
         if kind == "bedrock":
             from agentmem.embeddings.bedrock import BedrockEmbedder
-            from agentmem.tenancy.admission import ModelShare, SharedEmbedder, TierLimits
 
-            bedrock = BedrockEmbedder(
-                model=self.settings.bedrock_model_id,
-                dimension=self.settings.embedding_dimension or 1024,
-                region_name=self.settings.aws_region,
+            return self._shared(
+                BedrockEmbedder(
+                    model=self.settings.bedrock_model_id,
+                    dimension=self.settings.embedding_dimension or 1024,
+                    region_name=self.settings.aws_region,
+                )
             )
-            shares = TierLimits.parse(self.settings.embedding_shares, "MEMORY_EMBEDDING_SHARES")
-            if shares is None:
-                return bedrock
-            return SharedEmbedder(bedrock, ModelShare(self.table, "embeddings", shares, clock=self._epoch_seconds))
+        if kind == "openai":
+            from agentmem.embeddings.openai_compatible import OpenAICompatibleEmbedder
+
+            if not (self.settings.embedder_url and self.settings.embedder_model):
+                raise ValueError("MEMORY_EMBEDDER=openai needs MEMORY_EMBEDDER_URL and MEMORY_EMBEDDER_MODEL")
+            return self._shared(
+                OpenAICompatibleEmbedder(
+                    self.settings.embedder_url,
+                    self.settings.embedder_model,
+                    api_key=self.settings.embedder_key(),
+                    dimensions=self.settings.embedder_dimensions,
+                    timeout_seconds=self.settings.embedder_timeout_seconds,
+                    batch_size=self.settings.embedder_batch_size,
+                )
+            )
         return None
+
+    def _shared(self, embedder: Embedder) -> Embedder:
+        """A paid embedder, each tenant's calls a minute counted when MEMORY_EMBEDDING_SHARES sets shares."""
+        from agentmem.tenancy.admission import ModelShare, SharedEmbedder, TierLimits
+
+        shares = TierLimits.parse(self.settings.embedding_shares, "MEMORY_EMBEDDING_SHARES")
+        if shares is None:
+            return embedder
+        return SharedEmbedder(embedder, ModelShare(self.table, "embeddings", shares, clock=self._epoch_seconds))
 
     @cached_property
     def model(self) -> ChatModel | None:

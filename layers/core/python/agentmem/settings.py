@@ -8,8 +8,15 @@
 | MEMORY_DYNAMODB_ENDPOINT_URL | a DynamoDB-compatible endpoint (DynamoDB Local, moto server) | unset: AWS |
 | MEMORY_AUTH | `required`: app routes need an `x-api-key` of that app; `none`: no check | `required` in Lambda |
 | MEMORY_IDEMPOTENCY_TTL_SECONDS | how long an `Idempotency-Key` answer is kept | `86400` |
-| MEMORY_EMBEDDER | `none`, `hashing` (tests), `local` (offline), `bedrock` (Titan v2) | sqlite: `local`, else `none` |
+| MEMORY_EMBEDDER | `none`, `hashing` (tests), `local`, `bedrock` (Titan v2), `openai` | sqlite: `local`, else `none` |
 | MEMORY_EMBEDDING_DIMENSION | vector size of `bedrock` (256, 512, 1024) and `hashing` | `1024`; `384` hashing |
+| MEMORY_EMBEDDER_URL | the OpenAI-compatible base URL (`https://api.openai.com/v1`), required for `openai` | unset |
+| MEMORY_EMBEDDER_MODEL | the endpoint's embedding model, required for `openai` | unset |
+| MEMORY_EMBEDDER_API_KEY | the bearer token sent to it | unset |
+| MEMORY_EMBEDDER_API_KEY_SECRET_ARN | read that token from Secrets Manager instead (what the CDK stack sets) | unset |
+| MEMORY_EMBEDDER_DIMENSIONS | the vector size asked for (`dimensions`) and checked; unset: the model's own | unset |
+| MEMORY_EMBEDDER_TIMEOUT_SECONDS | how long one embedding request may wait for its answer | `10` |
+| MEMORY_EMBEDDER_BATCH_SIZE | texts one embedding request carries at most | `64` |
 | MEMORY_BEDROCK_MODEL_ID | the Bedrock embedding model | `amazon.titan-embed-text-v2:0` |
 | MEMORY_VECTOR_INDEX | `exact` (vectors in the table) or `opensearch` | `opensearch` with an endpoint, else `exact` |
 | MEMORY_OPENSEARCH_ENDPOINT | the OpenSearch URL (`https://...` is signed with SigV4) | unset |
@@ -46,7 +53,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Final, Literal
@@ -69,6 +76,13 @@ class Env:
     EMBEDDING_DIMENSION: Final = "MEMORY_EMBEDDING_DIMENSION"
     EMBEDDING_ENGINE: Final = "MEMORY_EMBEDDING_ENGINE"
     BEDROCK_MODEL_ID: Final = "MEMORY_BEDROCK_MODEL_ID"
+    EMBEDDER_URL: Final = "MEMORY_EMBEDDER_URL"
+    EMBEDDER_MODEL: Final = "MEMORY_EMBEDDER_MODEL"
+    EMBEDDER_API_KEY: Final = "MEMORY_EMBEDDER_API_KEY"
+    EMBEDDER_API_KEY_SECRET_ARN: Final = "MEMORY_EMBEDDER_API_KEY_SECRET_ARN"
+    EMBEDDER_DIMENSIONS: Final = "MEMORY_EMBEDDER_DIMENSIONS"
+    EMBEDDER_TIMEOUT_SECONDS: Final = "MEMORY_EMBEDDER_TIMEOUT_SECONDS"
+    EMBEDDER_BATCH_SIZE: Final = "MEMORY_EMBEDDER_BATCH_SIZE"
     VECTOR_INDEX: Final = "MEMORY_VECTOR_INDEX"
     OPENSEARCH_ENDPOINT: Final = "MEMORY_OPENSEARCH_ENDPOINT"
     OPENSEARCH_INDEX: Final = "MEMORY_OPENSEARCH_INDEX"
@@ -106,7 +120,8 @@ OPENSEARCH_SERVERLESS_HOST_SUFFIX = ".aoss.amazonaws.com"
 
 
 StoreKind = Literal["sqlite", "dynamodb"]
-EmbedderKind = Literal["none", "hashing", "local", "bedrock"]
+EmbedderKind = Literal["none", "hashing", "local", "bedrock", "openai"]
+EMBEDDERS: tuple[str, ...] = ("none", "hashing", "local", "bedrock", "openai")
 VectorIndexKind = Literal["exact", "opensearch"]
 OpenSearchEngine = Literal["lucene", "faiss"]
 DeletionRunnerKind = Literal["local", "stepfunctions"]
@@ -129,6 +144,13 @@ class Settings:
     embedding_dimension: int | None = None
     embedding_engine: str | None = None
     bedrock_model_id: str = "amazon.titan-embed-text-v2:0"
+    embedder_url: str | None = None
+    embedder_model: str | None = None
+    embedder_api_key: str | None = field(default=None, repr=False)
+    embedder_api_key_secret_arn: str | None = None
+    embedder_dimensions: int | None = None
+    embedder_timeout_seconds: float = 10.0
+    embedder_batch_size: int = 64
     vector_index: VectorIndexKind = "exact"
     opensearch_endpoint: str | None = None
     opensearch_index: str = "agent-memory-vectors"
@@ -172,15 +194,35 @@ class Settings:
             return read_secret(self.receipt_key_secret_arn, self.aws_region).encode("utf-8")
         return self.receipt_key.encode("utf-8")
 
+    def embedder_key(self) -> str | Callable[[], str] | None:
+        """The ``openai`` embedder's bearer token: a reader of the Secrets Manager secret when an ARN is set
+        (read on the first embedding, once per process), else MEMORY_EMBEDDER_API_KEY."""
+        arn = self.embedder_api_key_secret_arn
+        if arn:
+            from agentmem.secrets import read_secret
+
+            region = self.aws_region
+            return lambda: read_secret(arn, region)
+        return self.embedder_api_key
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         endpoint = env.get(Env.DYNAMODB_ENDPOINT_URL) or None
         in_lambda = bool(env.get("AWS_LAMBDA_FUNCTION_NAME"))
         store = _choice(env, Env.STORE, ("sqlite", "dynamodb"), "dynamodb" if endpoint or in_lambda else "sqlite")
-        embedder = _choice(
-            env, Env.EMBEDDER, ("none", "hashing", "local", "bedrock"), "local" if store == "sqlite" else "none"
-        )
+        embedder = _choice(env, Env.EMBEDDER, EMBEDDERS, "local" if store == "sqlite" else "none")
+        embedder_url = env.get(Env.EMBEDDER_URL) or None
+        embedder_model = env.get(Env.EMBEDDER_MODEL) or None
+        if embedder == "openai" and not (embedder_url and embedder_model):
+            raise ValueError(
+                "MEMORY_EMBEDDER=openai needs MEMORY_EMBEDDER_URL (the endpoint's base URL, ending in /v1) and "
+                "MEMORY_EMBEDDER_MODEL (its embedding model)"
+            )
+        if embedder_url and not embedder_url.startswith(("http://", "https://")):
+            raise ValueError(f"MEMORY_EMBEDDER_URL must be an http:// or https:// URL, not {embedder_url!r}")
+        if embedder == "openai" and env.get(Env.EMBEDDING_DIMENSION):
+            raise ValueError("MEMORY_EMBEDDER=openai takes its vector size from MEMORY_EMBEDDER_DIMENSIONS")
         opensearch_endpoint = env.get(Env.OPENSEARCH_ENDPOINT) or None
         vector_index = _choice(
             env, Env.VECTOR_INDEX, ("exact", "opensearch"), "opensearch" if opensearch_endpoint else "exact"
@@ -223,6 +265,15 @@ class Settings:
             embedding_dimension=int(dimension) if dimension else None,
             embedding_engine=env.get(Env.EMBEDDING_ENGINE) or None,
             bedrock_model_id=env.get(Env.BEDROCK_MODEL_ID) or _DEFAULTS.bedrock_model_id,
+            embedder_url=embedder_url,
+            embedder_model=embedder_model,
+            embedder_api_key=env.get(Env.EMBEDDER_API_KEY) or None,
+            embedder_api_key_secret_arn=env.get(Env.EMBEDDER_API_KEY_SECRET_ARN) or None,
+            embedder_dimensions=_positive_int(env, Env.EMBEDDER_DIMENSIONS),
+            embedder_timeout_seconds=_positive_seconds(
+                env, Env.EMBEDDER_TIMEOUT_SECONDS, _DEFAULTS.embedder_timeout_seconds
+            ),
+            embedder_batch_size=_positive_int(env, Env.EMBEDDER_BATCH_SIZE) or _DEFAULTS.embedder_batch_size,
             vector_index=vector_index,  # type: ignore[arg-type]
             opensearch_endpoint=opensearch_endpoint,
             opensearch_index=env.get(Env.OPENSEARCH_INDEX) or _DEFAULTS.opensearch_index,

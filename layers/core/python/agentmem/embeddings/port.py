@@ -5,11 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from agentmem.errors import Unavailable
+
 
 @runtime_checkable
 class Embedder(Protocol):
-    model_id: str
-    dimension: int
+    @property
+    def model_id(self) -> str:
+        """What made the vectors: stored beside each one; a search compares only vectors of its own model."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """The vectors' size."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector of ``dimension`` floats per text, L2-normalised, in input order."""
@@ -27,3 +36,11 @@ def embed_query(embedder: Embedder, text: str) -> list[float]:
 def embedder_health(embedder: Embedder) -> str:
     check = getattr(embedder, "health", None)
     return str(check()) if callable(check) else "ok"
+
+
+class EmbedderMisconfigured(Unavailable):
+    """The embedding endpoint answers, but not as configured (its key refused, no such model, vectors of
+    another size): retrying will not help until the operator fixes the settings the message names. Writes
+    are stored pending and searches answer with keyword results, saying this message."""
+
+    code = "embedder_misconfigured"

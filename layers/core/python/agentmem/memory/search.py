@@ -20,7 +20,7 @@ from typing import Any
 
 from agentmem.budget import Budget
 from agentmem.clock import format_timestamp
-from agentmem.embeddings.port import Embedder, embed_query
+from agentmem.embeddings.port import Embedder, EmbedderMisconfigured, embed_query
 from agentmem.errors import InvalidInput, ModelShareUsed
 from agentmem.keys import Scope
 from agentmem.memory import filters, records
@@ -114,7 +114,10 @@ class MemorySearch:
                 raise  # model this minute): no fallback answers it
             except Exception as error:  # embedder or index down: keyword matching still answers
                 logger.warning("semantic search failed; keyword fallback", extra={"error": type(error).__name__})
-                warnings = [f"{mode} search is unavailable right now; these are keyword results"]
+                why = "is unavailable right now"
+                if isinstance(error, EmbedderMisconfigured):  # the operator's to fix: say what
+                    why = f"failed: {error.message}"
+                warnings = [f"{mode} search {why}; these are keyword results"]
                 mode = "keyword"
         if selected is None:
             hits = self._keyword(scope, query, now, warnings, where)

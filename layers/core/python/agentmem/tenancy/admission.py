@@ -201,8 +201,14 @@ class SharedEmbedder:
     def __init__(self, inner: Embedder, share: ModelShare) -> None:
         self.inner = inner
         self.share = share
-        self.model_id = inner.model_id
-        self.dimension = inner.dimension
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
 
     def _take(self, calls: int) -> None:
         tenant = current_tenant()

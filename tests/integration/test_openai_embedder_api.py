@@ -11,6 +11,7 @@ import pytest
 
 from agentmem.container import Container, set_container
 from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR
+from agentmem.errors import InvalidInput
 from agentmem.keys import UserRef
 from agentmem.memory import records
 from agentmem.settings import Settings
@@ -185,4 +186,58 @@ def test_an_endpoint_down_degrades_to_keyword_results(table: Table, server: Scri
     assert body["degraded"] is True
     assert body["warnings"] == ["hybrid search is unavailable right now; these are keyword results"]
     assert _texts(body) == ["the plumber comes on Friday"]
+    set_container(None)
+
+
+# -- on a real OpenSearch node (the index of tests/integration/conftest.py: 64 dimensions, lucene) -----------
+
+
+def _on_opensearch(table: Table, server: ScriptedEmbeddingsServer, index: Any, **settings: Any) -> Container:
+    placed = {"vector_index": "opensearch", "opensearch_endpoint": index.endpoint, "opensearch_index": index.index}
+    return _deploy(table, server, opensearch_engine="lucene", **placed, **settings)
+
+
+def test_on_opensearch_a_switched_model_is_filtered_out_of_the_knn_query_until_re_embedded(
+    table: Table, server: ScriptedEmbeddingsServer, index: Any
+) -> None:
+    # Given entries embedded by openai:embed-a into the node's index, found by meaning
+    _on_opensearch(table, server, index)
+    client = ApiClient()
+    assert client.put(f"{ALICE}/sessions/s1/memories", {"entries": [text_entry(t) for t in FACTS]}).status == 200
+    assert _texts(_search(client, "where is my passport folder"))[0] == FACTS[0]
+    # When the operator switches to another model of the same size
+    server.model = "embed-b"
+    second = _on_opensearch(table, server, index)
+    # Then the k-NN query compares none of the old vectors and the answer names the old model
+    body = _search(client, "where is my passport folder")
+    assert body["entries"] == []
+    assert "openai:embed-a" in body["warnings"][0]
+    # And after `agentmem reindex --re-embed` the new model's vectors answer
+    report = reindex(second.table, second.vector_index, second.embedder, user=UserRef("app", "alice"), re_embed=True)  # type: ignore[arg-type]
+    assert report.embedded == len(FACTS)
+    body = _search(client, "where is my passport folder")
+    assert _texts(body)[0] == FACTS[0]
+    assert "degraded" not in body
+    set_container(None)
+
+
+def test_on_opensearch_a_model_of_another_size_than_the_index_is_refused_clearly(
+    table: Table, server: ScriptedEmbeddingsServer, index: Any
+) -> None:
+    # Given the 64-dimension index and the embedder asked for 32 dimensions
+    container = _on_opensearch(table, server, index, embedder_dimensions=32)
+    # When `agentmem create-index` runs with the embedder's size, Then it is refused, saying how to move
+    with pytest.raises(InvalidInput, match="holds 64-dimension vectors, not 32") as refused:
+        container.vector_index.create_index(container.embedder.dimension)  # type: ignore[union-attr]
+    assert "agentmem reindex --re-embed" in refused.value.message
+    # And a write is stored in the table (the index refused its document: pending) and a search answers 200,
+    # degraded to keyword results (the index holds none of it until `agentmem reindex`), never a 5xx
+    client = ApiClient()
+    reply = client.post(f"{ALICE}/memories", {"entry": text_entry("the spare tyre is in the boot")})
+    assert reply.status == 201
+    assert reply.body["indexing"] == "pending"
+    assert client.get(f"{ALICE}/memories/{reply.body['id']}").status == 200
+    body = _search(client, "spare tyre", "hybrid")
+    assert body["mode"] == "keyword"
+    assert body["degraded"] is True
     set_container(None)

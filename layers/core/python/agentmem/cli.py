@@ -334,8 +334,14 @@ def _create_index(args: argparse.Namespace) -> int:
     if index is None or not hasattr(index, "create_index"):
         print("no OpenSearch vector index is configured (MEMORY_EMBEDDER, MEMORY_OPENSEARCH_ENDPOINT)", file=sys.stderr)
         return 2
-    dimension = args.dimension or container.embedder.dimension
-    created = index.create_index(dimension)
+    from agentmem.errors import MemoryServiceError
+
+    try:
+        dimension = args.dimension or container.embedder.dimension
+        created = index.create_index(dimension)
+    except MemoryServiceError as refused:  # another size than the index's, the embedder unreachable
+        print(refused.message, file=sys.stderr)
+        return 2
     print(f"index {index.index} {'created' if created else 'already exists'} ({dimension} dimensions, {index.engine})")
     return 0
 

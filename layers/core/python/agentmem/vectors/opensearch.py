@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentmem.errors import Unavailable
+from agentmem.errors import InvalidInput, Unavailable
 from agentmem.keys import Scope, UserRef
 from agentmem.memory import records
 from agentmem.memory.filters import (
@@ -154,8 +154,18 @@ class OpenSearchVectorIndex:
     # -- administration ------------------------------------------------------------------------------
 
     def create_index(self, dimension: int) -> bool:
-        """Create the index (with this adapter's engine) if it is missing; return True when it was created."""
+        """Create the index (with this adapter's engine) if it is missing; return True when it was created.
+        An index of vectors of another size is refused (a mapping's dimension never changes): the message
+        says how to move to the new size."""
         if self._call("exists", self.client.indices.exists, index=self.index):
+            held = self.dimension()
+            if held is not None and held != dimension:
+                raise InvalidInput(
+                    f"the index {self.index} holds {held}-dimension vectors, not {dimension}: create another index "
+                    "(MEMORY_OPENSEARCH_INDEX) with `agentmem create-index` and fill it with `agentmem reindex "
+                    "--re-embed`, or keep the embedder's size at the index's",
+                    code="vector_dimension_mismatch",
+                )
             # An index created before the filter or word fields: add them (mappings only grow; idempotent).
             added = {"properties": {**FILTER_FIELDS, **WORD_FIELDS, **RANKING_FIELDS}}
             self._call("mapping", self.client.indices.put_mapping, index=self.index, body=added)
@@ -163,6 +173,14 @@ class OpenSearchVectorIndex:
         body = index_body(dimension, engine=self.engine)
         self._call("create", self.client.indices.create, index=self.index, body=body)
         return True
+
+    def dimension(self) -> int | None:
+        """The size of the vectors the index's mapping takes (None when the mapping names none)."""
+        got: dict[str, Any] = self._call("mapping", self.client.indices.get_mapping, index=self.index)
+        held = None
+        for index in got.values():  # one: this index's
+            held = index.get("mappings", {}).get("properties", {}).get("vector", {}).get("dimension")
+        return int(held) if held is not None else None
 
     def health(self) -> str:
         try:

@@ -36,6 +36,13 @@ ALARM_EMAIL ?=
 BACKUP_COPY_VAULT ?=
 # The account's Lambda concurrency quota in the Region (default 1000): every function's reservation is sized from it.
 ACCOUNT_CONCURRENCY ?=
+# Embeddings from Bedrock's Titan v2 (the default), or EMBEDDER=openai at EMBEDDER_URL=https://.../v1 with EMBEDDER_MODEL,
+# optionally EMBEDDER_DIMENSIONS and EMBEDDER_API_KEY_SECRET=<a Secrets Manager secret's ARN> (docs/embeddings.md).
+EMBEDDER ?=
+EMBEDDER_URL ?=
+EMBEDDER_MODEL ?=
+EMBEDDER_DIMENSIONS ?=
+EMBEDDER_API_KEY_SECRET ?=
 CDK_CONTEXT = -c stage=$(STAGE) -c search_backend=$(SEARCH_BACKEND) \
 	$(if $(OPENSEARCH_VPC),-c opensearch_vpc=$(OPENSEARCH_VPC) -c opensearch_subnets=$(OPENSEARCH_SUBNETS)) \
 	$(if $(OPENSEARCH_ROUTE_TABLES),-c opensearch_route_tables=$(OPENSEARCH_ROUTE_TABLES)) \
@@ -45,7 +52,12 @@ CDK_CONTEXT = -c stage=$(STAGE) -c search_backend=$(SEARCH_BACKEND) \
 	$(if $(BACKUP_COPY_VAULT),-c backup_copy_vault=$(BACKUP_COPY_VAULT)) \
 	$(if $(EXTRACTION_MODEL),-c extraction_model=$(EXTRACTION_MODEL)) \
 	$(if $(EXTRACTION_CONCURRENCY),-c extraction_concurrency=$(EXTRACTION_CONCURRENCY)) \
-	$(if $(EXTRACTION_MODEL_REGIONS),-c extraction_model_regions=$(EXTRACTION_MODEL_REGIONS))
+	$(if $(EXTRACTION_MODEL_REGIONS),-c extraction_model_regions=$(EXTRACTION_MODEL_REGIONS)) \
+	$(if $(EMBEDDER),-c embedder=$(EMBEDDER)) \
+	$(if $(EMBEDDER_URL),-c embedder_url=$(EMBEDDER_URL)) \
+	$(if $(EMBEDDER_MODEL),-c embedder_model=$(EMBEDDER_MODEL)) \
+	$(if $(EMBEDDER_DIMENSIONS),-c embedder_dimensions=$(EMBEDDER_DIMENSIONS)) \
+	$(if $(EMBEDDER_API_KEY_SECRET),-c embedder_api_key_secret=$(EMBEDDER_API_KEY_SECRET))
 
 $(BIN)/python:
 	@echo "creating $(VENV) ($(PYTHON) -m venv)"
@@ -170,7 +182,7 @@ bench: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(
 	$(BIN)/python bench/run.py $(ONLY)
 
 synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too; STAGE=prod needs ALARM_EMAIL=)
-	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","opensearch_route_tables":"$(OPENSEARCH_ROUTE_TABLES)","opensearch_vpc_endpoints":"$(OPENSEARCH_VPC_ENDPOINTS)","account_concurrency":"$(ACCOUNT_CONCURRENCY)","alarm_email":"$(ALARM_EMAIL)","backup_copy_vault":"$(BACKUP_COPY_VAULT)","aws:cdk:bundling-stacks":[]}' \
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","opensearch_route_tables":"$(OPENSEARCH_ROUTE_TABLES)","opensearch_vpc_endpoints":"$(OPENSEARCH_VPC_ENDPOINTS)","account_concurrency":"$(ACCOUNT_CONCURRENCY)","alarm_email":"$(ALARM_EMAIL)","backup_copy_vault":"$(BACKUP_COPY_VAULT)","embedder":"$(EMBEDDER)","embedder_url":"$(EMBEDDER_URL)","embedder_model":"$(EMBEDDER_MODEL)","embedder_dimensions":"$(EMBEDDER_DIMENSIONS)","embedder_api_key_secret":"$(EMBEDDER_API_KEY_SECRET)","aws:cdk:bundling-stacks":[]}' \
 		$(BIN)/python infra/app.py
 	@echo "cdk.out/AgentMemory-$(STAGE).template.json"
 

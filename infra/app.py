@@ -4,7 +4,8 @@ Context: ``stage`` (dev|prod), ``search_backend`` (table, the default, or opense
 monthly floor is printed before the synth), ``extraction_model`` (a Bedrock model id
 or inference profile id; unset: no extraction), ``extraction_concurrency``, ``extraction_model_regions``,
 ``opensearch_vpc``, ``opensearch_subnets``, ``opensearch_route_tables``, ``opensearch_vpc_endpoints``,
-``account_concurrency``, ``tenants``, ``backup_copy_vault`` and ``alarm_email`` (required for prod);
+``account_concurrency``, ``tenants``, ``backup_copy_vault``, ``embedder`` (with ``embedder_url``,
+``embedder_model``, ``embedder_dimensions``, ``embedder_api_key_secret``) and ``alarm_email`` (required for prod);
 see infra/stack.py.
 cdk-nag's AwsSolutions checks run on every synth (``Validations.of(app).add_plugins``).
 """
@@ -84,6 +85,26 @@ def deployment_options(context: Callable[[str], Any]) -> Any:
         opensearch_subnets=tuple(context_list(context("opensearch_subnets"))),
         opensearch_route_tables=tuple(context_list(context("opensearch_route_tables"))),
         opensearch_vpc_endpoints=_flag(context("opensearch_vpc_endpoints"), "opensearch_vpc_endpoints", default=True),
+        embedder=embedder_settings(context),
+    )
+
+
+def embedder_settings(context: Callable[[str], Any]) -> Any:
+    """The ``embedder`` context and its endpoint's (infra/components/embeddings.py); unset: Bedrock."""
+    from infra.components.embeddings import EmbedderSettings
+
+    def text(key: str) -> str | None:
+        return str(context(key) or "").strip() or None
+
+    dimensions = text("embedder_dimensions")
+    if dimensions is not None and not dimensions.isdigit():
+        raise ValueError(f"context embedder_dimensions must be a whole number, not {dimensions!r}")
+    return EmbedderSettings(
+        kind=text("embedder") or "bedrock",
+        url=text("embedder_url"),
+        model=text("embedder_model"),
+        dimensions=int(dimensions) if dimensions is not None else None,
+        api_key_secret=text("embedder_api_key_secret"),
     )
 
 

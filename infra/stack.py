@@ -22,6 +22,8 @@ Context (``-c key=value`` or ``make synth STAGE=... SEARCH_BACKEND=...``):
   there (infra/components/backup.py); without it prod's backups stay in the account (a synth warning).
 - ``tenants``: how many tenants of each plan tier the stage is sized for (``starter:50,standard:20,scale:2``);
   the stage's throttle is their plans' rates together (infra/components/throttling.py).
+- ``embedder``: ``bedrock`` (default: Titan v2) or ``openai`` with ``embedder_url``, ``embedder_model``, and optionally
+  ``embedder_dimensions`` and ``embedder_api_key_secret`` (a secret's ARN): infra/components/embeddings.py.
 - ``account_concurrency``: the account's Lambda concurrency quota in the Region (default 1,000, Lambda's default):
   every function's reserved concurrency is sized from it (infra/components/compute.py ``Concurrency``).
 """
@@ -40,6 +42,7 @@ from agentmem.settings import Env
 from infra.components.api import Api, ApiSettings
 from infra.components.backup import Backups, check_copy_vault
 from infra.components.compute import Compute, ComputeSettings, Concurrency
+from infra.components.embeddings import EmbedderSettings
 from infra.components.extraction import DEFAULT_RESERVED_CONCURRENCY, ExtractionSettings
 from infra.components.operations import Operations
 from infra.components.release import SafeDeploys
@@ -74,6 +77,8 @@ class DeploymentOptions:
     opensearch_vpc_endpoints: bool = True
     """Whether the stack makes the VPC endpoints the functions in the private subnets need (False: the subnets
     reach AWS's APIs already)."""
+    embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
+    """The embedding model: Bedrock's Titan v2, or an OpenAI-compatible endpoint (infra/components/embeddings.py)."""
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -180,6 +185,7 @@ class MemoryServiceStack(Stack):
                 log_retention=options.log_retention,
                 extraction=options.extraction,
                 account_concurrency=options.account_concurrency,
+                embedder=options.embedder,
             ),
             storage=self.storage,
             search=self.search,

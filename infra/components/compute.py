@@ -12,10 +12,10 @@ that writes its logs and traces only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import jsii
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Annotations, Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -30,13 +30,13 @@ from agentmem.settings import API_MEMORY_MB, Env
 from agentmem.tenancy.admission import in_flight_limits
 from agentmem.tenancy.keys import lookup_partition
 from infra import packaging
+from infra.components.embeddings import EmbedderSettings
 from infra.components.extraction import Extraction, ExtractionSettings
 from infra.components.search import ERASER, INDEXER, SEARCHER, VectorSearch
 from infra.components.snapshots import Snapshots
 from infra.components.storage import DELETION_ACTIONS, Storage
 from infra.components.throttling import IN_FLIGHT_SHARES, embedding_shares
 
-EMBEDDING_MODEL_ID = "amazon.titan-embed-text-v2:0"
 SERVICE_NAME = "agent-memory"
 METRICS_NAMESPACE = "AgentMemory"
 DELETION_RESERVED_CONCURRENCY = 10
@@ -69,7 +69,8 @@ VPC_CALLS = {
 }
 """The AWS APIs the code of each function that runs in the vector collection's private subnets calls (as VPC endpoint
 service names: the table, embeddings and the chat model, the receipt key, the erasure workflow, extraction's wake
-queue), which the subnets must reach (infra/components/search.py ``reach``). The rest of what their roles hold is
+queue), which the subnets must reach (infra/components/search.py ``reach``), as Bedrock embeds (an OpenAI-compatible
+embedder's: infra/components/embeddings.py ``vpc_calls``). The rest of what their roles hold is
 called by Lambda for them: their logs and traces, their network interfaces, the stream and queue their mappings
 read, the indexer's failure bucket; the data key only through those services."""
 
@@ -181,6 +182,8 @@ class ComputeSettings:
     """The model extraction runs with (the ``extraction_model`` context), or None: no extraction."""
     account_concurrency: int = 1000
     """The account's Lambda concurrency quota in the Region (``-c account_concurrency``)."""
+    embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
+    """The embedding model the functions call (``-c embedder``: infra/components/embeddings.py)."""
 
     @property
     def concurrency(self) -> Concurrency:
@@ -228,7 +231,7 @@ class Compute(Construct):
             "POWERTOOLS_LOG_LEVEL": "INFO",
             Env.STORE: "dynamodb",
             Env.TABLE_NAME: storage.table.table_name,
-            Env.EMBEDDER: "bedrock",
+            **settings.embedder.environment,
             Env.VECTOR_INDEX: "opensearch" if search is not None else "exact",
             Env.AUTH: "required",
             # An erasure waits this long after marking the user: no API request can still be writing then.
@@ -418,7 +421,14 @@ class Compute(Construct):
                 placed["extraction"] = self.extraction.function
             self.search_functions = list(placed.values())
             search.connect(self.search_functions)
-            search.reach(sorted({service for name in placed for service in VPC_CALLS[name]}))
+            calls = settings.embedder.vpc_calls(VPC_CALLS)
+            search.reach(sorted({service for name in placed for service in calls[name]}))
+            if search.network is not None and settings.embedder.url is not None:
+                Annotations.of(self).add_warning_v2(
+                    "agentmem:embedder-egress",
+                    f"embedder=openai in private subnets: they must reach {settings.embedder.url} over HTTPS "
+                    "(a NAT gateway, or a private endpoint of the provider; docs/embeddings.md)",
+                )
         self.console = self._function(
             "Console",
             "console",
@@ -496,10 +506,7 @@ class Compute(Construct):
         )
 
     def _allow_embeddings(self, fn: lambda_.Function) -> None:
-        model_arn = Stack.of(self).format_arn(
-            service="bedrock", account="", resource="foundation-model", resource_name=EMBEDDING_MODEL_ID
-        )
-        fn.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[model_arn]))
+        self._settings.embedder.allow(fn)
 
 
 def indexed_items_filter() -> dict[str, object]:

@@ -176,6 +176,20 @@ def test_vectors_of_another_size_than_configured_are_refused_not_stored(
     set_container(None)
 
 
+def test_a_query_the_endpoint_refuses_is_a_422_in_the_error_envelope(
+    table: Table, server: ScriptedEmbeddingsServer
+) -> None:
+    _deploy(table, server)
+    client = ApiClient()
+    server.answer = lambda request: ScriptedFailure(400, '{"error": {"message": "input is too long for this model"}}')
+    reply = client.post(f"{ALICE}/memories/search", {"query": "a long question", "mode": "semantic"})
+    assert reply.status == 422
+    assert reply.body["error"]["code"] == "embedding_refused"
+    assert "too long" in reply.body["error"]["message"]
+    assert reply.body["error"]["request_id"]
+    set_container(None)
+
+
 def test_an_endpoint_down_degrades_to_keyword_results(table: Table, server: ScriptedEmbeddingsServer) -> None:
     _deploy(table, server)
     client = ApiClient()

@@ -149,6 +149,15 @@ def test_a_model_the_endpoint_does_not_serve_is_a_misconfiguration_naming_it() -
     assert len(server.requests) == 1
 
 
+def test_an_endpoint_refusing_the_asked_dimensions_is_a_misconfiguration() -> None:
+    # Given a server that refuses `dimensions` for a model of one size, as vLLM does
+    body = '{"error": {"message": "Model does not support matryoshka representation, changing output dimensions"}}'
+    with ScriptedEmbeddingsServer(scripted_answers(ScriptedFailure(400, body))) as server:
+        embedder = _embedder(server, dimensions=256)
+        with pytest.raises(EmbedderMisconfigured, match="unset MEMORY_EMBEDDER_DIMENSIONS"):
+            embedder.embed(["a text"])
+
+
 def test_another_refusal_refuses_the_texts() -> None:
     body = '{"error": {"message": "input is too long for this model"}}'
     with (

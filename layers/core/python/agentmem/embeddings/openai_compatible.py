@@ -119,7 +119,7 @@ class OpenAICompatibleEmbedder:
         return batches
 
     def request_body(self, texts: Sequence[str]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "input": list(texts), "encoding_format": "float"}
+        body: dict[str, Any] = {"model": self.model, "input": list(texts)}  # floats: the API's default
         if self.asked_dimensions is not None:
             body["dimensions"] = self.asked_dimensions
         return body

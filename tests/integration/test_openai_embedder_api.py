@@ -11,7 +11,6 @@ import pytest
 
 from agentmem.container import Container, set_container
 from agentmem.embeddings.codec import MODEL_ATTR, PENDING_ATTR, VECTOR_ATTR
-from agentmem.errors import InvalidInput
 from agentmem.keys import UserRef
 from agentmem.memory import records
 from agentmem.settings import Settings
@@ -236,14 +235,27 @@ def test_on_opensearch_a_switched_model_is_filtered_out_of_the_knn_query_until_r
 
 
 def test_on_opensearch_a_model_of_another_size_than_the_index_is_refused_clearly(
-    table: Table, server: ScriptedEmbeddingsServer, index: Any
+    table: Table,
+    server: ScriptedEmbeddingsServer,
+    index: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    from agentmem import cli
+
     # Given the 64-dimension index and the embedder asked for 32 dimensions
     container = _on_opensearch(table, server, index, embedder_dimensions=32)
-    # When `agentmem create-index` runs with the embedder's size, Then it is refused, saying how to move
-    with pytest.raises(InvalidInput, match="holds 64-dimension vectors, not 32") as refused:
-        container.vector_index.create_index(container.embedder.dimension)  # type: ignore[union-attr]
-    assert "agentmem reindex --re-embed" in refused.value.message
+    # When `agentmem create-index` runs with the embedder's size
+    with monkeypatch.context() as patched:
+        patched.setattr("agentmem.container.get_container", lambda: container)
+        patched.setattr("agentmem.container.set_container", lambda _: None)
+        refused = cli.main(["create-index"])
+    # Then it is refused, saying the sizes and how to move; the index is unchanged
+    said = capsys.readouterr().err
+    assert refused == 2
+    assert f"the index {index.index} holds 64-dimension vectors, not 32" in said
+    assert "agentmem reindex --re-embed" in said
+    assert container.vector_index.dimension() == 64  # type: ignore[union-attr]
     # And a write is stored in the table (the index refused its document: pending) and a search answers 200,
     # degraded to keyword results (the index holds none of it until `agentmem reindex`), never a 5xx
     client = ApiClient()

@@ -194,6 +194,8 @@ def test_answers_conform_to_the_document(container: object, document: dict[str, 
     api.get(scope + "/projects", query={"limit": 1})
     api.get(scope + "/projects", query={"cursor": ""})
     api.get("/v1/apps/demo/usage")
+    api.get("/v1/apps/demo/users", query={"limit": 1})
+    api.get("/v1/apps/demo/users", query={"limit": 0})
     api.put("/v1/apps/demo/extraction", {"strategies": [{"type": "SEMANTIC", "name": "facts"}]})
     api.get("/v1/apps/demo/extraction")
     api.get("/v1/apps/demo/extraction/jobs", query={"limit": 1})

@@ -131,6 +131,17 @@ class ExportPage(_Out):
     next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
 
 
+class AppUserOut(_Out):
+    user_id: str
+    entries: int = Field(description="memory entries held in every scope of the user (expired ones until removed)")
+    last_write_at: str | None = Field(description="the newest memory write or delete; null: no memory entry")
+
+
+class AppUsers(_Out):
+    users: list[AppUserOut] = Field(description="the app's users in key order (none being erased)")
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
+
+
 class Projects(_Out):
     projects: list[str] = Field(description="the projects the user has written to, in key order")
     next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")

@@ -1,5 +1,5 @@
 """User-wide routes of API.md: erasure (GDPR, ``DELETE {scope}`` and its status), ``GET {scope}/export`` and
-``GET {scope}/projects``."""
+``GET {scope}/projects``; and the app's users, ``GET /v1/apps/{app}/users``."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from agentmem.api.http import SCOPE_PATH, TENANT, WRITE, PathId, documented, json_response, path_id, user_from_path
+from agentmem.app_users import list_users
 from agentmem.container import get_container
 from agentmem.deletion.runners import start_erasure
 from agentmem.keys import validate_id
-from agentmem.models.responses import DeletionStarted, DeletionStatus, ExportPage, Projects
+from agentmem.models.responses import AppUsers, DeletionStarted, DeletionStatus, ExportPage, Projects
 from agentmem.users import list_projects
 
 router = Router()
@@ -69,3 +70,18 @@ def projects(
     after = validate_id(cursor, "cursor") if cursor is not None else None
     page, next_cursor = list_projects(get_container().table, user_from_path(app, user), after=after, limit=limit)
     return json_response(200, {"projects": page, "next_cursor": next_cursor})
+
+
+@router.get(
+    "/v1/apps/<app>/users",
+    summary="The app's users, page by page: memory entries held and the last write (none being erased)",
+    responses=documented(200, "a page of the app's users", *TENANT),
+)
+def app_users(
+    app: PathId,
+    cursor: Annotated[str | None, Query(max_length=1024, description="next_cursor of the previous page")] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+) -> Response[AppUsers]:
+    name = validate_id(path_id(app), "app")
+    page, next_cursor = list_users(get_container().table, name, limit=limit, cursor=cursor)
+    return json_response(200, {"users": [user.to_json() for user in page], "next_cursor": next_cursor})

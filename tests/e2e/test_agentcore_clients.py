@@ -131,8 +131,25 @@ def test_a_strands_agent_remembers_across_sessions(server: LiveServer, endpoint:
         "Book me a seat for the flight to Lima.",
     ]
     # And what the agent wrote is this service's memory of the user, in its export
-    exported = httpx.get(f"{server.url}/v1/apps/{memory}/users/alice/export", timeout=30).json()["entries"]
+    export = httpx.get(f"{server.url}/v1/apps/{memory}/users/alice/export", timeout=30).json()
+    exported = export["entries"]
     assert {e["session_id"] for e in exported} == {"trip-1", "trip-2", None}
+    # And the session manager's session and agent state (blob events) are exported as events, never as
+    # memories: every memory holds text, and the user's memories list none of the blobs
+    assert {e["session_id"] for e in export["events"]} == {"trip-1", "trip-2"}
+    assert all(any("text" in part for part in e["content"]["parts"]) for e in exported)
+    listed = httpx.get(f"{server.url}/v1/apps/{memory}/users/alice/memories", timeout=30).json()["entries"]
+    assert {e["id"] for e in listed} <= {e["id"] for e in exported}
+    assert not {e["id"] for e in listed} & {e["id"] for e in export["events"]}
+
+    # And a message, stored as Strands' JSON envelope, is searched by its words only, never by the envelope's
+    def keyword(query: str) -> list[str]:
+        search = f"{server.url}/v1/apps/{memory}/users/alice/memories/search"
+        hits = httpx.post(search, json={"query": query, "mode": "keyword"}, timeout=30).json()["entries"]
+        return [h["session_id"] for h in hits]
+
+    assert "trip-1" in keyword("aisle seats")
+    assert keyword("message_id created_at toolUseId") == []
 
 
 def _agentmem(*args: str, db: Path) -> str:

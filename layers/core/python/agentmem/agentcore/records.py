@@ -6,7 +6,9 @@
   conversational item a text part, a blob or JSON item an ``inline_data`` part holding its JSON as it
   came), the items' kinds and roles in the metadata key :data:`PAYLOAD`, its branch in :data:`BRANCH` and
   :data:`BRANCH_ROOT`, the event's own metadata under its own keys. Its id spells the entry's id:
-  ``<milliseconds>#<the entry id's 128 bits in hex>``.
+  ``<milliseconds>#<the entry id's 128 bits in hex>``. An event whose payload holds no conversational item
+  (only blobs: a framework's state, a message too long for a conversational item) is no memory entry: it is
+  kept in the same shape as an event only (agentmem/agentcore/state_events.py).
 - A memory record is one memory entry of the actor its namespace names (:func:`owner_of`), so erasure and
   export of that user reach it: its text, ``agentcore.kind = record``, its namespace and the namespace's
   path prefixes (for ``namespacePath``), its strategy, and its metadata under its own keys. Its id,

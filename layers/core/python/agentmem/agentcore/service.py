@@ -2,7 +2,8 @@
 
 Each method takes the app a memory id names and answers the operation's output shape as botocore reads it
 (camelCase members, timestamps in epoch seconds). Events and records are memory entries, written, read,
-searched, metered, exported and erased by :class:`~agentmem.memory.service.MemoryService`; this module
+searched, metered, exported and erased by :class:`~agentmem.memory.service.MemoryService`, except the events
+that hold no conversational item, kept as events only (agentmem/agentcore/state_events.py); this module
 adds the event and record views, the actor index and the paging of AgentCore's list operations.
 """
 
@@ -23,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentmem import held_items, users
-from agentmem.agentcore import models
+from agentmem.agentcore import models, state_events
 from agentmem.agentcore import records as ac
 from agentmem.budget import Budget
 from agentmem.clock import format_timestamp, new_id, parse_timestamp, utc_now
@@ -135,9 +136,12 @@ class AgentCoreService:
         ttl = config.event_expiry_days * 86_400 if config is not None and config.event_expiry_days else None
 
         def create() -> dict[str, Any]:
-            stored = self._memory.add_entry(actor.scope, entry, session, ttl_seconds=ttl)
+            if state_events.is_state(kinds):  # no conversational item: an event only, never a memory
+                item = state_events.write(self._table, actor.scope, session, entry, self._clock(), ttl)
+            else:
+                item = _item_of(self._memory.add_entry(actor.scope, entry, session, ttl_seconds=ttl))
             self._register(actor.user)
-            return {"event": _event(memory_id, actor.user.user, _item_of(stored), include_payload=True)}
+            return {"event": _event(memory_id, actor.user.user, item, include_payload=True)}
 
         return self._once(actor.user, body.client_token, body, create)
 
@@ -149,12 +153,17 @@ class AgentCoreService:
     def delete_event(self, memory_id: str, actor_id: str, session_id: str, event_id: str) -> dict[str, Any]:
         actor = self._actor(memory_id, actor_id)
         item = self._event_item(actor, session_id, event_id)
-        self._memory.delete_entry(actor.user, item["id"])
+        if str(item["sk"]).startswith(memory_records.EVENT):
+            self._table.batch_write(deletes=state_events.keys(item))
+        else:
+            self._memory.delete_entry(actor.user, item["id"])
         return {"eventId": event_id}
 
     def _event_item(self, actor: _Actor, session_id: str, event_id: str) -> Item:
         entry_id = ac.entry_of_event(event_id)
         item = self._memory.entry_item_of(actor.scope, entry_id) if entry_id is not None else None
+        if item is None and entry_id is not None:
+            item = state_events.get(self._table, actor.scope, entry_id)
         if item is None or not memory_records.is_live(item, self._now()) or item.get("session_id") != session_id:
             raise NotFound(f"no event {event_id!r} in this session of this actor")
         return item
@@ -222,7 +231,8 @@ class AgentCoreService:
         while True:
             page = self._table.query(scope.partition, prefix, limit=size, descending=True, start_after=start)
             ids = [row["sk"][len(prefix) :] for row in page.items]
-            found = {item["id"]: item for item in self._table.batch_get([(scope.partition, f"E#{i}") for i in ids])}
+            wanted = [state_events.item_key(scope.partition, row, prefix) for row in page.items]
+            found = {item["id"]: item for item in self._table.batch_get(wanted)}
             yield from (found[i] for i in ids if i in found)
             if page.next_start is None:
                 return

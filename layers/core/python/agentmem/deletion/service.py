@@ -55,6 +55,7 @@ EXPORTED_PREFIXES = tuple(
     sorted(
         (
             memory_records.ENTRY,
+            memory_records.EVENT,
             graph_records.ENTITY,
             graph_records.OBSERVATION,
             graph_records.EPISODE,
@@ -343,6 +344,7 @@ class DeletionService:
             "graph": {"entities": [], "relations": [], "observations": []},
             "episodes": [],
             "store": [],
+            "events": [],
             "next_cursor": None,
         }
         count = 0
@@ -486,6 +488,8 @@ def _export_item(item: Item, reads: _ReadBudget) -> tuple[str, Any] | None:
     kind = records.classify(item)
     if kind == "entries":
         return "entries", memory_records.entry_from_item(item).to_json()
+    if str(item["sk"]).startswith(memory_records.EVENT):
+        return "events", memory_records.entry_from_item(item).to_json()
     if kind == "episodes":
         return "episodes", _plain(item)
     if kind == "graph_items":

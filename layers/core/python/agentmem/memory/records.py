@@ -20,6 +20,12 @@ from agentmem.search.tokenize import tokenize
 from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Item
 
 ENTRY = "E#"
+EVENT = "EV#"
+"""An event kept as an event only, never a memory entry (AgentCore's blob payloads: a framework's state): its
+session row (:data:`EVENT_ROW`) lists it with the session's entries; search, lists, counts and extraction,
+which read ``E#`` items, never see it; export and erasure do (agentmem/agentcore/state_events.py)."""
+EVENT_ROW = "event"
+"""Set on the session row of an :data:`EVENT` item (the row names an ``EV#`` item, not an ``E#`` one)."""
 SESSION_INDEX = "SX#"
 SESSION_HEAD = "SESSION#"
 INDEX_NAMESPACE = "M"

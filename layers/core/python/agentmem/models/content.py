@@ -1,11 +1,13 @@
 """The ADK ``Content`` shape: a role and a list of parts.
 
 Parts are validated against the ADK part shapes but stored and returned exactly as the client sent
-them (snake_case or camelCase keys alike); only text parts are indexed.
+them (snake_case or camelCase keys alike); only text parts are indexed. A text part that holds a chat
+message's envelope as JSON (:func:`indexed_text`) is indexed by the message's text blocks.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
@@ -113,11 +115,35 @@ class Content(BaseModel):
     parts: list[Part] = Field(default_factory=list, max_length=1000)
 
     def text(self) -> str:
-        """The indexed text: every text part, one per line."""
-        return "\n".join(t for t in (p.text for p in self.parts) if t)
+        """The indexed text: every text part (:func:`indexed_text`), one per line."""
+        return "\n".join(t for t in (indexed_text(p.text) for p in self.parts if p.text) if t)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"parts": [p.root for p in self.parts]}
         if self.role is not None:
             out = {"role": self.role, **out}
         return out
+
+
+_ENVELOPE_START = '{"message": {'
+
+
+def indexed_text(text: str | None) -> str:
+    """What a text part is indexed by: the text, or, when it is a chat message's envelope as JSON, the text
+    blocks of the message. The Strands session manager stores each message of an agent as such an envelope
+    in a conversational event (``{"message": {"role", "content": [{"text"}, {"toolUse"}, ...]}, "message_id",
+    "created_at", ...}``, non-ASCII escaped): its keys, tool calls and timestamps are no words of anyone's, and
+    escaped words would never match. The part itself is kept and returned as written."""
+    if not text or not text.startswith(_ENVELOPE_START):
+        return text or ""
+    try:
+        envelope = json.loads(text)
+    except ValueError:
+        return text
+    message = envelope.get("message") if isinstance(envelope, dict) else None
+    if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+        return text
+    blocks = message.get("content")
+    if not isinstance(blocks, list):
+        return text
+    return "\n".join(b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str))

@@ -128,6 +128,10 @@ class ExportPage(_Out):
     store: list[dict[str, Any]] = Field(
         default_factory=list, description="the user's store items (namespace, key, value, times): LangGraph's store"
     )
+    events: list[Entry] = Field(
+        default_factory=list,
+        description="events kept as events only, in the entry shape: AgentCore's blob payloads (no memory entries)",
+    )
     next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
 
 

@@ -4,7 +4,19 @@
  */
 import { Transport, type TransportOptions } from "./http.js";
 import type { QueryValue } from "./routes.js";
-import type { Capabilities, ExtractionIn, ExtractionJobs, ExtractionOut, Health, StoreOp, StoreResult, Usage } from "./types.js";
+import { pages } from "./scope.js";
+import type {
+  AppUserOut,
+  AppUsers,
+  Capabilities,
+  ExtractionIn,
+  ExtractionJobs,
+  ExtractionOut,
+  Health,
+  StoreOp,
+  StoreResult,
+  Usage,
+} from "./types.js";
 import { UserClient } from "./user.js";
 
 export type MemoryClientOptions = TransportOptions;
@@ -56,6 +68,19 @@ export class MemoryClient {
   /** The caller's own app's metering per UTC day (`days` back, default 31): `{ app, days: [...] }`. */
   usage(app: string, options: { days?: number | undefined } = {}): Promise<Usage> {
     return this.transport.route("usage", { app }, { query: { days: options.days ?? 31 } });
+  }
+
+  /** One page of `app`'s users in key order, with their entry counts and last write: `{ users, next_cursor }`. */
+  listUsers(app: string, options: { limit?: number | undefined; cursor?: string | null | undefined } = {}): Promise<AppUsers> {
+    return this.transport.route("listUsers", { app }, { query: { limit: options.limit ?? 20, cursor: options.cursor } });
+  }
+
+  /** Every user of `app`, page after page: `for await (const user of client.iterUsers("my-app"))`. */
+  async *iterUsers(app: string, options: { pageSize?: number | undefined } = {}): AsyncGenerator<AppUserOut, void, undefined> {
+    const limit = options.pageSize ?? 100;
+    for await (const page of pages((cursor) => this.listUsers(app, { limit, cursor }))) {
+      yield* page.users;
+    }
   }
 
   /** What `app` learns from its conversations (docs/extraction.md): strategies, triggers, budget and state. */

@@ -69,6 +69,7 @@ export const ROUTES = {
   capabilities: { on: "service", method: "GET", path: "/v1/capabilities", response: "Capabilities" },
   openapi: { on: "service", method: "GET", path: "/v1/openapi.json" },
   usage: { on: "service", method: "GET", path: "/v1/apps/{app}/usage", query: ["days"], response: "Usage" },
+  listUsers: { on: "service", method: "GET", path: "/v1/apps/{app}/users", query: ["cursor", "limit"], response: "AppUsers" },
   getExtraction: { on: "service", method: "GET", path: "/v1/apps/{app}/extraction", response: "ExtractionOut" },
   putExtraction: { on: "service", method: "PUT", path: "/v1/apps/{app}/extraction", request: "ExtractionIn", response: "ExtractionOut" },
   listExtractionJobs: { on: "service", method: "GET", path: "/v1/apps/{app}/extraction/jobs", query: ["limit", "cursor"], response: "ExtractionJobs" },

@@ -149,6 +149,8 @@ export interface ExportPage {
   episodes: Record<string, unknown>[];
   /** The user's store items (added in v1; absent from older servers). */
   store?: StoreItem[];
+  /** AgentCore events kept as events only (blob payloads: no memory entries; added in v1). */
+  events?: Entry[];
   next_cursor: string | null;
 }
 
@@ -346,6 +348,21 @@ export interface Capabilities {
   vector_backend: string | null;
   embedder: string | null;
   relevance_threshold: number;
+}
+
+/** A user of an app, as `GET /v1/apps/{app}/users` lists it. */
+export interface AppUserOut {
+  user_id: string;
+  /** Memory entries held in every scope of the user (an expired one until the store removes it). */
+  entries: number;
+  /** The newest memory write or delete (RFC 3339); null when the user holds no entry. */
+  last_write_at: string | null;
+}
+
+/** A page of an app's users, in key order (`GET /v1/apps/{app}/users`; none being erased). */
+export interface AppUsers {
+  users: AppUserOut[];
+  next_cursor: string | null;
 }
 
 /** A page of the projects a user has written to (`GET {scope}/projects`). */
@@ -566,6 +583,7 @@ export interface JsonRpcMessage {
 /** The body types by schema name, as the route table (routes.ts) names them. */
 export interface Schemas {
   AddEntryRequest: AddEntryRequest;
+  AppUsers: AppUsers;
   AddEpisodesRequest: AddEpisodesRequest;
   AddObservationsRequest: AddObservationsRequest;
   Capabilities: Capabilities;

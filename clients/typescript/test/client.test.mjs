@@ -263,6 +263,28 @@ describe("erasure, export, MCP and service routes", () => {
   });
 });
 
+describe("an app's users", () => {
+  test("are listed page by page with their entry counts and last write", async () => {
+    const app = `ts-users-${randomUUID().slice(0, 8)}`;
+    // Given two users of the app, one with entries in two scopes, and a user of another app
+    await client.user(app, "ana").addEntry("likes tea");
+    await client.user(app, "ana").addEntry("works on boats", { projectId: "work" });
+    await client.user(app, "bob").addEntry("plays chess");
+    await client.user(`${app}-other`, "eve").addEntry("not of this app");
+    // When a page of one is read / Then it holds the first user, with a cursor to the next
+    const first = await client.listUsers(app, { limit: 1 });
+    assert.deepEqual(first.users.map((u) => [u.user_id, u.entries]), [["ana", 2]]);
+    assert.ok(first.users[0].last_write_at);
+    assert.equal(first.next_cursor, "ana");
+    // And iterating follows every cursor to every user once
+    const every = [];
+    for await (const user of client.iterUsers(app, { pageSize: 1 })) every.push(user.user_id);
+    assert.deepEqual(every, ["ana", "bob"]);
+    // And a bad limit is the library's error
+    await assert.rejects(client.listUsers(app, { limit: 0 }), InvalidInput);
+  });
+});
+
 describe("the store (LangGraph's BaseStore over HTTP)", () => {
   test("a batch puts, gets, searches and lists in one round trip; reads see it before its writes", async () => {
     const user = `store-${randomUUID()}`;

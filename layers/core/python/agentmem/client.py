@@ -351,6 +351,14 @@ def _entries(page: dict[str, Any]) -> list[dict[str, Any]]:
     return page["entries"]  # type: ignore[no-any-return]
 
 
+def _users_page(app: str, limit: int, cursor: str | None) -> Call[dict[str, Any]]:
+    return call("GET", f"/v1/apps/{_segment(app)}/users", query={"limit": limit, "cursor": cursor})
+
+
+def _users(page: dict[str, Any]) -> list[dict[str, Any]]:
+    return page["users"]  # type: ignore[no-any-return]
+
+
 def _observations(reply: dict[str, Any]) -> list[dict[str, Any]]:
     return reply["observations"]  # type: ignore[no-any-return]
 
@@ -400,6 +408,17 @@ class _ServiceRoutes:
     def usage(self, app: str, *, days: int = 31) -> Call[dict[str, Any]]:
         """The caller's own app's metering per UTC day: ``{"app", "days": [...]}``."""
         return call("GET", f"/v1/apps/{_segment(app)}/usage", query={"days": days})
+
+    @Route
+    def list_users(self, app: str, *, limit: int = 20, cursor: str | None = None) -> Call[dict[str, Any]]:
+        """One page of ``app``'s users, in key order: ``{"users": [{"user_id", "entries", "last_write_at"}],
+        "next_cursor"}`` (none being erased; docs/api.md)."""
+        return _users_page(app, limit, cursor)
+
+    @Listing
+    def iter_users(self, app: str, *, page_size: int = 100) -> Paged[dict[str, Any]]:
+        """Every user of ``app`` (``{"user_id", "entries", "last_write_at"}``), following cursors."""
+        return Paged(lambda cursor: _users_page(app, page_size, cursor), _users)
 
     @Route
     def get_extraction(self, app: str) -> Call[dict[str, Any]]:

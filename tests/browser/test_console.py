@@ -436,6 +436,44 @@ def test_links_open_their_view_of_their_user(site: Site, console: Console) -> No
     expect(console.page.locator("#message")).to_contain_text("There is no view “nope”")
 
 
+def test_without_a_user_the_console_lists_the_apps_users_to_pick_one(site: Site, console: Console) -> None:
+    # Given two users of an app of their own, one with two entries (one in a project)
+    other = "another-app"
+    with api(site.url, site.other_app_key) as http:
+        for user, text, project in (("zoe", "likes jazz", None), ("zoe", "plays bass", "band"), ("yan", "hi", None)):
+            body = {"entry": {"content": {"parts": [{"text": text}]}}, "project_id": project}
+            assert http.post(f"{scope(other, user)}/memories", json=body).status_code == 201
+    page = console.page
+    # When a person signs in with the app's key and no user
+    page.goto(console.url(app=other, view="graph"))
+    page.wait_for_selector("#sign-in:not([hidden])")
+    page.fill("#sign-in-key", site.other_app_key)
+    page.click("#sign-in-submit")
+    page.wait_for_selector("#view[data-ready=true]", timeout=20_000)
+    # Then the app's users are listed, in id order, with the entries each holds and a last write
+    expect(page.locator("#view")).to_have_attribute("data-view", "users")
+    rows = page.locator("#users-body tr")
+    expect(rows).to_have_count(2)
+    assert [r.get_attribute("data-user") for r in rows.all()] == ["yan", "zoe"]
+    assert [r.locator("td").nth(1).inner_text() for r in rows.all()] == ["1", "2"]
+    assert all(r.locator("td").nth(2).inner_text().startswith("20") for r in rows.all())
+    expect(page.locator("#users-caption")).to_have_text("2 users, in id order")
+    console.shot("console-users.png")
+    # When they pick one / Then its view opens (the one chosen at sign-in)
+    page.click("#users-body tr[data-user=zoe] a")
+    page.wait_for_selector("#view[data-ready=true]", timeout=20_000)
+    expect(page.locator("#view")).to_have_attribute("data-view", "graph")
+    expect(page.locator("#who-text")).to_have_text(f"app {other} · user zoe")
+    # And another app's key is refused at the list as at any view
+    page.evaluate("sessionStorage.clear()")
+    page.goto(console.url(app=other))
+    page.wait_for_selector("#sign-in:not([hidden])")
+    page.fill("#sign-in-key", site.key)
+    page.click("#sign-in-submit")
+    expect(page.locator("#message")).to_contain_text(f"This API key may not use app “{other}” (403")
+    expect(page.locator("#users")).to_have_count(0)
+
+
 def test_a_wrong_key_or_another_apps_key_shows_a_clear_message(site: Site, console: Console) -> None:
     page = console.page
     page.goto(console.url(app=APP, user="ana", view="memories"))

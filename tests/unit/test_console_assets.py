@@ -32,7 +32,7 @@ def test_the_page_and_its_modules_are_served_with_their_types_and_a_strict_polic
     assert "frame-ancestors 'none'" in policy
     assert "unsafe" not in policy
     assert page["headers"]["X-Content-Type-Options"] == "nosniff"
-    for name in ("app.js", "api.js", "memories.js", "graph.js", "card.js", "usage.js", "erase.js"):
+    for name in ("app.js", "api.js", "memories.js", "graph.js", "card.js", "usage.js", "erase.js", "users.js"):
         module = get(f"/console/{name}")
         assert module["statusCode"] == 200, name
         assert module["headers"]["Content-Type"] == "text/javascript; charset=utf-8"

@@ -8,6 +8,7 @@ import * as graph from './graph.js';
 import * as learning from './learning.js';
 import * as memories from './memories.js';
 import * as usage from './usage.js';
+import * as users from './users.js';
 
 const VIEWS = {
   memories: { title: 'Memories', module: memories },
@@ -75,6 +76,39 @@ function showNav(app, user, current) {
   $('who').hidden = false;
 }
 
+/** A first call failed: back to the sign-in form for a key refused (401, 403), else the message. */
+function refused(api, values, error) {
+  if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
+    const hadKey = Boolean(api.key);
+    sessionStorage.removeItem(KEY_STORAGE);
+    const message = hadKey || error.status === 403
+      ? describe(error, values.app)
+      : `This server needs an API key of app “${values.app}”: enter it below.`;
+    return showSignIn(values, message);
+  }
+  return notify(describe(error, values.app));
+}
+
+/** No user named: the app's users, to pick one (GET /v1/apps/{app}/users). */
+async function showUsers(api, values) {
+  let first;
+  try {
+    first = await users.firstPage(api, values.app);
+  } catch (error) {
+    return refused(api, values, error);
+  }
+  $('who-text').textContent = `app ${values.app}`;
+  $('switch-user').hidden = true;
+  $('who').hidden = false;
+  document.title = `Users · ${values.app} · Agent memory console`;
+  const root = $('view');
+  root.dataset.view = 'users';
+  const view = VIEWS[values.view] ? values.view : 'memories';
+  const context = { api, app: values.app, view, linkTo, notify, describe: (error) => describe(error, values.app) };
+  users.render(context, root, first);
+  root.dataset.ready = 'true';
+}
+
 async function start() {
   const params = new URLSearchParams(location.search);
   const values = { app: params.get('app'), user: params.get('user'), view: params.get('view') || 'memories' };
@@ -89,27 +123,19 @@ async function start() {
     sessionStorage.removeItem(KEY_STORAGE);
     location.assign(linkTo({ app: values.app }));
   });
-  if (!values.app || !values.user) return showSignIn(values);
+  if (!values.app) return showSignIn(values);
+  const api = new Api(new URL('.', document.baseURI), sessionStorage.getItem(KEY_STORAGE));
+  if (!values.user) return showUsers(api, values);
   const view = VIEWS[values.view];
   if (!view) return showSignIn(values, `There is no view “${values.view}”: pick one below.`);
 
-  const api = new Api(new URL('.', document.baseURI), sessionStorage.getItem(KEY_STORAGE));
   const scope = Api.scope(values.app, values.user);
   let projects;
   try {
     // One cheap call checks the key before anything is drawn, and lists the user's projects.
     projects = (await api.get(`${scope}/projects`, { limit: 1000 })).projects;
   } catch (error) {
-    if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
-      const hadKey = Boolean(api.key);
-      sessionStorage.removeItem(KEY_STORAGE);
-      const message = hadKey || error.status === 403
-        ? describe(error, values.app)
-        : `This server needs an API key of app “${values.app}”: enter it below.`;
-      return showSignIn(values, message);
-    }
-    notify(describe(error, values.app));
-    return;
+    return refused(api, values, error);
   }
   showNav(values.app, values.user, values.view);
   document.title = `${view.title} · ${values.user} · Agent memory console`;

@@ -96,7 +96,7 @@ def test_blob_events_do_not_count_toward_the_entry_limit(server: LiveServer) -> 
     assert len(_rest(server, memory, "/users/alice/memories")["entries"]) == LIMIT
 
 
-def test_blob_events_are_deleted_by_delete_event_and_by_erasure(server: LiveServer) -> None:
+def test_blob_events_are_deleted_by_delete_event_with_their_session_and_by_erasure(server: LiveServer) -> None:
     client = agentcore_client(server)
     memory = f"state-erase-{uuid.uuid4().hex[:8]}"
     kept, gone = _state(client, memory, "kept"), _state(client, memory, "gone")
@@ -109,6 +109,12 @@ def test_blob_events_are_deleted_by_delete_event_and_by_erasure(server: LiveServ
     listed = client.list_events(memoryId=memory, actorId="alice", sessionId="s1")["events"]
     assert gone["eventId"] not in [e["eventId"] for e in listed]
     assert kept["eventId"] in [e["eventId"] for e in listed]
+    # When a session is deleted over REST / Then its blob events go with its entries, from ListEvents and export
+    _state(client, memory, "of s2", session="s2")
+    _say(client, memory, "said in s2", session="s2")
+    assert _rest(server, memory, "/users/alice/sessions/s2", method="DELETE") == {"deleted": 1}
+    assert client.list_events(memoryId=memory, actorId="alice", sessionId="s2")["events"] == []
+    assert {e["session_id"] for e in _rest(server, memory, "/users/alice/export")["events"]} == {"s1"}
     # When the user is erased
     started = _rest(server, memory, "/users/alice", method="DELETE")
     for _ in range(300):

@@ -58,9 +58,12 @@ class EntryRemoval:
             ]
             deleted += self.delete_items(scope, items)
             present = {item["id"] for item in found}
-            if session_id is not None:
+            if session_id is not None:  # a row naming no entry, or an event kept as an event only (records.EVENT)
                 prefix = records.session_prefix(session_id)
-                self._table.batch_write(deletes=[(scope.partition, prefix + i) for i in chunk if i not in present])
+                gone = [i for i in chunk if i not in present]
+                self._table.batch_write(
+                    deletes=[(scope.partition, key + i) for i in gone for key in (prefix, records.EVENT)]
+                )
         return deleted
 
     def delete_items(self, scope: Scope, items: Sequence[Item]) -> int:

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+from agentmem import users
 from agentmem.container import Container, set_container
 from agentmem.keys import UserRef
+from agentmem.stores.table import Table
 from tests.support import ApiClient, inline_deletion_runner, scope_path, text_entry
 
 USERS = "/v1/apps/app1/users"
@@ -116,3 +118,21 @@ def test_a_page_reads_a_bounded_number_of_scopes(api: ApiClient, monkeypatch: py
     rest = _users(api, limit=100, cursor=first["next_cursor"])
     assert [(u["user_id"], u["entries"]) for u in rest["users"]] == [("c", 3)]
     assert rest["next_cursor"] is None
+
+
+def test_a_user_written_before_the_user_list_is_listed_from_their_next_write(api: ApiClient, table: Table) -> None:
+    # Given a user whose data was written before the app's user list existed: no row in it, and registry
+    # shards written without the mark that says the user is listed
+    _write(api, "old", "written long ago")
+    old = UserRef("app1", "old")
+    table.delete(*users.app_user_key(old))
+    for shard in range(users.GUARD_SHARDS):
+        pk, sk = users.registry_shard_key(old.scope(None), shard)
+        table.put({"pk": pk, "sk": sk})
+    assert _users(api)["users"] == []
+    # When the user writes again / Then the user is listed, with every entry
+    _write(api, "old", "written now")
+    assert [(u["user_id"], u["entries"]) for u in _users(api)["users"]] == [("old", 2)]
+    # And later writes list nothing twice
+    _write(api, "old", "and again")
+    assert [u["user_id"] for u in _users(api)["users"]] == ["old"]

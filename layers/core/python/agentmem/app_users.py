@@ -2,6 +2,7 @@
 when they last wrote.
 
 The list is the app's user index (``AU#<app>``, :mod:`agentmem.users`), in key order; nothing scans the table.
+A user whose data predates the index is listed from their next write on (:data:`~agentmem.users.LISTED`).
 For each user of a page:
 
 - a user whose erasure has begun (the deletion mark is set) is left out: the index row goes with the erasure's

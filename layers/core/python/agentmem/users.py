@@ -55,7 +55,14 @@ one mark and the one registry, a user's concurrent writes would cancel each othe
 
 APP_USERS = "AU#"
 """The partition ``AU#<app>`` lists every user of an app (``<user>``), written once with the user's first
-registered scope: what deleting a whole memory (an app) erases, user by user."""
+registered scope (:data:`LISTED`): what deleting a whole memory (an app) erases, user by user, and what
+``GET /v1/apps/{app}/users`` pages through (agentmem/app_users.py)."""
+
+
+LISTED = "listed"
+"""Set on a scope's registry shards written with the user's row in the app's user list. A shard without it
+was written before the list existed: the first write that reads it lists the user, then sets it (so a user of
+earlier data is listed from their next write on, each shard costing one transaction once)."""
 
 
 def app_users_partition(app: str) -> str:
@@ -319,11 +326,19 @@ class GuardedTable:
         against the mark itself, when a shard is missing)."""
         scope = scope_of_registry(registry)
         hold(scope.user_ref)
-        if self._table.get(*registry_shard_key(scope, random.randrange(GUARD_SHARDS))) is not None:
-            return
-        shards = [{"pk": pk, "sk": sk} for pk, sk in (registry_shard_key(scope, k) for k in range(GUARD_SHARDS))]
         mark = Check(*deletion_mark_key(scope.user_ref), Condition(exists=False))
         listed = Put(app_user_item(scope.user_ref))
+        shard = self._table.get(*registry_shard_key(scope, random.randrange(GUARD_SHARDS)))
+        if shard is not None:
+            if not shard.get(LISTED):  # registered before the app's user list: list the user now, once a shard
+                try:
+                    self._table.transact_write([mark, listed, Put({**shard, LISTED: 1}, Condition(exists=True))])
+                except ConditionFailed:
+                    raise UserDeletionInProgress(_MARKED) from None
+            return
+        shards = [
+            {"pk": pk, "sk": sk, LISTED: 1} for pk, sk in (registry_shard_key(scope, k) for k in range(GUARD_SHARDS))
+        ]
         try:
             self._table.transact_write([mark, Put(registry), listed, *(Put(shard) for shard in shards)])
         except ConditionFailed:

@@ -492,6 +492,36 @@ def test_the_message_trigger_counts_the_messages_of_an_event_not_the_events(
     assert [r["content"]["text"] for r in records(api, "/facts/alice/")] == ["Alice sails a wooden boat."]
 
 
+def test_blob_events_are_never_learnt_from_nor_counted_by_the_trigger(
+    api: ApiClient, container: Container, model: Model
+) -> None:
+    # Given an app that learns once a session has 2 messages (issue 43, point 7)
+    learns(container, FACTS, trigger_messages=2)
+    model.answers["Facts"] = facts_about(("Alice sails a wooden boat.", "alice", [1]))
+    state = '{"agent_id": "default", "state": {"secret": "xyzzy"}, "conversation_manager_state": {}}'
+    events = [
+        [{"conversational": {"content": {"text": "I sail a wooden boat"}, "role": "USER"}}],
+        [{"blob": state}],  # the agent's state, as the Strands session manager writes it
+        [{"blob": {"session_id": "trip", "session_type": "AGENT"}}],
+        [{"conversational": {"content": {"text": "Sounds fun"}, "role": "ASSISTANT"}}],
+    ]
+    for i, payload in enumerate(events):
+        body = {"actorId": "alice", "sessionId": "trip", "eventTimestamp": 1.77e9 + i, "payload": payload}
+        assert api.post(f"/agentcore/memories/{APP}/events", body).status == 201
+        outcomes = run(container)
+        # Then the blobs count as no message: the step learns at the second conversational event only
+        if i < len(events) - 1:
+            assert all(o.state != "done" for o in outcomes), (i, outcomes)
+        else:
+            assert [o.state for o in outcomes] == ["done"]
+    # And the model was shown the two messages, none of the blobs
+    [prompt] = model.asked_for("Facts")
+    assert "I sail a wooden boat" in prompt
+    assert "Sounds fun" in prompt
+    assert "xyzzy" not in prompt
+    assert "session_type" not in prompt
+
+
 def test_the_rest_route_sets_and_shows_what_an_app_learns(api: ApiClient, container: Container, model: Model) -> None:
     path = "/v1/apps/rest-app/extraction"
     # Given an app that learns nothing

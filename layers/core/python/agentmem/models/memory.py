@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, GetJsonSchemaHandler, WithJsonSchema
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from agentmem.errors import InvalidInput
 from agentmem.keys import ID_JSON_SCHEMA, validate_id
@@ -171,8 +173,25 @@ class StoredEntry(BaseModel):
         return self.model_dump(exclude={k for k in ("score", "indexing") if getattr(self, k) is None})
 
 
-ToldEntry = Annotated["MemoryEntry", AfterValidator(_told)]
-"""An entry written through the REST API: its metadata keys are not the service's own."""
+def _plain_text(value: Any) -> Any:
+    """A plain string is the user's own words: role user, one text part, author user (as both clients send it)."""
+    if isinstance(value, str):
+        return {"content": {"role": "user", "parts": [{"text": value}]}, "author": "user"}
+    return value
+
+
+class _OrPlainText:
+    """The OpenAPI schema of an entry that may be written as a plain string."""
+
+    @staticmethod
+    def __get_pydantic_json_schema__(schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        plain = {"type": "string", "description": "the user's words: role user, one text part, author user"}
+        return {"anyOf": [handler(schema), plain]}
+
+
+ToldEntry = Annotated["MemoryEntry", BeforeValidator(_plain_text), AfterValidator(_told), _OrPlainText()]
+"""An entry written through the REST API, a MemoryEntry or a plain string (:func:`_plain_text`): its metadata
+keys are not the service's own."""
 
 
 class PutSessionRequest(BaseModel):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 from agentmem import users
+from agentmem.graph import records as graph_records
 from agentmem.keys import Scope, UserRef
 from agentmem.memory import records
 from agentmem.search.inverted_index import Ranking
@@ -108,18 +109,40 @@ class InMemoryVectorIndex:
 
 
 def graph_like_items(scope: Scope, tag: str) -> list[dict[str, Any]]:
-    """Stand-ins for the graph engineer's items (every sort key starts with "G"): an entity, an
-    observation, a relation, an index posting and statistics (internal: not exported), two episodes."""
-    pk = scope.partition
+    """The graph's items as its writes make them (graph/records.py): an entity, an observation, a relation,
+    an index posting and statistics (internal: not exported), two episodes."""
+    pk, project, at = scope.partition, scope.project_id, "2026-01-01T00:00:00.000Z"
+    name = f"Entity {tag}"
+
+    def episode(number: int, author: str) -> dict[str, Any]:
+        sk = graph_records.episode_sk(f"{tag}-{number}")
+        text = f"episode {tag} {'one' if number == 1 else 'two'}"
+        return {
+            "pk": pk,
+            "sk": sk,
+            "id": f"{tag}-{number}",
+            "session_id": "s1",
+            "project_id": project,
+            "author": author,
+            "text": text,
+            "timestamp": at,
+            "tokens": text.split(),
+            "length": 3,
+        }
+
     return [
         users.registry_item(scope),
-        {"pk": pk, "sk": f"GE#{tag}", "name": f"Entity {tag}", "entity_type": "person", "updated_at": "2026-01-01"},
-        {"pk": pk, "sk": f"GO#{tag}#1", "entity": f"Entity {tag}", "content": f"likes {tag}", "valid_to": None},
-        {"pk": pk, "sk": f"GR#{tag}#1", "source": f"Entity {tag}", "relation_type": "knows", "target": "Bob"},
+        graph_records.entity_item(
+            pk, project, name, "person", created_at=at, updated_at=at, version=1, facts={"d1": f"{tag}-o1"}
+        ),
+        graph_records.observation_item(
+            pk, project, name, f"{tag}-o1", f"likes {tag}", valid_from=at, recorded_at=at, tokens=["likes", tag]
+        ),
+        graph_records.relation_item(pk, project, f"{tag}-r1", name, "knows", "Bob", at),
         {"pk": pk, "sk": f"GT#entity#{tag}", "tf": 1, "dl": 2},
         {"pk": pk, "sk": "GSTATS", "docs": 1, "length": 2, "version": 1},
-        {"pk": pk, "sk": f"GP#{tag}#1", "session_id": "s1", "author": "user", "text": f"episode {tag} one"},
-        {"pk": pk, "sk": f"GP#{tag}#2", "session_id": "s1", "author": "model", "text": f"episode {tag} two"},
+        episode(1, "user"),
+        episode(2, "model"),
     ]
 
 

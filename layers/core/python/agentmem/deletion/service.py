@@ -28,15 +28,15 @@ from agentmem import users
 from agentmem.agentcore import records as agentcore_records
 from agentmem.budget import Budget
 from agentmem.clock import format_timestamp, new_id, parse_timestamp, utc_now
+from agentmem.deletion import exported as export_shapes
 from agentmem.deletion import records
-from agentmem.errors import ConditionFailed, Conflict, InvalidInput, MalformedRequest, NotFound
+from agentmem.errors import ConditionFailed, InvalidInput, MalformedRequest, NotFound
 from agentmem.extraction import work as extraction_work
 from agentmem.graph import records as graph_records
 from agentmem.keys import Scope, UserRef, unescape
 from agentmem.memory import records as memory_records
 from agentmem.search.snapshots import SnapshotStore
 from agentmem.store import records as store_records
-from agentmem.stores.retry import CONTENTION_CODE
 from agentmem.stores.table import Condition, Item, Key, Page, Put, Table, prefix_upper_bound
 from agentmem.vectors.port import VectorIndex
 
@@ -64,7 +64,7 @@ EXPORTED_PREFIXES = tuple(
         )
     )
 )
-"""The sort-key prefixes of what the export returns (:func:`_export_item`), in sort-key order: a scope is
+"""The sort-key prefixes of what the export returns (:mod:`agentmem.deletion.exported`), in sort-key order: a scope is
 read prefix by prefix, never its derived rows (keyword postings, the graph's bookkeeping, the change
 log), which can outnumber its entries a hundred to one."""
 MAX_CAUSE_CHARS = 1000
@@ -363,7 +363,7 @@ class DeletionService:
                     # Expired entries still held are exported too, with their expires_at (API.md).
                     result = reads.query(scope.partition, prefix, start_after=start, limit=200)
                     for item in result.items:
-                        exported = _export_item(item, reads)
+                        exported = export_shapes.exported(item, reads.get)
                         if exported is not None:
                             section, value = exported
                             if count >= EXPORT_PAGE_ITEMS or not budget.take(value):  # resume at this item
@@ -482,48 +482,3 @@ def _decode_cursor(user: UserRef, cursor: str) -> tuple[Scope, str | None]:
         return user.scope(scope_order[1:]), after or None  # a valid project id, within the key limits
     except InvalidInput:
         raise refused from None
-
-
-def _export_item(item: Item, reads: _ReadBudget) -> tuple[str, Any] | None:
-    kind = records.classify(item)
-    if kind == "entries":
-        return "entries", memory_records.entry_from_item(item).to_json()
-    if str(item["sk"]).startswith(memory_records.EVENT):
-        return "events", memory_records.entry_from_item(item).to_json()
-    if kind == "episodes":
-        return "episodes", _plain(item)
-    if kind == "graph_items":
-        return records.graph_kind(item), _plain(item)
-    if store_records.is_key_row(item):
-        return _store_item(item, reads)
-    return None
-
-
-def _store_item(row: Item, reads: _ReadBudget) -> tuple[str, Any] | None:
-    """A key row with its value; a value that lives apart is read from its row, and when the key was put
-    again between the two reads, both are read again (the item as it is now; None: deleted since)."""
-    for _ in range(3):
-        value_row_key = store_records.value_row_key(row)
-        value_row = reads.get(*value_row_key) if value_row_key is not None else None
-        if value_row_key is None or store_records.is_value_of(value_row, row):
-            return "store", store_records.item_json(row, store_records.value_of(row, value_row))
-        again = reads.get(row["pk"], row["sk"])
-        if again is None:
-            return None
-        row = again
-    raise Conflict("a store item is being changed by other requests; retry the page", code=CONTENTION_CODE)
-
-
-def _plain(item: Item) -> dict[str, Any]:
-    """A stored graph item as JSON: without its table key; bytes as base64."""
-    return {k: _json_value(v) for k, v in item.items() if k not in ("pk", "ttl")}
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, dict):
-        return {k: _json_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_value(v) for v in value]
-    return value

@@ -277,3 +277,60 @@ def test_keys_create_takes_a_tier_and_its_usage_plan_from_the_environment(
         table.close()
     finally:
         set_container(None)
+
+
+# -- every app's keys (issue 43, point 8d) ------------------------------------------------------------------
+
+
+def test_every_apps_keys_are_listed_those_of_a_store_written_before_included(
+    tenants: TenantService, table: Table
+) -> None:
+    # Given keys of three apps (one named with the key separators, one whose records are in T#<app> as a store
+    # written before kept them), a revoked key, and other partitions with items of their own
+    kept = {app: tenants.create_key(app).key.key_id for app in ("acme", "odd#app%25", "old")}
+    revoked = tenants.create_key("acme").key.key_id
+    tenants.revoke_key("acme", revoked)
+    item = table.get(registry_partition("old"), f"KEY#{kept['old']}")
+    assert item is not None
+    table.put({**item, "pk": "T#old"})
+    table.delete(registry_partition("old"), f"KEY#{kept['old']}")
+    tenants.create_key("empty")
+    tenants.revoke_key("empty", tenants.list_keys("empty")[0].key_id)
+    # When every app's keys are listed
+    listed = tenants.list_all_keys()
+    # Then each key comes once, under its app, with its status, revoked ones included
+    assert sorted((k.app, k.key_id, k.status) for k in listed) == sorted(
+        [
+            ("acme", kept["acme"], "active"),
+            ("acme", revoked, "revoked"),
+            ("odd#app%25", kept["odd#app%25"], "active"),
+            ("old", kept["old"], "active"),
+            ("empty", tenants.list_keys("empty")[0].key_id, "revoked"),
+        ]
+    )
+
+
+def test_keys_list_all_prints_every_apps_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = str(tmp_path / "memory.db")
+    monkeypatch.setenv("MEMORY_STORE", "sqlite")
+    monkeypatch.setenv("MEMORY_SQLITE_PATH", db)
+    try:
+        # Given keys of two apps made by the command
+        made = [json.loads(run_cli(capsys, "keys", "create", "--app", app, "--db", db)[1]) for app in ("a1", "b2")]
+        # When every app's keys are listed
+        code, out, _ = run_cli(capsys, "keys", "list", "--all", "--db", db)
+        # Then both are printed, one JSON line each, without their secrets
+        assert code == 0
+        listed = [json.loads(line) for line in out.splitlines()]
+        assert sorted((k["app"], k["key_id"]) for k in listed) == sorted((k["app"], k["key_id"]) for k in made)
+        assert not any(k["api_key"] in out for k in made)
+        # And list needs one of --app and --all, not both
+        for wrong in ([], ["--app", "a1", "--all"]):
+            with pytest.raises(SystemExit) as refused:
+                main(["keys", "list", *wrong, "--db", db])
+            assert refused.value.code == 2
+            assert "--app" in capsys.readouterr().err
+    finally:
+        set_container(None)

@@ -269,7 +269,7 @@ def _keys(args: argparse.Namespace) -> int:
             # After the key's own line (flushed first: a terminal or a 2>&1 pipe shows them in this order).
             print("store this key now: it is shown once and only its hash is kept", file=sys.stderr, flush=True)
         elif args.keys_command == "list":
-            for key in tenants.list_keys(args.app):
+            for key in tenants.list_all_keys() if args.all else tenants.list_keys(args.app):
                 print(json.dumps(key.to_json(), ensure_ascii=False))
         else:
             print(json.dumps(tenants.revoke_key(args.app, args.key_id).to_json(), ensure_ascii=False))
@@ -637,11 +637,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"the tenant's plan tier, named in the key (default: the tenant's, else {DEFAULT_TIER}); with no "
         "--usage-plan-id its plan comes from MEMORY_USAGE_PLAN_ID_<TIER>",
     )
-    listing = keys_commands.add_parser("list", help="the keys of one app (never the secrets)")
+    listing = keys_commands.add_parser("list", help="the keys of one app, or of every app (never the secrets)")
     revoke = keys_commands.add_parser("revoke", help="revoke a key: 401 from then on")
     revoke.add_argument("key_id")
-    for sub in (create, listing, revoke):
+    for sub in (create, revoke):
         sub.add_argument("--app", required=True)
+    which = listing.add_mutually_exclusive_group(required=True)
+    which.add_argument("--app")
+    which.add_argument("--all", action="store_true", help="every app's keys (a scan of the table)")
+    for sub in (create, listing, revoke):
         sub.add_argument("--db", help="SQLite file of the embedded store (MEMORY_SQLITE_PATH)")
         sub.add_argument("--table", help="DynamoDB table (MEMORY_TABLE_NAME; set MEMORY_STORE=dynamodb)")
         sub.add_argument("--dynamodb-endpoint", help="a DynamoDB-compatible endpoint")

@@ -19,7 +19,7 @@ from typing import Any
 
 from agentmem.clock import format_timestamp, utc_now
 from agentmem.errors import InvalidInput, NotFound, Unauthorized
-from agentmem.keys import tenant_partition, validate_id
+from agentmem.keys import tenant_partition, unescape, validate_id
 from agentmem.stores.table import Condition, Item, Put, Table, query_all
 
 KEY_PREFIX = "amk_"
@@ -207,6 +207,14 @@ class TenantService:
         items += query_all(self._table, tenant_partition(app), KEY_SK_PREFIX)  # a store written before
         return [self._key_from(app, item, tenant) for item in items]
 
+    def list_all_keys(self) -> list[ApiKey]:
+        """Every app's keys, app by app (``agentmem keys list --all``): a scan of the table's keys, for the
+        operator's commands only (a table without a scan lists none)."""
+        scan = getattr(self._table, "scan_keys", None)
+        keyed = scan(KEY_SK_PREFIX) if scan is not None else ()
+        apps = {app for pk, _ in keyed if (app := _app_of(pk)) is not None}
+        return [key for app in sorted(apps) for key in self.list_keys(app)]
+
     def revoke_key(self, app: str, key_id: str) -> ApiKey:
         """Mark the key revoked (record and lookup): it answers 401 from the next request on."""
         app = validate_id(app, "app")
@@ -258,6 +266,14 @@ class TenantService:
             usage_key=_usage_key(tenant),
             tier=_tier(tenant),
         )
+
+
+def _app_of(partition: str) -> str | None:
+    """The app whose key records a partition holds (its registry ``K#T#<app>``, or ``T#<app>`` of a store
+    written before); None for any other partition."""
+    tenant = partition.removeprefix(lookup_partition(""))
+    prefix = tenant_partition("")
+    return unescape(tenant.removeprefix(prefix)) if tenant.startswith(prefix) else None
 
 
 def _tier(tenant: Item | None) -> str:

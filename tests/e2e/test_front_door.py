@@ -175,3 +175,40 @@ def test_the_printed_desktop_configuration_runs_from_any_directory(
     found = over_stdio(params, search)
     assert [e["name"] for e in found["entities"]] == ["Pixel"]  # type: ignore[index]
     assert not (elsewhere / ".data").exists()
+
+
+def _print_config(cwd: Path, *db: str) -> subprocess.CompletedProcess[str]:
+    launcher = Path(sys.executable).parent / "agentmem"
+    command = [str(launcher)] if launcher.exists() else CLI
+    return subprocess.run(
+        [*command, "mcp", "--app", "my-app", "--user", "alice", *db, "--print-config"],
+        capture_output=True,
+        text=True,
+        env=_environment(),
+        cwd=cwd,
+        check=True,
+    )
+
+
+def test_the_configuration_printed_outside_the_clone_names_the_clones_store(tmp_path: Path) -> None:
+    # When the configuration is printed from a directory outside the clone, naming no store (issue 43, point 8b)
+    printed = _print_config(tmp_path)
+    entry = json.loads(printed.stdout)["mcpServers"]["memory"]
+    # Then it names the store `make serve` keeps in the clone, not one in that directory
+    store = REPO_ROOT / ".data" / "memory.db"
+    assert entry["args"][-2:] == ["--db", str(store)]
+    # And it says so when that store does not exist yet (the entry would refuse to start)
+    assert ("there is no store at" in printed.stderr) == (not store.exists())
+
+
+def test_the_configuration_says_when_its_store_does_not_exist(tmp_path: Path) -> None:
+    # When the configuration names a file that is not there / one that is
+    missing = _print_config(tmp_path, "--db", "nowhere/memory.db")
+    (tmp_path / "here.db").write_bytes(b"")
+    present = _print_config(tmp_path, "--db", "here.db")
+    # Then the first says there is no store at its absolute path and how to make one; the second says nothing
+    assert json.loads(missing.stdout)["mcpServers"]["memory"]["args"][-1] == str(tmp_path / "nowhere" / "memory.db")
+    assert f"there is no store at {tmp_path / 'nowhere' / 'memory.db'} yet" in missing.stderr
+    assert "--create" in missing.stderr
+    assert json.loads(present.stdout)["mcpServers"]["memory"]["args"][-1] == str(tmp_path / "here.db")
+    assert present.stderr == ""

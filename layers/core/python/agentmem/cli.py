@@ -10,6 +10,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -158,7 +159,16 @@ def _mcp(args: argparse.Namespace) -> int:
 
     if args.print_config:
         sys.stdout = protocol_out
-        print(json.dumps(_desktop_config(args), indent=2, ensure_ascii=False))
+        config = _desktop_config(args)
+        print(json.dumps(config, indent=2, ensure_ascii=False))
+        store = _named_store(config["mcpServers"]["memory"]["args"])
+        if store is not None and not os.path.exists(store):
+            print(
+                f"agentmem mcp: there is no store at {store} yet, and the entry refuses to start until there is one: "
+                "`make serve` in the repository makes it, --db names the file your server uses, or add --create to "
+                "the entry's args to start a new, empty store there.",
+                file=sys.stderr,
+            )
         return 0
     if args.url:
         answer = stdio.remote(stdio.endpoint_url(args.url, args.app, args.user, args.project), args.api_key)
@@ -217,9 +227,26 @@ def _desktop_config(args: argparse.Namespace) -> dict[str, Any]:
     elif args.dynamodb_endpoint:
         options += ["--dynamodb-endpoint", args.dynamodb_endpoint]
     else:
-        options += ["--db", os.path.abspath(args.db or os.environ.get("MEMORY_SQLITE_PATH") or ".data/memory.db")]
+        options += ["--db", _desktop_store(args.db or os.environ.get("MEMORY_SQLITE_PATH"))]
     server["args"] = [*prefix, *options]
     return {"mcpServers": {"memory": server}}
+
+
+def _desktop_store(given: str | None) -> str:
+    """The store the entry names, by absolute path: the one given; else the store `make serve` keeps in the
+    clone this command runs from (.data/memory.db of the repository), from whatever directory it is run;
+    else .data/memory.db here (a package installed outside a clone)."""
+    if given:
+        return os.path.abspath(given)
+    folders = Path(__file__).resolve().parents  # <clone>/layers/core/python/agentmem/cli.py
+    root = folders[4] if len(folders) > 4 else None
+    if root is not None and (root / "Makefile").is_file() and (root / "requirements-serve.txt").is_file():
+        return str(root / ".data" / "memory.db")
+    return os.path.abspath(os.path.join(".data", "memory.db"))
+
+
+def _named_store(options: Sequence[str]) -> str | None:
+    return options[options.index("--db") + 1] if "--db" in options else None
 
 
 def _worker_handler() -> Any:

@@ -134,9 +134,16 @@ $(VENV)/.chromium: | $(BIN)/python
 		{ echo "the console's browser tests need Debian's chromium: apt-get install chromium failed" >&2; exit 1; }
 	touch $@
 
-$(VENV)/.infra: $(BIN)/python requirements-infra.txt
+# What synth and deploy need and nothing more (requirements-infra.txt: the CDK library, cdk-nag, and agentmem with
+# boto3, which the app and infra/preflight.py import): never the test tools.
+$(VENV)/.infra: $(BIN)/python requirements-infra.txt layers/core/pyproject.toml
+	@echo "installing what synth and deploy need into $(VENV) (requirements-infra.txt)"
 	$(PIP) -r requirements-infra.txt
 	touch $@
+
+# The CDK CLI make deploy runs, at one version (npx fetches exactly this one): a CLI newer than the library
+# (requirements-infra.txt's aws-cdk-lib) reads its cloud assembly. Raise both together.
+CDK_CLI := aws-cdk@2.1149.0
 
 # The agents' own environment (a Strands agent on the AgentCore session manager): Strands pins an older MCP SDK.
 $(VENV)/.agents: $(BIN)/python requirements-agents.txt
@@ -181,7 +188,7 @@ BENCH_MODELS := $(if $(or $(filter extraction,$(ONLY)),$(if $(ONLY),,1)),$(VENV)
 bench: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(NODE_BUILT) $(BENCH_MODELS) ## print latency and quality figures (ONLY="adk mcp" selects sections)
 	$(BIN)/python bench/run.py $(ONLY)
 
-synth: $(VENV)/.dev $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too; STAGE=prod needs ALARM_EMAIL=)
+synth: $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too; STAGE=prod needs ALARM_EMAIL=)
 	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","opensearch_route_tables":"$(OPENSEARCH_ROUTE_TABLES)","opensearch_vpc_endpoints":"$(OPENSEARCH_VPC_ENDPOINTS)","account_concurrency":"$(ACCOUNT_CONCURRENCY)","alarm_email":"$(ALARM_EMAIL)","backup_copy_vault":"$(BACKUP_COPY_VAULT)","embedder":"$(EMBEDDER)","embedder_url":"$(EMBEDDER_URL)","embedder_model":"$(EMBEDDER_MODEL)","embedder_dimensions":"$(EMBEDDER_DIMENSIONS)","embedder_api_key_secret":"$(EMBEDDER_API_KEY_SECRET)","aws:cdk:bundling-stacks":[]}' \
 		$(BIN)/python infra/app.py
 	@echo "cdk.out/AgentMemory-$(STAGE).template.json"
@@ -191,9 +198,9 @@ layer: $(VENV)/.infra ## build the arm64 dependency layer into .layer-build/deps
 
 # infra/preflight.py first: refuses (with the reason) a stage whose reserved concurrency the account cannot give, or a
 # private network whose VPC does not resolve DNS, before anything is deployed.
-deploy: $(VENV)/.dev $(VENV)/.infra layer ## deploy the stack (needs AWS credentials; STAGE=dev|prod ALARM_EMAIL=<for prod> SEARCH_BACKEND=table|opensearch EXTRACTION_MODEL=<bedrock model id>)
+deploy: $(VENV)/.infra layer ## deploy the stack (needs AWS credentials; STAGE=dev|prod ALARM_EMAIL=<for prod> SEARCH_BACKEND=table|opensearch EXTRACTION_MODEL=<bedrock model id>)
 	$(BIN)/python infra/preflight.py $(CDK_CONTEXT)
-	npx --yes aws-cdk@2 deploy AgentMemory-$(STAGE) $(CDK_CONTEXT) --app "$(BIN)/python infra/app.py" --require-approval broadening
+	npx --yes $(CDK_CLI) deploy AgentMemory-$(STAGE) $(CDK_CONTEXT) --app "$(BIN)/python infra/app.py" --require-approval broadening
 
 clean:
 	rm -rf $(VENV) .data cdk.out $(NODE_DIR)/target .layer-build .pytest_cache .mypy_cache .ruff_cache

@@ -7,7 +7,6 @@ its routes: REST, the graph, MCP, AgentCore, the console, usage and an erasure."
 
 from __future__ import annotations
 
-import importlib.metadata as metadata
 import json
 import os
 import re
@@ -16,104 +15,20 @@ import sys
 import time
 from pathlib import Path
 
-from packaging.requirements import Requirement
-
 from tests.e2e.conftest import REPO_ROOT, ServerFactory
+from tests.import_blocker import blocked_modules, only_these, requirements_of
 from tests.support import make_plan
 
-BLOCKER = """
-import importlib.abc, sys
-
-BLOCKED = {blocked!r}
-
-
-class ServeOnly(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path=None, target=None):
-        for name in BLOCKED:
-            if fullname == name or fullname.startswith(name + "."):
-                sys.stderr.write(f"serve-only: blocked import of {{fullname}}\\n")
-                raise ModuleNotFoundError(f"{{fullname}} is not in requirements-serve.txt", name=fullname)
-        return None
-
-
-sys.meta_path.insert(0, ServeOnly())
-"""
-
-
-def _serve_requirements() -> list[Requirement]:
-    lines = (REPO_ROOT / "requirements-serve.txt").read_text().splitlines()
-    (line,) = [line for line in lines if line.strip() and not line.startswith("#")]
-    extras = re.search(r"\[(.*)\]", line)
-    assert extras is not None
-    return [Requirement(f"agentmem[{extras.group(1)}]")]
-
-
-def _closure(requirements: list[Requirement]) -> set[str]:
-    """The installed distributions the requirements need, with their extras, transitively (normalised names)."""
-    seen: set[str] = set()
-    pending = list(requirements)  # (a requirement's marker is read where it is met, with its dependent's extras)
-    while pending:
-        requirement = pending.pop()
-        name = re.sub(r"[-_.]+", "-", requirement.name).lower()
-        key = f"{name}[{','.join(sorted(requirement.extras))}]"
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            distribution = metadata.distribution(requirement.name)
-        except metadata.PackageNotFoundError:
-            continue
-        for text in distribution.requires or []:
-            inner = Requirement(text)
-            if (
-                inner.marker is None
-                or inner.marker.evaluate({"extra": ""})
-                or any(inner.marker.evaluate({"extra": e}) for e in requirement.extras)
-            ):
-                pending.append(inner)
-    return {key.split("[")[0] for key in seen}
-
-
-def _modules_of(distribution: metadata.Distribution) -> set[str]:
-    """The packages a distribution installs, two levels deep inside a namespace package (``google.adk``)."""
-    names: set[str] = set()
-    for file in distribution.files or []:
-        parts = file.parts
-        if not parts or parts[0].endswith((".dist-info", ".data")) or parts[0] in ("..", "bin", "__pycache__"):
-            continue
-        if len(parts) == 1:
-            if parts[0].endswith((".py", ".so")):
-                names.add(parts[0].split(".")[0])
-            continue
-        top = parts[0]
-        names.add(
-            f"{top}.{parts[1].split('.')[0]}"
-            if not Path(distribution.locate_file(top), "__init__.py").exists()
-            else top
-        )
-    return names
-
-
-def _blocked_modules() -> set[str]:
-    allowed = _closure(_serve_requirements())
-    kept: set[str] = set()
-    other: set[str] = set()
-    for distribution in metadata.distributions():
-        name = re.sub(r"[-_.]+", "-", distribution.metadata["Name"]).lower()
-        (kept if name in allowed else other).update(_modules_of(distribution))
-    return {m for m in other - kept if m.split(".")[0] not in kept or "." in m}
+SERVE = requirements_of(REPO_ROOT / "requirements-serve.txt")
 
 
 def test_the_server_needs_nothing_outside_the_serve_requirements(
     live_server_factory: ServerFactory, tmp_path: Path
 ) -> None:
-    blocked = _blocked_modules()
+    blocked = blocked_modules(SERVE)
     # (the development tools are outside it: the check would catch an import of any of them)
     assert {"mcp", "pytest", "moto", "langgraph.store", "google.adk", "playwright"} <= blocked
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(BLOCKER.format(blocked=sorted(blocked)))
-    path = os.pathsep.join(p for p in [str(site), os.environ.get("PYTHONPATH", "")] if p)
+    path = only_these(SERVE, tmp_path)
     # Given the server with every other distribution's modules unimportable (the local embedding model too)
     server = live_server_factory(
         env={"PYTHONPATH": path, "MEMORY_EMBEDDER": "local"},
@@ -158,15 +73,7 @@ def test_the_server_needs_nothing_outside_the_serve_requirements(
     ]
     assert status["status"] == "SUCCEEDED"
     assert answers[1].json()["entries"][0]["content"]["parts"][0]["text"] == "My dog is called Pixel"
-    assert "serve-only: blocked import" not in (tmp_path / "err").read_text()
-
-
-def _blocker_site(folder: Path) -> str:
-    """A PYTHONPATH on which every module outside the serve requirements' closure is unimportable."""
-    site = folder / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(BLOCKER.format(blocked=sorted(_blocked_modules())))
-    return os.pathsep.join(p for p in [str(site), os.environ.get("PYTHONPATH", "")] if p)
+    assert "blocked import" not in (tmp_path / "err").read_text()
 
 
 def _readme_code(row: str) -> tuple[str, str]:
@@ -203,7 +110,7 @@ print(json.dumps([{call}, asyncio.run(main())]))
     # When the README's Python rows run there, as written
     run = subprocess.run(
         [sys.executable, "-c", script],
-        env={**os.environ, "PYTHONPATH": _blocker_site(tmp_path)},
+        env={**os.environ, "PYTHONPATH": only_these(SERVE, tmp_path)},
         capture_output=True,
         text=True,
         timeout=120,

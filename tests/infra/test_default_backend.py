@@ -14,7 +14,7 @@ from tests.support import make_plan
 def test_without_context_the_stack_searches_the_table() -> None:
     # Given what `cdk deploy` passes without -c, and what make passes without SEARCH_BACKEND
     assert deployment_options({}.get).search_backend == "table"
-    planned = [line for line in make_plan("deploy").splitlines() if "aws-cdk@2 deploy" in line]
+    planned = [line for line in make_plan("deploy").splitlines() if " deploy AgentMemory-" in line]
     assert len(planned) == 1
     assert "-c search_backend=table" in planned[0]
     # And opting in is one variable

@@ -215,7 +215,7 @@ def test_the_context_is_read_as_cdk_reads_it() -> None:
 
 def test_make_deploy_checks_the_account_before_it_deploys() -> None:
     # make -n prints the recipes without running them (nothing is installed, checked or deployed)
-    command = ["make", "-n", "-o", ".venv/.dev", "-o", ".venv/.infra", "-o", "layer", "deploy", "STAGE=prod"]
+    command = ["make", "-n", "-o", ".venv/.infra", "-o", "layer", "deploy", "STAGE=prod"]
     recipe = subprocess.run(
         [*command, "ALARM_EMAIL=oncall@example.com", "ACCOUNT_CONCURRENCY=400"],
         capture_output=True,
@@ -223,7 +223,7 @@ def test_make_deploy_checks_the_account_before_it_deploys() -> None:
         check=True,
     ).stdout.splitlines()
     (check,) = [i for i, line in enumerate(recipe) if "infra/preflight.py" in line]
-    (deploy,) = [i for i, line in enumerate(recipe) if "aws-cdk@2 deploy" in line]
+    (deploy,) = [i for i, line in enumerate(recipe) if " deploy AgentMemory-" in line]
     # Then the check runs first, with the deploy's own context
     assert check < deploy
     for pair in ("-c stage=prod", "-c account_concurrency=400", "-c alarm_email=oncall@example.com"):

@@ -14,7 +14,8 @@ export PIP_NO_INPUT := 1
 .PHONY: serve test lint bench synth layer deploy clean opensearch opensearch-node extraction-model
 
 STAGE ?= dev
-# The table backend has no idle bill; SEARCH_BACKEND=opensearch adds OpenSearch Serverless (its floor is printed).
+# The table backend has no OpenSearch floor (a stage's idle floor: docs/deploy.md); SEARCH_BACKEND=opensearch adds
+# OpenSearch Serverless (its floor is printed).
 SEARCH_BACKEND ?= table
 # Extraction of long-term memories (docs/extraction.md) is off unless a Bedrock model is named:
 # EXTRACTION_MODEL=amazon.nova-micro-v1:0 (or a profile: us.amazon.nova-micro-v1:0, with EXTRACTION_MODEL_REGIONS
@@ -30,6 +31,9 @@ OPENSEARCH_VPC ?=
 OPENSEARCH_SUBNETS ?=
 OPENSEARCH_ROUTE_TABLES ?=
 OPENSEARCH_VPC_ENDPOINTS ?=
+# How many tenants of each plan tier the stage is sized for (docs/deploy.md#plans): TENANTS=starter:50,standard:20,scale:2
+# (unset: the stage's default).
+TENANTS ?=
 # Who the alarms email: required for STAGE=prod (the synth refuses without it), optional for dev.
 ALARM_EMAIL ?=
 # prod's daily backups are copied to this vault of another account (arn:aws:backup:<region>:<account>:backup-vault:<name>).
@@ -48,6 +52,7 @@ CDK_CONTEXT = -c stage=$(STAGE) -c search_backend=$(SEARCH_BACKEND) \
 	$(if $(OPENSEARCH_ROUTE_TABLES),-c opensearch_route_tables=$(OPENSEARCH_ROUTE_TABLES)) \
 	$(if $(OPENSEARCH_VPC_ENDPOINTS),-c opensearch_vpc_endpoints=$(OPENSEARCH_VPC_ENDPOINTS)) \
 	$(if $(ACCOUNT_CONCURRENCY),-c account_concurrency=$(ACCOUNT_CONCURRENCY)) \
+	$(if $(TENANTS),-c tenants=$(TENANTS)) \
 	$(if $(ALARM_EMAIL),-c alarm_email=$(ALARM_EMAIL)) \
 	$(if $(BACKUP_COPY_VAULT),-c backup_copy_vault=$(BACKUP_COPY_VAULT)) \
 	$(if $(EXTRACTION_MODEL),-c extraction_model=$(EXTRACTION_MODEL)) \
@@ -189,7 +194,7 @@ bench: $(VENV)/.bench $(VENV)/.infra $(MCP_REFERENCE)/node_modules/.installed $(
 	$(BIN)/python bench/run.py $(ONLY)
 
 synth: $(VENV)/.infra ## synthesize cdk.out/AgentMemory-$(STAGE).template.json offline (cdk-nag runs too; STAGE=prod needs ALARM_EMAIL=)
-	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","opensearch_route_tables":"$(OPENSEARCH_ROUTE_TABLES)","opensearch_vpc_endpoints":"$(OPENSEARCH_VPC_ENDPOINTS)","account_concurrency":"$(ACCOUNT_CONCURRENCY)","alarm_email":"$(ALARM_EMAIL)","backup_copy_vault":"$(BACKUP_COPY_VAULT)","embedder":"$(EMBEDDER)","embedder_url":"$(EMBEDDER_URL)","embedder_model":"$(EMBEDDER_MODEL)","embedder_dimensions":"$(EMBEDDER_DIMENSIONS)","embedder_api_key_secret":"$(EMBEDDER_API_KEY_SECRET)","aws:cdk:bundling-stacks":[]}' \
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","search_backend":"$(SEARCH_BACKEND)","extraction_model":"$(EXTRACTION_MODEL)","extraction_concurrency":"$(EXTRACTION_CONCURRENCY)","extraction_model_regions":"$(EXTRACTION_MODEL_REGIONS)","opensearch_vpc":"$(OPENSEARCH_VPC)","opensearch_subnets":"$(OPENSEARCH_SUBNETS)","opensearch_route_tables":"$(OPENSEARCH_ROUTE_TABLES)","opensearch_vpc_endpoints":"$(OPENSEARCH_VPC_ENDPOINTS)","account_concurrency":"$(ACCOUNT_CONCURRENCY)","tenants":"$(TENANTS)","alarm_email":"$(ALARM_EMAIL)","backup_copy_vault":"$(BACKUP_COPY_VAULT)","embedder":"$(EMBEDDER)","embedder_url":"$(EMBEDDER_URL)","embedder_model":"$(EMBEDDER_MODEL)","embedder_dimensions":"$(EMBEDDER_DIMENSIONS)","embedder_api_key_secret":"$(EMBEDDER_API_KEY_SECRET)","aws:cdk:bundling-stacks":[]}' \
 		$(BIN)/python infra/app.py
 	@echo "cdk.out/AgentMemory-$(STAGE).template.json"
 

@@ -15,6 +15,7 @@ import re
 import socket
 import subprocess
 import sys
+import textwrap
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,3 +172,55 @@ print(json.dumps({"region": manager.memory_client.region_name}))
         ("assistant", "Pixel is a fine name."),
         ("user", "My dog is called Pixel"),
     ]
+
+
+def docs_key_hook() -> str:
+    """docs/agentcore.md's block that adds the API key to a boto3 session's requests."""
+    text = (REPO_ROOT / "docs" / "agentcore.md").read_text()
+    blocks = [textwrap.dedent(b) for b in re.findall(r"```python\n(.*?)^\s*```", text, re.M | re.S)]
+    (hook,) = [b for b in blocks if "before-sign." in b and "API_KEY" in b]
+    return hook
+
+
+def test_the_documented_key_hook_reaches_the_control_plane_too(tmp_path: Path, no_aws: dict[str, str]) -> None:
+    with serving("sqlite", tmp_path, {"MEMORY_AUTH": "required"}) as server:
+        # Given the server requiring keys, and a key of the app my-app
+        agentmem = Path(sys.executable).parent / "agentmem"
+        created = subprocess.run(
+            [str(agentmem), "keys", "create", "--app", "my-app", "--db", str(server.db_path)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "MEMORY_STORE": "sqlite"},
+            check=True,
+        )
+        key = json.loads(created.stdout)["api_key"]
+        # When the docs' hook is installed on a session, and MemoryClient built from it makes a memory (the control
+        # plane) and writes to it (the data plane); and a session hooked on the data plane alone tries the same
+        script = (
+            docs_key_hook().replace("amk_...", key).replace(LOCAL_URL, server.url)
+            + """
+import json
+from botocore.exceptions import ClientError
+from bedrock_agentcore.memory import MemoryClient
+
+client = MemoryClient(boto3_session=session)
+memory = client.create_memory_and_wait(name="keyed", strategies=[], poll_interval=1)
+client.create_event(memory_id=memory["id"], actor_id="alice", session_id="s", messages=[("hello", "USER")])
+data_only = boto3.Session(region_name="us-east-1", aws_access_key_id="local", aws_secret_access_key="local")
+data_only.events.register_first("before-sign.bedrock-agentcore.*", add_key)
+try:
+    MemoryClient(boto3_session=data_only).create_memory(name="unkeyed", strategies=[])
+    refused = None
+except ClientError as error:
+    refused = error.response["Error"]["Code"]
+print(json.dumps({"memory": memory["id"], "refused": refused}))
+"""
+        )
+        done = run(["bash", "-c", f'{sdk_row(server)}; exec "$0" -c "$1"', sys.executable, script], no_aws)
+        # Then the memory was made and written with the key, and without the control plane's hook it is refused
+        assert done["refused"] == "AccessDeniedException"
+        listed = httpx.get(
+            f"{server.url}/v1/apps/{done['memory']}/users/alice/memories", headers={"x-api-key": key}, timeout=30
+        )
+        assert listed.status_code == 200, listed.text
+        assert [e["content"]["parts"][0]["text"] for e in listed.json()["entries"]] == ["hello"]

@@ -55,6 +55,7 @@ EXPORTED_PREFIXES = tuple(
     sorted(
         (
             memory_records.ENTRY,
+            memory_records.VERSION,
             graph_records.ENTITY,
             graph_records.OBSERVATION,
             graph_records.EPISODE,
@@ -343,6 +344,7 @@ class DeletionService:
             "graph": {"entities": [], "relations": [], "observations": []},
             "episodes": [],
             "store": [],
+            "memory_history": [],
             "next_cursor": None,
         }
         count = 0
@@ -486,6 +488,8 @@ def _export_item(item: Item, reads: _ReadBudget) -> tuple[str, Any] | None:
     kind = records.classify(item)
     if kind == "entries":
         return "entries", memory_records.entry_from_item(item).to_json()
+    if str(item["sk"]).startswith(memory_records.VERSION):
+        return _version(item, reads)
     if kind == "episodes":
         return "episodes", _plain(item)
     if kind == "graph_items":
@@ -493,6 +497,16 @@ def _export_item(item: Item, reads: _ReadBudget) -> tuple[str, Any] | None:
     if store_records.is_key_row(item):
         return _store_item(item, reads)
     return None
+
+
+def _version(item: Item, reads: _ReadBudget) -> tuple[str, Any] | None:
+    """A superseded version of an entry, with the entry's id and project; None when its entry is gone (a
+    version a correction wrote while a delete of its entry ran: never served, erasure removes it)."""
+    entry = reads.get(item["pk"], memory_records.entry_sk(item["id"]))
+    if entry is None or memory_records.revision_of(entry) <= memory_records.revision_of(item):
+        return None
+    version = memory_records.version_json(item)
+    return "memory_history", {"memory_id": item["id"], "project_id": item.get("project_id"), **version}
 
 
 def _store_item(row: Item, reads: _ReadBudget) -> tuple[str, Any] | None:

@@ -415,3 +415,28 @@ def test_the_export_carries_each_memorys_past_versions(api: ApiClient) -> None:
         "valid_to",
         "recorded_at",
     }
+
+
+def test_on_opensearch_only_the_corrected_words_are_found(api_on_opensearch: ApiClient) -> None:
+    # Given memories in the OpenSearch k-NN backend, one of them corrected
+    api = api_on_opensearch
+    entry = store(api, "the spare key is under the blue flowerpot")
+    store(api, "my sister plays the cello")
+    reply = patch(api, entry["id"], {"content": content("the spare key hangs in the garage cupboard")})
+    assert reply.status == 200, reply.body
+    assert reply.body.get("indexing") is None  # indexed in the request
+    # Then every mode finds it by its new words and none finds the old ones
+    for mode in ("keyword", "semantic", "hybrid"):
+        reply = api.post(f"{ALICE}/memories/search", {"query": "garage cupboard", "mode": mode, "top_k": 1})
+        assert reply.status == 200, reply.body
+        assert not reply.body.get("degraded"), reply.body
+        assert [e["id"] for e in reply.body["entries"]] == [entry["id"]], mode
+        hits = api.post(f"{ALICE}/memories/search", {"query": "blue flowerpot", "mode": mode}).body["entries"]
+        assert all("flowerpot" not in e["content"]["parts"][0]["text"] for e in hits), mode
+    assert found(api, "blue flowerpot", "keyword") == []
+    # And a metadata correction leaves it found by the same words, now filtered by its new metadata
+    assert patch(api, entry["id"], {"metadata": {"room": "garage"}}).status == 200
+    for mode in ("semantic", "hybrid"):
+        body = {"query": "spare key", "mode": mode, "filter": {"room": "garage"}}
+        hits = api.post(f"{ALICE}/memories/search", body).body["entries"]
+        assert [e["id"] for e in hits] == [entry["id"]], mode

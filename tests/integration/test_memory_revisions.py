@@ -257,6 +257,19 @@ def test_what_is_not_the_callers_live_memory_is_404(api: ApiClient) -> None:
     assert history(api, in_project["id"], query={"project_id": "p1"}).status == 200
 
 
+def test_a_store_item_is_not_corrected_through_its_entry(api: ApiClient, table: Table) -> None:
+    # Given a LangGraph store item, which the store keeps as an entry bound to its key row
+    put = {"op": "put", "user": "alice", "namespace": ["prefs"], "key": "theme", "value": {"text": "dark mode"}}
+    assert api.post("/v1/apps/app/store/batch", {"ops": [put]}).status == 200
+    [entry] = api.get(f"{ALICE}/memories").body["entries"]
+    # When its entry is patched / Then it is a 409 managed_entry and the item is unchanged
+    reply = patch(api, entry["id"], {"content": content("light mode")})
+    assert reply.status == 409
+    assert reply.error_code == "managed_entry"
+    assert api.get(f"{ALICE}/memories/{entry['id']}").body == entry
+    assert versions_stored(table, USER.scope(None)) == []
+
+
 def test_an_idempotency_key_replays_the_correction_once(api: ApiClient) -> None:
     entry = store(api, "first words")
     key = {"Idempotency-Key": "fix-1"}

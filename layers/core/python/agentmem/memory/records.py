@@ -114,10 +114,11 @@ def session_head_sk(session_id: str) -> str:
 
 def unchanged(item: Item) -> Condition:
     """That the entry item is still stored as ``item`` was read: present (not expired), with the same content,
-    timestamp and metadata (what a rewrite changes, and what the BM25 counts it logs are computed from).
-    A write of a version computed from ``item`` holds on it: a delete or a rewrite that landed meanwhile
-    is never undone."""
-    return Condition(equals={k: item[k] for k in ("id", "content", "timestamp", METADATA) if k in item})
+    timestamp, metadata and revision (what a rewrite or a correction changes, and what the BM25 counts it
+    logs are computed from). A write of a version computed from ``item`` holds on it: a delete, a rewrite
+    or a correction that landed meanwhile is never undone."""
+    kept = ("id", "content", "timestamp", METADATA, REVISION)
+    return Condition(equals={k: item[k] for k in kept if k in item}, absent=() if REVISION in item else (REVISION,))
 
 
 def pointer_item(scope: Scope, entry_id: str) -> Item:

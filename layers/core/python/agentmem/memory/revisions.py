@@ -32,7 +32,7 @@ from agentmem.models.content import Content
 from agentmem.models.memory import RESERVED_METADATA_PREFIXES, MemoryEntry, StoredEntry
 from agentmem.search.inverted_index import MAX_TERMS_PER_DOCUMENT
 from agentmem.stores.retry import retry_on_conflict
-from agentmem.stores.table import Condition, Item, Table, query_all
+from agentmem.stores.table import Item, Table, query_all
 
 REVISION_CONFLICT = "revision_conflict"
 KEEP = object()
@@ -79,7 +79,7 @@ class EntryRevisions:
                     details={"revision": current},
                 )
             kept = records.entry_metadata(old)
-            if any(key.startswith(RESERVED_METADATA_PREFIXES) for key in kept):
+            if records.BOUND_ROW in old or any(key.startswith(RESERVED_METADATA_PREFIXES) for key in kept):
                 raise Conflict(
                     "this memory is kept by the store or AgentCore's records; change it there",
                     code="managed_entry",
@@ -89,17 +89,9 @@ class EntryRevisions:
             prepared = self._prepared(user, old, content, new_metadata)
             prepared.item[records.REVISION] = current + 1
             prepared.item[records.UPDATED_AT] = now
-            at_revision = (
-                Condition(exists=True, equals={records.REVISION: current})
-                if records.REVISION in old
-                else Condition(exists=True, absent=(records.REVISION,))
-            )
+            # Held on the entry as read, its revision included: of two corrections of one revision, one lands.
             indexing = self._writer.replace(
-                old,
-                prepared,
-                condition=at_revision,
-                extra=[records.version_item(old, now)],
-                embed=content is not None,
+                old, prepared, extra=[records.version_item(old, now)], embed=content is not None
             )
             return prepared.item, indexing
 

@@ -35,7 +35,7 @@ from agentmem.search import changes, told
 from agentmem.search.context import CONTEXT_TERMS, context_terms
 from agentmem.search.inverted_index import index_terms
 from agentmem.search.tokenize import tokenize
-from agentmem.stores.table import TTL_ATTRIBUTE, Condition, Item, Put, Table, WriteOp, check_items
+from agentmem.stores.table import TTL_ATTRIBUTE, Item, Put, Table, WriteOp, check_items
 from agentmem.tenancy import metering
 from agentmem.vectors.indexing import record_for_item
 
@@ -241,17 +241,11 @@ class EntryWriter:
         return self._upsert_vectors([p.item for p in prepared], vectors_ok)
 
     def replace(
-        self,
-        old: Item,
-        prepared: PreparedEntry,
-        *,
-        condition: Condition | None = None,
-        extra: Sequence[Item] = (),
-        embed: bool = True,
+        self, old: Item, prepared: PreparedEntry, *, extra: Sequence[Item] = (), embed: bool = True
     ) -> str | None:
-        """Write ``prepared`` under the id of the entry item ``old``, if ``old`` is still stored as it was read
-        (or ``condition`` holds on it): raise ConditionFailed when it was deleted or changed meanwhile (nothing
-        is written: a delete that answered stays answered), with ``extra`` items in the same transaction.
+        """Write ``prepared`` under the id of the entry item ``old``, if ``old`` is still stored as it was read:
+        raise ConditionFailed when it was deleted or changed meanwhile (nothing is written: a delete that
+        answered stays answered), with ``extra`` items in the same transaction.
         ``embed``: False keeps the vector ``prepared`` carries (its words are unchanged). Then log the old
         version removed and the new one written."""
         scope = prepared.scope
@@ -259,8 +253,7 @@ class EntryWriter:
         vectors_ok = self.embed([prepared]) if embed else not prepared.item.get(PENDING_ATTR)
         side = [users.registry_item(scope), *side_items_of(prepared), *extra]
         check_items([*side, prepared.item])
-        written = Put(prepared.item, condition or records.unchanged(old))
-        self._table.transact_write([*(Put(item) for item in side), written])
+        self._table.transact_write([*(Put(item) for item in side), Put(prepared.item, records.unchanged(old))])
         held_items.note([(old["pk"], old["sk"])])
         changes.MEMORY.record(
             self._table,

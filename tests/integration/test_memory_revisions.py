@@ -246,9 +246,11 @@ def test_what_is_not_the_callers_live_memory_is_404(api: ApiClient) -> None:
     for entry_id in (gone["id"], expired["id"], bobs["id"], "never-made"):
         assert patch(api, entry_id, fix).status == 404, entry_id
         assert history(api, entry_id).status == 404, entry_id
+    # (a write touches exactly its scope; a read in a project sees the global entries too, as list does)
     assert patch(api, mine["id"], {**fix, "project_id": "p1"}).status == 404
-    assert history(api, mine["id"], query={"project_id": "p1"}).status == 404
+    assert history(api, mine["id"], query={"project_id": "p1"}).status == 200
     assert patch(api, in_project["id"], {**fix, "project_id": "p2"}).status == 404
+    assert history(api, in_project["id"], query={"project_id": "p2"}).status == 404
     # And bob's memory is unchanged, while alice's project memory is corrected in its project
     assert api.get(f"{scope_path('app', 'bob')}/memories/{bobs['id']}").body == bobs
     corrected = patch(api, in_project["id"], {**fix, "project_id": "p1"})

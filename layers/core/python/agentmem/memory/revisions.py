@@ -138,7 +138,7 @@ class EntryRevisions:
         """``{"memory_id", "versions"}``: the entry's versions oldest first, the current one last (its
         ``valid_to`` null). When they are more than one answer holds, the oldest are left out and
         ``truncated`` is true."""
-        item = self._entry(user, entry_id, project_id)
+        item = self._entry(user, entry_id, project_id, reading=True)
         current = records.revision_of(item)
         past = [
             row
@@ -158,8 +158,11 @@ class EntryRevisions:
             answer["truncated"] = True
         return answer
 
-    def _entry(self, user: UserRef, entry_id: str, project_id: str | None) -> Item:
+    def _entry(self, user: UserRef, entry_id: str, project_id: str | None, *, reading: bool = False) -> Item:
+        """The live entry; with ``project_id``, one of that project (or, ``reading``, one a read in the project
+        sees: the project's or a global one), as a write touches exactly its scope and a read sees both."""
         item = self._find(user, entry_id)
-        if project_id is not None and item.get("project_id") != project_id:
+        visible = (project_id, None) if reading else (project_id,)
+        if project_id is not None and item.get("project_id") not in visible:
             raise NotFound(f"no memory {entry_id!r} in project {project_id!r} for this user")
         return item

@@ -455,3 +455,22 @@ def test_on_opensearch_only_the_corrected_words_are_found(api_on_opensearch: Api
         body = {"query": "spare key", "mode": mode, "filter": {"room": "garage"}}
         hits = api.post(f"{ALICE}/memories/search", body).body["entries"]
         assert [e["id"] for e in hits] == [entry["id"]], mode
+
+
+def test_a_history_too_long_for_one_answer_keeps_the_newest_versions(api: ApiClient) -> None:
+    # Given a memory of about 250 KB (its text and an image part), corrected 17 times: 18 versions, 4.5 MB
+    image = {"inline_data": {"mime_type": "image/png", "data": "A" * 190_000}}
+    big = {"role": "user", "parts": [{"text": "plan " + "x" * 60_000}, image]}
+    entry = store(api, "a plan", entry={"content": big})
+    for n in range(2, 19):
+        fixed = {"content": {**big, "parts": [{"text": f"plan {n} " + "x" * 60_000}, image]}}
+        assert patch(api, entry["id"], fixed).status == 200
+    # When its history is read
+    reply = history(api, entry["id"])
+    # Then the answer keeps within the budget with the newest versions, in order, and says it was cut
+    assert reply.status == 200, reply.body
+    assert reply.body["truncated"] is True
+    revisions = [v["revision"] for v in reply.body["versions"]]
+    assert revisions == list(range(revisions[0], 19))
+    assert 1 < revisions[0] < 18
+    assert reply.wire_bytes < 6 * 1024 * 1024

@@ -73,6 +73,7 @@ class EntryVersion(_Out):
 class EntryHistory(_Out):
     memory_id: str
     versions: list[EntryVersion] = Field(description="oldest first; the last is the current version")
+    truncated: bool | None = _optional("true when the oldest versions were left out to keep within the byte budget")
 
 
 class ExportedVersion(EntryVersion):

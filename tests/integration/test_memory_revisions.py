@@ -162,6 +162,17 @@ def test_history_lists_every_version_oldest_first_bitemporally(api: ApiClient) -
     assert all(v["recorded_at"] == v["valid_from"] for v in versions)
 
 
+def test_versions_never_end_before_they_begin(api: ApiClient) -> None:
+    # Given an entry the caller timestamped in the future, corrected twice now
+    entry = store(api, "the launch is planned", entry={"timestamp": "2099-05-01T12:00:00Z"})
+    patch(api, entry["id"], {"content": content("the launch is delayed")})
+    last = patch(api, entry["id"], {"content": content("the launch is cancelled")}).body
+    # Then each version ends when the next begins, never before it began
+    versions = history(api, entry["id"]).body["versions"]
+    assert [v["valid_from"] for v in versions] == ["2099-05-01T12:00:00.000Z"] * 3
+    assert versions[0]["valid_to"] == versions[1]["valid_to"] == last["updated_at"] == "2099-05-01T12:00:00.000Z"
+
+
 def test_a_metadata_correction_keeps_the_vector_and_null_removes_the_metadata(
     api: ApiClient, table: Table, embedder: CountingEmbedder
 ) -> None:

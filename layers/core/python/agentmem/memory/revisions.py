@@ -84,7 +84,9 @@ class EntryRevisions:
                     "this memory is kept by the store or AgentCore's records; change it there",
                     code="managed_entry",
                 )
-            now = format_timestamp(self._clock())
+            # The version replaced ends when the new one begins, never before it began (an entry's timestamp,
+            # when its first version begins, may be later than the clock: a time told by the caller).
+            now = max(format_timestamp(self._clock()), old.get(records.UPDATED_AT) or old["timestamp"])
             new_metadata = kept if metadata is KEEP else dict(cast("Mapping[str, Any] | None", metadata) or {})
             prepared = self._prepared(user, old, content, new_metadata)
             prepared.item[records.REVISION] = current + 1

@@ -33,7 +33,16 @@ REFERENCE_TOOLS = [
     "search_nodes",
     "open_nodes",
 ]
-OWN_TOOLS = ["search_memory", "add_memory", "profile_card", "remember", "relate", "entity_history"]
+OWN_TOOLS = [
+    "search_memory",
+    "add_memory",
+    "profile_card",
+    "remember",
+    "relate",
+    "entity_history",
+    "update_memory",
+    "memory_history",
+]
 
 T = TypeVar("T")
 Body = Callable[[ClientSession], Awaitable[T]]

@@ -102,6 +102,9 @@ class ApiClient:
     def put(self, path: str, json_body: Any = None, **kw: Any) -> Reply:
         return self.request("PUT", path, json_body, **kw)
 
+    def patch(self, path: str, json_body: Any = None, **kw: Any) -> Reply:
+        return self.request("PATCH", path, json_body, **kw)
+
     def delete(self, path: str, **kw: Any) -> Reply:
         return self.request("DELETE", path, **kw)
 

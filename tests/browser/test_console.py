@@ -240,6 +240,49 @@ def test_deleting_one_entry_and_deleting_by_filter_change_what_the_api_holds(sit
         assert ids_on_page(page) == [e["id"] for e in left]
 
 
+def test_editing_an_entry_corrects_it_in_the_api_and_its_history_shows_every_version(
+    site: Site, console: Console
+) -> None:
+    with site.http() as http:
+        seed_memories(http, "erin", fillers=0)
+        page = console.sign_in(site.key, APP, "erin")
+        memories = f"{scope(APP, 'erin')}/memories"
+        lisbon = next(e for e in http.get(memories).json()["entries"] if "Lisbon" in e["content"]["parts"][0]["text"])
+        row = page.locator(f"#entries-body tr[data-id='{lisbon['id']}']")
+        # When a person edits the entry's text and metadata and saves
+        row.locator("button.edit").click()
+        editor = page.locator("#entries-body tr.editor")
+        editor.locator("textarea.edit-text").fill("Next summer I travel to Porto by train")
+        editor.locator("textarea.edit-metadata").fill(json.dumps({"topic": "travel", "city": "Porto"}))
+        editor.locator("button.save-edit").click()
+        expect(page.locator("#message")).to_contain_text("as revision 2")
+        # Then the API holds the correction under the same id, and the row shows it
+        stored = http.get(f"{memories}/{lisbon['id']}").json()
+        assert stored["content"]["parts"] == [{"text": "Next summer I travel to Porto by train"}]
+        assert stored["metadata"] == {"topic": "travel", "city": "Porto"}
+        assert stored["revision"] == 2
+        expect(row.locator("td.text")).to_have_text("Next summer I travel to Porto by train")
+        expect(page.locator("#entries-body tr.editor")).to_have_count(0)
+        # When they open its history / Then both versions are listed, the current one first
+        row.locator("button.show-history").click()
+        versions = page.locator("#entries-body tr.history table.versions tbody tr")
+        expect(versions).to_have_count(2)
+        expect(versions.nth(0).locator("td.text")).to_have_text("Next summer I travel to Porto by train")
+        expect(versions.nth(1).locator("td.text")).to_have_text("Next summer I travel to Lisbon by train")
+        expect(versions.nth(0)).to_contain_text("current")
+        console.shot("memories-history.png")
+        # When the entry changes elsewhere while they edit it / Then saving says so and changes nothing
+        row.locator("button.edit").click()
+        page.locator("#entries-body tr.editor textarea.edit-text").fill("Next summer I travel to Faro")
+        fixed = {"content": {"role": "user", "parts": [{"text": "Next summer I fly to Porto"}]}}
+        assert http.patch(f"{memories}/{lisbon['id']}", json=fixed).status_code == 200
+        page.locator("#entries-body tr.editor button.save-edit").click()
+        expect(page.locator("#message")).to_contain_text("revision_conflict")
+        assert http.get(f"{memories}/{lisbon['id']}").json()["content"]["parts"] == [
+            {"text": "Next summer I fly to Porto"}
+        ]
+
+
 def test_graph_is_drawn_listed_and_the_as_of_slider_shows_it_as_it_was(site: Site, console: Console) -> None:
     with site.http() as http:
         seed_graph(http, "dora")

@@ -18,10 +18,34 @@ from typing import Any
 import pytest
 
 from agentmem.client import AsyncMemoryClient, MemoryClient, RetryPolicy
-from agentmem.errors import NotFound, RateLimited, Unavailable
+from agentmem.errors import Conflict, NotFound, RateLimited, Unavailable
 from tests.e2e.conftest import LiveServer, MotoEndpoint, ServerFactory, free_port, start_server
 
 FAST = RetryPolicy(retries=3, base=0.05, cap=0.2)
+
+
+def test_the_async_client_corrects_a_memory_and_reads_its_history(live_server: LiveServer) -> None:
+    async def scenario() -> None:
+        async with AsyncMemoryClient(live_server.url) as client:
+            memory = client.user("async-app", f"fix/{uuid.uuid4().hex}")
+            entry = await memory.add_entry("The meeting is on Monday")
+            content = {"role": "user", "parts": [{"text": "The meeting is on Tuesday"}]}
+            fixed = await memory.update(entry["id"], content, metadata={"moved": True}, revision=1)
+            assert (fixed["id"], fixed["revision"], fixed["metadata"]) == (entry["id"], 2, {"moved": True})
+            assert await memory.search("Monday", mode="keyword") == []
+            versions = await memory.memory_history(entry["id"])
+            assert [v["content"]["parts"][0]["text"] for v in versions] == [
+                "The meeting is on Monday",
+                "The meeting is on Tuesday",
+            ]
+            assert versions[0]["valid_to"] == versions[1]["valid_from"] == fixed["updated_at"]
+            with pytest.raises(Conflict) as stale:
+                await memory.update(entry["id"], "The meeting is on Friday", revision=1)
+            assert stale.value.code == "revision_conflict"
+            with pytest.raises(NotFound):
+                await memory.update("never-made", "x")
+
+    asyncio.run(scenario())
 
 
 def test_the_async_client_covers_the_memory_routes(live_server: LiveServer) -> None:

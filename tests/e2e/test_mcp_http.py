@@ -185,6 +185,44 @@ def test_every_tool_through_the_sdk_with_results_matching_their_output_schemas(s
     assert out["resource"] == graph
 
 
+def test_a_memory_is_corrected_and_its_history_read_through_the_sdk(server: LiveServer) -> None:
+    url = mcp_url(server.url, "app", "corrections-user", project_id="trip")
+
+    async def body(session: ClientSession) -> dict[str, Any]:
+        call = session.call_tool  # the SDK checks every structuredContent against the tool's outputSchema
+        out: dict[str, Any] = {"added": structured(await call("add_memory", {"text": "The hotel is the Ritz"}))}
+        memory_id = out["added"]["id"]
+        out["fixed"] = structured(
+            await call("update_memory", {"id": memory_id, "text": "The hotel is the Savoy", "revision": 1})
+        )
+        out["tagged"] = structured(await call("update_memory", {"id": memory_id, "metadata": {"booked": True}}))
+        out["stale"] = await call("update_memory", {"id": memory_id, "text": "The hotel is the Hilton", "revision": 1})
+        out["empty"] = await call("update_memory", {"id": memory_id})
+        out["unknown"] = await call("memory_history", {"id": "never-made"})
+        out["history"] = structured(await call("memory_history", {"id": memory_id}))
+        out["old"] = structured(await call("search_memory", {"query": "Ritz", "mode": "keyword"}))
+        out["new"] = structured(await call("search_memory", {"query": "Savoy", "mode": "keyword"}))
+        return out
+
+    out = over_http(url, body)
+    assert out["added"]["project_id"] == "trip"
+    assert (out["fixed"]["id"], out["fixed"]["revision"]) == (out["added"]["id"], 2)
+    assert out["tagged"]["metadata"] == {"booked": True}
+    assert out["tagged"]["revision"] == 3
+    assert error_text(out["stale"]).endswith("(revision_conflict)")
+    assert "text, metadata or both" in error_text(out["empty"])
+    assert error_text(out["unknown"]).endswith("(not_found)")
+    # newest first, as entity_history
+    assert [(v["revision"], v["content"]["parts"][0]["text"]) for v in out["history"]["versions"]] == [
+        (3, "The hotel is the Savoy"),
+        (2, "The hotel is the Savoy"),
+        (1, "The hotel is the Ritz"),
+    ]
+    assert out["history"]["versions"][0]["valid_to"] is None
+    assert out["old"]["entries"] == []
+    assert [e["id"] for e in out["new"]["entries"]] == [out["added"]["id"]]
+
+
 def test_failures_are_tool_errors_and_change_nothing(server: LiveServer) -> None:
     url = mcp_url(server.url, "app", "errors-user")
 

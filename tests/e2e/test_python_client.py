@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from agentmem.client import MemoryClient
-from agentmem.errors import InvalidInput, NotFound
+from agentmem.errors import Conflict, InvalidInput, NotFound
 from tests.e2e.conftest import LiveServer
 
 
@@ -37,6 +37,36 @@ def test_the_client_covers_the_memory_routes(live_server: LiveServer) -> None:
     assert missing.value.code == "not_found"
     with pytest.raises(InvalidInput):
         memory.search("x", top_k=500)
+
+
+def test_the_client_corrects_a_memory_and_reads_its_history(live_server: LiveServer) -> None:
+    memory = MemoryClient(live_server.url).user("client-app", f"fix/{uuid.uuid4().hex}")
+    # Given a memory in a project
+    entry = memory.add_entry("I live in Paris", project_id="home", metadata={"kind": "address"})
+    assert entry["revision"] == 1
+    # When its text is corrected at its revision, then its metadata alone
+    fixed = memory.update(entry["id"], "I live in Lyon", revision=1, project_id="home")
+    assert (fixed["id"], fixed["revision"], fixed["metadata"]) == (entry["id"], 2, {"kind": "address"})
+    assert memory.update(entry["id"], metadata=None)["metadata"] == {}
+    # Then search finds only the new words, and the history holds every version, oldest first
+    assert memory.search("Paris", project_id="home", mode="keyword") == []
+    assert [e["id"] for e in memory.search("Lyon", project_id="home", mode="keyword")] == [entry["id"]]
+    versions = memory.memory_history(entry["id"])
+    assert [(v["revision"], v["content"]["parts"][0]["text"]) for v in versions] == [
+        (1, "I live in Paris"),
+        (2, "I live in Lyon"),
+        (3, "I live in Lyon"),
+    ]
+    assert versions[-1]["valid_to"] is None
+    # And a stale revision raises the client's Conflict with the API's code, changing nothing
+    with pytest.raises(Conflict) as stale:
+        memory.update(entry["id"], "I live in Nice", revision=1)
+    assert stale.value.code == "revision_conflict"
+    assert memory.get_entry(entry["id"])["revision"] == 3
+    # And a deleted memory has no history
+    memory.delete_entry(entry["id"])
+    with pytest.raises(NotFound):
+        memory.memory_history(entry["id"])
 
 
 def test_the_client_covers_the_graph_and_erasure(live_server: LiveServer) -> None:

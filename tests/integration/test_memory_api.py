@@ -70,8 +70,21 @@ def test_stored_parts_come_back_unchanged(api: ApiClient) -> None:
 
 def test_add_entry_returns_the_stored_entry(api: ApiClient) -> None:
     body = store(api, "prefers window seats", timestamp="2026-06-01T09:30:00Z")
-    assert set(body) == {"id", "session_id", "project_id", "content", "author", "timestamp", "metadata", "expires_at"}
+    assert set(body) == {
+        "id",
+        "session_id",
+        "project_id",
+        "content",
+        "author",
+        "timestamp",
+        "metadata",
+        "expires_at",
+        "revision",
+        "updated_at",
+    }
     assert body["timestamp"] == "2026-06-01T09:30:00.000Z"
+    assert body["revision"] == 1  # never corrected: its last write is its timestamp
+    assert body["updated_at"] == body["timestamp"]
     assert body["metadata"] == {}
     assert body["expires_at"] is None
     assert body["project_id"] is None

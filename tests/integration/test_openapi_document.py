@@ -158,6 +158,13 @@ def test_answers_conform_to_the_document(container: object, document: dict[str, 
     api.get(scope + "/memories", query={"limit": 1})
     api.get(scope + "/memories/" + entry.body["id"])
     api.get(scope + "/memories/nope")
+    fixed = {"content": {"role": "user", "parts": [{"text": "I prefer light mode"}]}, "revision": 1}
+    api.patch(scope + "/memories/" + entry.body["id"], fixed)
+    api.patch(scope + "/memories/" + entry.body["id"], fixed)
+    api.patch(scope + "/memories/" + entry.body["id"], {})
+    api.patch(scope + "/memories/nope", fixed)
+    api.get(scope + "/memories/" + entry.body["id"] + "/history")
+    api.get(scope + "/memories/nope/history")
     api.get(scope + "/memories", query={"limit": 0})
     api.get(scope + "/memories", query={"cursor": "!!"})
     api.post(scope + "/memories/search", raw_body="{not json")

@@ -58,6 +58,20 @@ def test_conditional_put_on_an_attribute_value(table: Table) -> None:
     assert table.get("p", "s")["version"] == 2  # type: ignore[index]
 
 
+def test_conditional_put_on_an_absent_attribute(table: Table) -> None:
+    # An item without the attribute: the put that requires it absent lands (once), in a transaction too
+    absent = Condition(absent=("revision",))
+    with pytest.raises(ConditionFailed):  # requires the item itself to exist
+        table.put({"pk": "p", "sk": "s", "revision": 2}, absent)
+    table.put({"pk": "p", "sk": "s", "v": 1})
+    table.transact_write([Put({"pk": "p", "sk": "s", "revision": 2}, absent)])
+    with pytest.raises(ConditionFailed):
+        table.put({"pk": "p", "sk": "s", "revision": 3}, absent)
+    with pytest.raises(ConditionFailed):
+        table.transact_write([Put({"pk": "p", "sk": "s", "revision": 3}, absent)])
+    assert table.get("p", "s") == {"pk": "p", "sk": "s", "revision": 2}
+
+
 def test_conditional_delete_requires_existence(table: Table) -> None:
     with pytest.raises(ConditionFailed):
         table.delete("p", "missing", Condition(exists=True))

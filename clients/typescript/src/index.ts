@@ -8,7 +8,7 @@
  *     const hits = await memory.search("what is my dog called", { topK: 3, where: { channel: "chat" } });
  */
 export { MemoryClient, type MemoryClientOptions, type RequestOptions } from "./client.js";
-export { UserClient, type AddEntryOptions, type AddSessionOptions, type Filtered, type IterateOptions, type PageOptions, type SearchOptions } from "./user.js";
+export { UserClient, type AddEntryOptions, type AddSessionOptions, type Filtered, type IterateOptions, type PageOptions, type SearchOptions, type UpdateOptions } from "./user.js";
 export type { ListEpisodesOptions, ProfileCardOptions, ReadGraphOptions, UserGraph, ValidFrom, ValidTo } from "./graph.js";
 export { asEntry, type EntryLike, type Scoped, type Write } from "./scope.js";
 export {

@@ -7,7 +7,7 @@
  */
 import type { Schemas } from "./types.js";
 
-export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
+export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 export interface RouteSpec {
   /** The object whose method calls the route: a `UserClient` (`client.user(app, user)`) or the `MemoryClient`. */
@@ -33,6 +33,8 @@ export const ROUTES = {
   listRecent: { on: "user", method: "GET", path: `${SCOPE}/memories`, query: ["project_id", "limit", "cursor"], response: "EntryPage" },
   query: { on: "user", method: "POST", path: `${SCOPE}/memories/query`, request: "QueryRequest", response: "EntryPage" },
   getEntry: { on: "user", method: "GET", path: `${SCOPE}/memories/{entry_id}`, response: "Entry" },
+  update: { on: "user", method: "PATCH", path: `${SCOPE}/memories/{entry_id}`, request: "UpdateEntryRequest", response: "Entry" },
+  memoryHistory: { on: "user", method: "GET", path: `${SCOPE}/memories/{entry_id}/history`, query: ["project_id"], response: "EntryHistory" },
   deleteEntry: { on: "user", method: "DELETE", path: `${SCOPE}/memories/{entry_id}` },
   deleteEntries: { on: "user", method: "POST", path: `${SCOPE}/memories/delete`, request: "DeleteByQueryRequest", response: "Deleted" },
   deleteSession: { on: "user", method: "DELETE", path: `${SCOPE}/sessions/{session}`, query: ["project_id"], response: "Deleted" },

@@ -50,6 +50,48 @@ export interface Entry {
   expires_at?: string | null;
   score?: number | null;
   indexing?: string | null;
+  /** 1 for an entry never corrected, one more with each `update` (added in v1; absent from older servers). */
+  revision?: number;
+  /** When its current version was written: its `timestamp` until it is corrected (added in v1). */
+  updated_at?: string;
+}
+
+/** The body of `PATCH {scope}/memories/{id}`: content, metadata (null removes it) or both. */
+export interface UpdateEntryRequest {
+  content?: Content | null;
+  metadata?: Metadata | null;
+  revision?: number | null;
+  project_id?: string | null;
+}
+
+/** One version of an entry, bitemporal as the graph's facts. */
+export interface EntryVersion {
+  revision: number;
+  content: Content;
+  metadata: Metadata;
+  /** When this version became the entry's current one. */
+  valid_from: string;
+  /** When a correction replaced it; null for the current version. */
+  valid_to: string | null;
+  recorded_at: string;
+}
+
+export interface EntryHistory {
+  memory_id: string;
+  /** Oldest first; the last is the current version. */
+  versions: EntryVersion[];
+}
+
+/** A superseded version of an exported entry. */
+export interface ExportedVersion {
+  memory_id: string;
+  project_id: string | null;
+  revision: number;
+  content: Content;
+  metadata: Metadata;
+  valid_from: string;
+  valid_to: string | null;
+  recorded_at: string;
 }
 
 export interface PutSessionRequest {
@@ -151,6 +193,8 @@ export interface ExportPage {
   store?: StoreItem[];
   /** AgentCore events kept as events only (blob payloads: no memory entries; added in v1). */
   events?: Entry[];
+  /** The superseded versions of corrected entries (added in v1; absent from older servers). */
+  memory_history?: ExportedVersion[];
   next_cursor: string | null;
 }
 
@@ -607,6 +651,7 @@ export interface Schemas {
   Entry: Entry;
   EntryPage: EntryPage;
   Episodes: Episodes;
+  EntryHistory: EntryHistory;
   ExportPage: ExportPage;
   GraphPage: GraphPage;
   Health: Health;
@@ -619,6 +664,7 @@ export interface Schemas {
   Projects: Projects;
   PutSessionRequest: PutSessionRequest;
   QueryRequest: QueryRequest;
+  UpdateEntryRequest: UpdateEntryRequest;
   RelateRequest: RelateRequest;
   Related: Related;
   Relation: Relation;

@@ -5,9 +5,11 @@
 import { UserGraph } from "./graph.js";
 import { asEntry, pages, timestamp, type EntryLike, type Scoped, type Write } from "./scope.js";
 import type {
+  Content,
   DeletionStarted,
   DeletionStatus,
   Entry,
+  EntryHistory,
   EntryPage,
   ExportPage,
   ExtractionQueued,
@@ -17,6 +19,7 @@ import type {
   Moment,
   SearchMode,
   SessionStored,
+  UpdateEntryRequest,
 } from "./types.js";
 
 export interface AddSessionOptions extends Write {
@@ -49,6 +52,13 @@ export interface PageOptions extends Scoped {
   /** 1..100 (default 20). */
   limit?: number | undefined;
   cursor?: string | undefined;
+}
+
+export interface UpdateOptions extends Write {
+  /** Replaces the entry's metadata; `null` removes it; left out, the metadata stays. */
+  metadata?: Metadata | null | undefined;
+  /** Only if the entry is still at this revision (else `Conflict` with code `revision_conflict`). */
+  revision?: number | undefined;
 }
 
 export interface IterateOptions extends Scoped {
@@ -121,6 +131,22 @@ export class UserClient extends UserGraph {
 
   getEntry(entryId: string): Promise<Entry> {
     return this.call("getEntry", { entry_id: entryId });
+  }
+
+  /**
+   * Correct an entry in place (mem0's `update`): new text (or content), new metadata, or both. The entry as
+   * stored: same id, its `revision` one more; the version it replaces stays in `memoryHistory`.
+   */
+  update(entryId: string, textOrContent?: string | Content, options: UpdateOptions = {}): Promise<Entry> {
+    const content = typeof textOrContent === "string" ? { role: "user", parts: [{ text: textOrContent }] } : textOrContent;
+    const body: UpdateEntryRequest = { content, revision: options.revision, project_id: options.projectId };
+    if (options.metadata !== undefined) body.metadata = options.metadata;
+    return this.call("update", { entry_id: entryId }, { body, idempotencyKey: options.idempotencyKey });
+  }
+
+  /** The entry's versions, oldest first, the current one last (mem0's `history`; `history` is an entity's). */
+  async memoryHistory(entryId: string, options: Scoped = {}): Promise<EntryHistory["versions"]> {
+    return (await this.call("memoryHistory", { entry_id: entryId }, { query: { project_id: options.projectId } })).versions;
   }
 
   async deleteEntry(entryId: string, options: Pick<Write, "idempotencyKey"> = {}): Promise<void> {

@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
 import {
+  Conflict,
   InvalidInput,
   MalformedRequest,
   MemoryApiError,
@@ -112,6 +113,35 @@ describe("memory entries", () => {
     assert.equal(await memory.deleteEntries(undefined, { where: { channel: "email" } }), 1);
     assert.equal(await memory.deleteEntries("lunch", { where: { priority: 9 } }), 1);
     assert.deepEqual((await memory.listRecent()).entries.map(text), ["lunch at noon"]);
+  });
+
+  test("an entry is corrected in place and its history read", async () => {
+    const memory = someone("fix");
+    // Given an entry in a project
+    const entry = await memory.addEntry("I live in Paris", { projectId: "home", metadata: { kind: "address" } });
+    assert.equal(entry.revision, 1);
+    // When its text is corrected at its revision, then its metadata removed
+    const fixed = await memory.update(entry.id, "I live in Lyon", { revision: 1, projectId: "home" });
+    assert.deepEqual([fixed.id, fixed.revision, fixed.metadata], [entry.id, 2, { kind: "address" }]);
+    const cleared = await memory.update(entry.id, undefined, { metadata: null });
+    assert.deepEqual([cleared.revision, cleared.metadata, text(cleared)], [3, {}, "I live in Lyon"]);
+    // Then search finds the new words only, and the history holds every version, oldest first
+    assert.deepEqual(await memory.search("Paris", { projectId: "home", mode: "keyword" }), []);
+    assert.deepEqual((await memory.search("Lyon", { projectId: "home", mode: "keyword" })).map((e) => e.id), [entry.id]);
+    const versions = await memory.memoryHistory(entry.id);
+    assert.deepEqual(versions.map((v) => [v.revision, text(v)]), [[1, "I live in Paris"], [2, "I live in Lyon"], [3, "I live in Lyon"]]);
+    assert.equal(versions[0].valid_to, fixed.updated_at);
+    assert.equal(versions[2].valid_to, null);
+    // And a stale revision is a Conflict with the API's code, changing nothing
+    await assert.rejects(memory.update(entry.id, "I live in Nice", { revision: 1 }), (error) => {
+      assert.ok(error instanceof Conflict);
+      assert.equal(error.code, "revision_conflict");
+      return true;
+    });
+    assert.equal((await memory.getEntry(entry.id)).revision, 3);
+    // And a deleted entry has no history
+    await memory.deleteEntry(entry.id);
+    await assert.rejects(memory.memoryHistory(entry.id), NotFound);
   });
 
   test("entries expire after ttlSeconds or at expiresAt", async () => {

@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     import httpx
 
 EntryLike = str | Mapping[str, Any]
+KEEP: Any = object()
+"""``metadata`` of ``update`` left out: the entry keeps its metadata."""
 Filter = Mapping[str, Any]
 T = TypeVar("T")
 
@@ -169,6 +171,35 @@ class _UserRoutes:
     @Route
     def get_entry(self, entry_id: str) -> Call[dict[str, Any]]:
         return self._get(f"/memories/{_segment(entry_id)}")
+
+    @Route
+    def update(
+        self,
+        memory_id: str,
+        text_or_content: str | Mapping[str, Any] | None = None,
+        *,
+        metadata: Mapping[str, Any] | object | None = KEEP,
+        revision: int | None = None,
+        project_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Call[dict[str, Any]]:
+        """Correct an entry in place (mem0's ``update``): new text (or ADK content), new ``metadata`` (None
+        removes it; left out, it is kept), or both; with ``revision``, only if the entry is still at it
+        (``Conflict`` with code ``revision_conflict`` otherwise). The entry as stored, with its new revision."""
+        body: dict[str, Any] = present({"revision": revision, "project_id": project_id})
+        if text_or_content is not None:
+            body["content"] = (
+                as_entry(text_or_content)["content"] if isinstance(text_or_content, str) else dict(text_or_content)
+            )
+        if metadata is not KEEP:
+            body["metadata"] = metadata
+        return call("PATCH", f"{self._scope}/memories/{_segment(memory_id)}", body, key=idempotency_key)
+
+    @Route
+    def memory_history(self, memory_id: str, *, project_id: str | None = None) -> Call[list[dict[str, Any]]]:
+        """The entry's versions, oldest first, the current one last (mem0's ``history``; ``history`` here is
+        a graph entity's): each ``{"revision", "content", "metadata", "valid_from", "valid_to", "recorded_at"}``."""
+        return self._get(f"/memories/{_segment(memory_id)}/history", project_id).then(lambda reply: reply["versions"])
 
     @Route
     def delete_entry(self, entry_id: str) -> Call[None]:

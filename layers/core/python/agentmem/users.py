@@ -468,7 +468,7 @@ def _can_create(op: WriteOp) -> bool:
     if not isinstance(op, Put | Add):
         return False
     condition = op.condition
-    return condition is None or not (condition.exists is True or condition.equals)
+    return condition is None or not (condition.exists is True or condition.equals or condition.absent)
 
 
 def _guards(ops: Sequence[WriteOp], shard: int) -> list[Check]:

@@ -1,15 +1,10 @@
-// Memories: newest first with paging, search in three modes with scores, filters, delete one, delete by filter.
+// Memories: newest first with paging, search in three modes with scores, filters, edit one (and its history,
+// revisions.js), delete one, delete by filter.
 
 import { clear, confirmButton, field, h, projectSelect, when } from './dom.js';
+import { dropBelow, entryText, revisionButtons } from './revisions.js';
 
 const PAGE = 20;
-
-function entryText(entry) {
-  const parts = (entry.content && entry.content.parts) || [];
-  const texts = parts.filter((p) => typeof p.text === 'string').map((p) => p.text);
-  const others = parts.length - texts.length;
-  return texts.join('\n') + (others ? ` [+${others} non-text part${others > 1 ? 's' : ''}]` : '');
-}
 
 function parseFilter(text) {
   if (!text.trim()) return null;
@@ -68,10 +63,12 @@ export async function render(ctx, root) {
       h('td', { class: 'nowrap expires', text: entry.expires_at ? when(entry.expires_at) : 'never' }),
       h(
         'td',
-        {},
+        { class: 'actions' },
+        revisionButtons(ctx, scope, entry, tr, 9, (stored) => tr.replaceWith(row({ ...stored, score: entry.score }, scored))),
         confirmButton('Delete', 'Confirm delete', async () => {
           try {
             await api.delete(`${scope}/memories/${encodeURIComponent(entry.id)}`);
+            dropBelow(tr);
             tr.remove();
             ctx.notify(`Deleted the entry ${entry.id}.`, 'info');
           } catch (error) {

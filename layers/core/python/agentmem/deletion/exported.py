@@ -66,11 +66,23 @@ def exported(item: Item, read: Read) -> tuple[str, dict[str, Any]] | None:
         section = kind
     elif str(item["sk"]).startswith(memory_records.EVENT):
         section = "events"  # an AgentCore event that is no memory (a blob: docs/agentcore.md), as an entry
+    elif str(item["sk"]).startswith(memory_records.VERSION):
+        return _version(item, read)
     elif store_records.is_key_row(item):
         return _store_item(item, read)
     else:
         return None
     return section, SHAPES[section](item)
+
+
+def _version(item: Item, read: Read) -> tuple[str, dict[str, Any]] | None:
+    """A superseded version of an entry, with the entry's id and project; None when its entry is gone (a
+    version a correction wrote while a delete of its entry ran: never served, erasure removes it)."""
+    entry = read(item["pk"], memory_records.entry_sk(item["id"]))
+    if entry is None or memory_records.revision_of(entry) <= memory_records.revision_of(item):
+        return None
+    version = memory_records.version_json(item)
+    return "memory_history", {"memory_id": item["id"], "project_id": item.get("project_id"), **version}
 
 
 def _store_item(row: Item, read: Read) -> tuple[str, dict[str, Any]] | None:

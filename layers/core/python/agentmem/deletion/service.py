@@ -56,6 +56,7 @@ EXPORTED_PREFIXES = tuple(
         (
             memory_records.ENTRY,
             memory_records.EVENT,
+            memory_records.VERSION,
             graph_records.ENTITY,
             graph_records.OBSERVATION,
             graph_records.EPISODE,
@@ -345,6 +346,7 @@ class DeletionService:
             "episodes": [],
             "store": [],
             "events": [],
+            "memory_history": [],
             "next_cursor": None,
         }
         count = 0

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from agentmem import __version__
 from agentmem.errors import MemoryServiceError
 from agentmem.mcp.results import ToolResult, graph_result
-from agentmem.mcp.tools import TOOLS, Services, ToolArgumentsError
+from agentmem.mcp.tool import Services, ToolArgumentsError
+from agentmem.mcp.tools import TOOLS
 from agentmem.observability import logger
 
 if TYPE_CHECKING:

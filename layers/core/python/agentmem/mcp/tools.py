@@ -8,93 +8,32 @@ semantics differ from the reference on purpose, the tool's description says so (
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from agentmem.graph import tools as graph_tools
+from agentmem.mcp.memory_tools import MEMORY_TOOLS, REVISION_TOOLS
 from agentmem.mcp.results import ToolResult, fit_list, graph_result, json_result, reference_entity, reference_relation
-from agentmem.memory import filters
-from agentmem.models.content import Content, Part
+from agentmem.mcp.tool import CUT as _CUT
+from agentmem.mcp.tool import DELETE, READ, WRITE, Services, Tool, ToolArgumentsError
+from agentmem.mcp.tool import Strict as _Strict
+from agentmem.mcp.tool import object_schema as _object
+from agentmem.mcp.tool import top_schema as _top
 from agentmem.models.graph import MAX_FACTS_PER_REQUEST, EntityName, EntityType, Fact
 from agentmem.models.memory import (
     MAX_ENTRIES_PER_REQUEST,
     MAX_TEXT_BYTES,
-    FilterDocument,
-    MemoryEntry,
-    SearchMode,
-    SessionId,
-    ToldMetadata,
 )
 
 if TYPE_CHECKING:
-    from agentmem.graph.service import GraphMemoryService
     from agentmem.keys import Scope
-    from agentmem.memory.service import MemoryService
 
 DEFAULT_SEARCH_LIMIT = 20
 MAX_SEARCH_LIMIT = 100
-DRAFT_07 = "http://json-schema.org/draft-07/schema#"
-
-
-class Services(Protocol):
-    """What the tools run on: the container in the API and in ``agentmem mcp``."""
-
-    @property
-    def graph(self) -> GraphMemoryService: ...
-
-    @property
-    def memory(self) -> MemoryService: ...
-
-
-class ToolArgumentsError(Exception):
-    """The arguments do not match the tool's input schema (an ``isError`` result, not a protocol error)."""
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    title: str
-    description: str
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any]
-    annotations: dict[str, bool]
-    run: Callable[[Services, Scope, Any], ToolResult]
-    """The tool's work, given its arguments parsed by ``arguments``."""
-    arguments: type[BaseModel]
-    """The arguments' model: what ``input_schema`` advertises, checked (tests/unit/test_mcp_schemas.py)."""
-
-    def call(self, services: Services, scope: Scope, arguments: dict[str, Any]) -> ToolResult:
-        """Parse ``arguments`` (ToolArgumentsError when they do not fit) and run the tool."""
-        return self.run(services, scope, parse(self.arguments, self.name, arguments))
-
-    def definition(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "title": self.title,
-            "description": self.description,
-            "inputSchema": self.input_schema,
-            "outputSchema": self.output_schema,
-            "annotations": dict(self.annotations),
-        }
 
 
 # -- schemas -----------------------------------------------------------------------------------------
-
-
-def _object(properties: dict[str, Any], required: Sequence[str] = (), *, closed: bool = False) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = list(required)
-    if closed:
-        schema["additionalProperties"] = False
-    return schema
-
-
-def _top(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"$schema": DRAFT_07, **schema}
 
 
 def _entity_schema(*, closed: bool) -> dict[str, Any]:
@@ -137,10 +76,6 @@ def _entity_texts_schema(texts: str, entity_description: str, texts_description:
     )
 
 
-_CUT = {
-    "truncated": {"type": "boolean", "description": "present and true when the result was cut to fit"},
-    "message": {"type": "string", "description": "what was cut and how to see the rest"},
-}
 _SUCCESS_OUT = _top(_object({"success": {"type": "boolean"}, "message": {"type": "string"}}, ["success", "message"]))
 _SUCCESS_OUT["additionalProperties"] = False
 _GRAPH_OUT = _top(
@@ -159,11 +94,6 @@ _LIMIT = {
     "minimum": 1,
     "description": "at most this many entities (an addition of this server; the result says when it was cut)",
 }
-
-WRITE = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
-DELETE = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
-READ = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
-
 
 # -- argument models (the reference's field names; our limits) -------------------------------------
 
@@ -229,24 +159,6 @@ class _OpenNodes(_Args):
     names: list[EntityName] = Field(max_length=MAX_ENTRIES_PER_REQUEST)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class _SearchMemory(_Strict):
-    query: StrictStr = Field(min_length=1, max_length=MAX_TEXT_BYTES)
-    top_k: int = Field(default=10, ge=1, le=100)
-    mode: SearchMode | None = None
-    min_score: float | None = Field(default=None, ge=0.0, le=1.0)
-    filter: FilterDocument | None = None
-
-
-class _AddMemory(_Strict):
-    text: StrictStr = Field(min_length=1, max_length=MAX_TEXT_BYTES)
-    session_id: SessionId | None = None
-    metadata: ToldMetadata | None = None
-
-
 class _ProfileCard(_Strict):
     max_entities: int = Field(default=12, ge=1, le=100)
     max_observations: int = Field(default=5, ge=1, le=50)
@@ -266,19 +178,6 @@ class _Relate(_Strict):
 
 class _EntityHistory(_Strict):
     name: EntityName
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def parse(model: type[M], tool: str, arguments: dict[str, Any]) -> M:
-    try:
-        return model.model_validate(arguments)
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in error.errors()[:10]
-        )
-        raise ToolArgumentsError(f"Invalid arguments for tool {tool}: {problems}") from None
 
 
 def _success(message: str) -> ToolResult:
@@ -380,26 +279,6 @@ def _open_nodes(services: Services, scope: Scope, args: _OpenNodes) -> ToolResul
 
 
 # -- this service's own tools ----------------------------------------------------------------------
-
-
-def _search_memory(services: Services, scope: Scope, args: _SearchMemory) -> ToolResult:
-    result = services.memory.search(
-        scope,
-        args.query,
-        top_k=args.top_k,
-        min_score=args.min_score,
-        mode=args.mode,
-        where=filters.parse(args.filter),
-    )
-    return json_result(fit_list(result.to_json(), "entries"))
-
-
-def _add_memory(services: Services, scope: Scope, args: _AddMemory) -> ToolResult:
-    entry = MemoryEntry(
-        content=Content(role="user", parts=[Part({"text": args.text})]), author="user", metadata=args.metadata
-    )
-    stored = services.memory.add_entry(scope, entry, session_id=args.session_id)
-    return json_result(stored.to_json())
 
 
 def _profile_card(services: Services, scope: Scope, args: _ProfileCard) -> ToolResult:
@@ -656,84 +535,8 @@ REFERENCE_TOOLS: list[Tool] = [
     ),
 ]
 
-_ENTRY_OUT = _object(
-    {"id": {"type": "string"}, "session_id": {"type": ["string", "null"]}, "project_id": {"type": ["string", "null"]},
-     "content": {"type": "object"}, "author": {"type": ["string", "null"]}, "timestamp": {"type": "string"},
-     "score": {"type": "number"}},
-    ["id", "content", "timestamp"],
-)  # fmt: skip
-
 OWN_TOOLS: list[Tool] = [
-    Tool(
-        "search_memory",
-        "Search Memory",
-        "Search the user's long-term memories (conversation turns and notes), best first.",
-        _top(
-            _object(
-                {
-                    "query": {"type": "string", "minLength": 1, "description": "what to look for"},
-                    "top_k": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
-                    "mode": {"type": "string", "enum": ["keyword", "semantic", "hybrid"]},
-                    "min_score": {"type": "number", "minimum": 0, "maximum": 1},
-                    "filter": {
-                        "type": "object",
-                        "description": (
-                            'only entries matching it, e.g. {"topic": "travel"} or '
-                            '{"$and": [{"priority": {"$gte": 2}}, {"author": "user"}]}: metadata keys and author, '
-                            "session_id, timestamp; operators $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $not"
-                        ),
-                    },
-                },
-                ["query"],
-                closed=True,
-            )
-        ),
-        _top(
-            _object(
-                {
-                    "entries": {"type": "array", "items": _ENTRY_OUT},
-                    "mode": {"type": "string"},
-                    "degraded": {"type": "boolean"},
-                    "warnings": {"type": "array", "items": {"type": "string"}},
-                    **_CUT,
-                },
-                ["entries"],
-            )
-        ),
-        READ,
-        _search_memory,
-        _SearchMemory,
-    ),
-    Tool(
-        "add_memory",
-        "Add Memory",
-        "Store one memory (a note or a turn worth keeping) in the user's long-term memory.",
-        _top(
-            _object(
-                {
-                    "text": {"type": "string", "minLength": 1, "description": "the memory, in plain words"},
-                    "session_id": {"type": "string", "minLength": 1, "description": "the conversation it came from"},
-                    "metadata": {
-                        "type": "object",
-                        "description": (
-                            "up to 32 keys (A-Z a-z 0-9 _ . -) of strings, numbers, booleans or lists of strings, "
-                            'e.g. {"topic": "travel", "priority": 2}; search_memory can filter on them'
-                        ),
-                        "additionalProperties": {
-                            "type": ["string", "number", "boolean", "array"],
-                            "items": {"type": "string"},
-                        },
-                    },
-                },
-                ["text"],
-                closed=True,
-            )
-        ),
-        _top(_ENTRY_OUT),
-        WRITE,
-        _add_memory,
-        _AddMemory,
-    ),
+    *MEMORY_TOOLS,
     Tool(
         "profile_card",
         "Profile Card",
@@ -814,5 +617,7 @@ OWN_TOOLS: list[Tool] = [
         _EntityHistory,
     ),
 ]
+
+OWN_TOOLS += REVISION_TOOLS
 
 TOOLS: dict[str, Tool] = {tool.name: tool for tool in REFERENCE_TOOLS + OWN_TOOLS}

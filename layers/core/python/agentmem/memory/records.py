@@ -30,6 +30,13 @@ SESSION_INDEX = "SX#"
 SESSION_HEAD = "SESSION#"
 INDEX_NAMESPACE = "M"
 ENTRY_POINTER = "ID#"
+VERSION = "EH#"
+"""A superseded version of an entry (``EH#<id>#<revision>``, :func:`version_item`): what ``history`` lists
+beside the entry, never searched."""
+REVISION = "revision"
+"""The entry's revision: absent on an entry never corrected (revision 1), ``n`` after ``n - 1`` PATCHes."""
+UPDATED_AT = "updated_at"
+"""When the current version was written, on an entry corrected at least once (else its timestamp)."""
 METADATA = "metadata"
 CONTEXT = "context"
 CONTEXT_LENGTH = "context_length"
@@ -113,10 +120,11 @@ def session_head_sk(session_id: str) -> str:
 
 def unchanged(item: Item) -> Condition:
     """That the entry item is still stored as ``item`` was read: present (not expired), with the same content,
-    timestamp and metadata (what a rewrite changes, and what the BM25 counts it logs are computed from).
-    A write of a version computed from ``item`` holds on it: a delete or a rewrite that landed meanwhile
-    is never undone."""
-    return Condition(equals={k: item[k] for k in ("id", "content", "timestamp", METADATA) if k in item})
+    timestamp, metadata and revision (what a rewrite or a correction changes, and what the BM25 counts it
+    logs are computed from). A write of a version computed from ``item`` holds on it: a delete, a rewrite
+    or a correction that landed meanwhile is never undone."""
+    kept = ("id", "content", "timestamp", METADATA, REVISION)
+    return Condition(equals={k: item[k] for k in kept if k in item}, absent=() if REVISION in item else (REVISION,))
 
 
 def pointer_item(scope: Scope, entry_id: str) -> Item:
@@ -135,7 +143,62 @@ def entry_from_item(item: Item, score: float | None = None) -> StoredEntry:
         metadata=entry_metadata(item),
         expires_at=item.get(EXPIRES_AT),
         score=score,
+        revision=revision_of(item),
+        updated_at=item.get(UPDATED_AT) or item["timestamp"],
     )
+
+
+def revision_of(item: Item) -> int:
+    """The entry item's revision (1 when never corrected)."""
+    return int(item.get(REVISION, 1))
+
+
+def version_sk(entry_id: str, revision: int) -> str:
+    return f"{VERSION}{entry_id}#{revision:010d}"
+
+
+def version_prefix(entry_id: str) -> str:
+    return f"{VERSION}{entry_id}#"
+
+
+def version_keys(item: Item) -> list[tuple[str, str]]:
+    """The keys of the superseded versions of the entry item ``item`` (none for an entry never corrected)."""
+    return [(item["pk"], version_sk(item["id"], r)) for r in range(1, revision_of(item))]
+
+
+def version_item(entry: Item, superseded_at: str) -> Item:
+    """The entry item ``entry`` as a superseded version, closed at ``superseded_at``: its content and metadata,
+    when it became current (valid and recorded: when it was written; the first version: the entry's timestamp)
+    and when it stopped being; it expires with the entry (DynamoDB TTL and the local sweep remove it too)."""
+    began = entry.get(UPDATED_AT) or entry["timestamp"]
+    item: Item = {
+        "pk": entry["pk"],
+        "sk": version_sk(entry["id"], revision_of(entry)),
+        "id": entry["id"],
+        "project_id": entry.get("project_id"),
+        REVISION: revision_of(entry),
+        "content": entry["content"],
+        "valid_from": began,
+        "valid_to": superseded_at,
+        "recorded_at": began,
+    }
+    for name in (METADATA, EXPIRES_AT, TTL_ATTRIBUTE):
+        if name in entry:
+            item[name] = entry[name]
+    return item
+
+
+def version_json(item: Item, *, current: bool = False) -> dict[str, Any]:
+    """A version as ``history`` returns it; ``current``: the entry item itself (still valid)."""
+    began = (item.get(UPDATED_AT) or item["timestamp"]) if current else item["valid_from"]
+    return {
+        "revision": revision_of(item),
+        "content": json.loads(item["content"]),
+        "metadata": entry_metadata(item),
+        "valid_from": began,
+        "valid_to": None if current else item["valid_to"],
+        "recorded_at": began if current else item["recorded_at"],
+    }
 
 
 def entry_text(item: Item) -> str:

@@ -1,6 +1,7 @@
-"""Removing memory entries with everything that points at them: id pointers, session rows, the store row
-bound to an entry, postings of entries written when entries had postings, and their place in every
-process's search index (the change log) and in a derived one.
+"""Removing memory entries with everything that points at them: id pointers, session rows, their
+superseded versions (agentmem/memory/revisions.py), the store row bound to an entry, postings of entries
+written when entries had postings, and their place in every process's search index (the change log) and in a
+derived one.
 
 An entry is deleted first, so a crash leaves only rows that point at nothing, which reads skip.
 """
@@ -124,6 +125,7 @@ class EntryRemoval:
             legacy = item.get(records.LEGACY_TOKENS) or []
             side += self._legacy_postings.posting_keys(scope.partition, item["id"], legacy)
             side.append((scope.user_ref.partition, records.ENTRY_POINTER + item["id"]))
+            side += records.version_keys(item)
             if item.get("session_id") is not None:
                 side.append((scope.partition, records.session_prefix(item["session_id"]) + item["id"]))
         self._table.batch_write(deletes=side)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import base64
 import binascii
 import heapq
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from agentmem import users
 from agentmem.budget import Budget
@@ -26,8 +27,10 @@ from agentmem.errors import InvalidInput, MalformedRequest, NotFound, Unavailabl
 from agentmem.keys import Scope, UserRef, validate_id
 from agentmem.memory import filters, records
 from agentmem.memory.removal import EntryRemoval
+from agentmem.memory.revisions import KEEP, EntryRevisions
 from agentmem.memory.search import MemorySearch, SearchResult, within
 from agentmem.memory.writes import EntryWriter, PreparedEntry, SessionWatch, side_items_of
+from agentmem.models.content import Content
 from agentmem.models.memory import MemoryEntry, SearchMode, StoredEntry
 from agentmem.search.context import CONTEXT_ENTRIES, context_of, continued
 from agentmem.search.inverted_index import MAX_QUERY_TERMS, MAX_TERMS_PER_DOCUMENT, terms_per_document
@@ -77,6 +80,7 @@ class MemoryService:
         self._search = MemorySearch(self._table, clock, embedder, vector_index or ExactVectorIndex(table))
         self._writer = EntryWriter(self._table, clock, self._search)
         self._removal = EntryRemoval(self._table, self._search)
+        self._revisions = EntryRevisions(self._table, clock, self._writer, self._find)
 
     @property
     def embedder(self) -> Embedder | None:
@@ -349,6 +353,29 @@ class MemoryService:
             if item is not None and records.is_live(item, self._now()):
                 return item
         raise NotFound(f"no memory {entry_id!r} for this user")
+
+    # -- corrections (agentmem/memory/revisions.py) ---------------------------------------------------
+
+    def update_entry(
+        self,
+        user: UserRef,
+        entry_id: str,
+        *,
+        content: Content | None = None,
+        metadata: Mapping[str, Any] | object | None = KEEP,
+        revision: int | None = None,
+        project_id: str | None = None,
+    ) -> StoredEntry:
+        """Correct an entry in place (same id): new content (embedded again), new metadata, or both; the
+        version it replaces stays in its history. ``revision``: only if the entry is at it (409)."""
+        self.ensure_writable(user)
+        return self._revisions.update(
+            user, entry_id, content=content, metadata=metadata, revision=revision, project_id=project_id
+        )
+
+    def entry_history(self, user: UserRef, entry_id: str, project_id: str | None = None) -> dict[str, Any]:
+        """The versions of an entry, oldest first, the current one last."""
+        return self._revisions.history(user, entry_id, project_id)
 
     # -- deletes -----------------------------------------------------------------------------------
 

@@ -240,14 +240,18 @@ class EntryWriter:
             )
         return self._upsert_vectors([p.item for p in prepared], vectors_ok)
 
-    def replace(self, old: Item, prepared: PreparedEntry) -> str | None:
+    def replace(
+        self, old: Item, prepared: PreparedEntry, *, extra: Sequence[Item] = (), embed: bool = True
+    ) -> str | None:
         """Write ``prepared`` under the id of the entry item ``old``, if ``old`` is still stored as it was read:
         raise ConditionFailed when it was deleted or changed meanwhile (nothing is written: a delete that
-        answered stays answered). Then log the old version removed and the new one written."""
+        answered stays answered), with ``extra`` items in the same transaction.
+        ``embed``: False keeps the vector ``prepared`` carries (its words are unchanged). Then log the old
+        version removed and the new one written."""
         scope = prepared.scope
         prepared.item.update(id=old["id"], sk=old["sk"])
-        vectors_ok = self.embed([prepared])
-        side = [users.registry_item(scope), *side_items_of(prepared)]
+        vectors_ok = self.embed([prepared]) if embed else not prepared.item.get(PENDING_ATTR)
+        side = [users.registry_item(scope), *side_items_of(prepared), *extra]
         check_items([*side, prepared.item])
         self._table.transact_write([*(Put(item) for item in side), Put(prepared.item, records.unchanged(old))])
         held_items.note([(old["pk"], old["sk"])])

@@ -5,7 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, GetJsonSchemaHandler, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
@@ -168,6 +177,10 @@ class StoredEntry(BaseModel):
     score: float | None = None
     indexing: str | None = None
     """``pending`` on a write answer when the entry was stored but not yet indexed for semantic search."""
+    revision: int = 1
+    """1 for an entry never corrected; each PATCH adds one."""
+    updated_at: str = ""
+    """When the current version was written (the entry's timestamp until it is corrected)."""
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(exclude={k for k in ("score", "indexing") if getattr(self, k) is None})
@@ -243,3 +256,23 @@ class DeleteByQueryRequest(BaseModel):
     query: str | None = Field(default=None, max_length=MAX_TEXT_BYTES)
     filter: FilterDocument | None = None
     project_id: ProjectId | None = None
+
+
+class UpdateEntryRequest(BaseModel):
+    """PATCH of an entry: new content, new metadata (``null``: none), or both; ``revision``: only if the entry
+    is still at it (409 ``revision_conflict`` otherwise)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: Content | None = None
+    metadata: ToldMetadata | None = Field(
+        default=None, description="replaces the entry's metadata; null removes it; absent keeps it"
+    )
+    revision: int | None = Field(default=None, ge=1, description="the entry's revision the change is made on")
+    project_id: ProjectId | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> UpdateEntryRequest:
+        if self.content is None and "metadata" not in self.model_fields_set:
+            raise ValueError("give content, metadata or both: a PATCH changes at least one")
+        return self

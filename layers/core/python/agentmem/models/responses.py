@@ -59,6 +59,30 @@ class Entry(StoredEntry, _Out):
     indexing: str | None = _optional("pending: stored, not yet embedded for semantic search; on write answers")
 
 
+class EntryVersion(_Out):
+    """One version of an entry: what it held while it was current (bitemporal, as the graph's facts)."""
+
+    revision: int
+    content: dict[str, Any]
+    metadata: dict[str, Any]
+    valid_from: str = Field(description="when this version became current")
+    valid_to: str | None = Field(description="when a correction replaced it; null for the current version")
+    recorded_at: str = Field(description="when this service recorded it")
+
+
+class EntryHistory(_Out):
+    memory_id: str
+    versions: list[EntryVersion] = Field(description="oldest first; the last is the current version")
+    truncated: bool | None = _optional("true when the oldest versions were left out to keep within the byte budget")
+
+
+class ExportedVersion(EntryVersion):
+    """A superseded version of an exported entry."""
+
+    memory_id: str
+    project_id: str | None
+
+
 class SessionStored(_Out):
     session_id: str
     stored: int
@@ -131,6 +155,9 @@ class ExportPage(_Out):
     events: list[Entry] = Field(
         default_factory=list,
         description="events kept as events only, in the entry shape: AgentCore's blob payloads (no memory entries)",
+    )
+    memory_history: list[ExportedVersion] = Field(
+        default_factory=list, description="the superseded versions of the exported entries (PATCH), oldest first"
     )
     next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
 

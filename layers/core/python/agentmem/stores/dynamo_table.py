@@ -168,17 +168,20 @@ class DynamoTable:
         if condition is None:
             return None
         parts: list[str] = []
-        if condition.exists is not None or condition.equals:
+        if condition.exists is not None or condition.equals or condition.absent:
             names["#ttl"] = TTL_ATTRIBUTE
             values[":now"] = int(time.time())
         if condition.exists is False:
             parts.append("(attribute_not_exists(pk) OR #ttl <= :now)")
-        elif condition.exists is True or condition.equals:
+        elif condition.exists is True or condition.equals or condition.absent:
             parts.append("attribute_exists(pk) AND (attribute_not_exists(#ttl) OR #ttl > :now)")
         for i, (name, expected) in enumerate(condition.equals.items()):
             names[f"#c{i}"] = name
             values[f":c{i}"] = expected
             parts.append(f"#c{i} = :c{i}")
+        for i, name in enumerate(condition.absent):
+            names[f"#a{i}"] = name
+            parts.append(f"attribute_not_exists(#a{i})")
         return " AND ".join(parts) or None
 
     def _conditional_args(self, condition: Condition | None) -> dict[str, Any]:

@@ -125,6 +125,8 @@ def _holds(condition: Condition | None, current: Item | None) -> bool:
         return False
     if condition.exists is False and current is not None:
         return False
+    if condition.absent and (current is None or any(name in current for name in condition.absent)):
+        return False
     return all(not (current is None or current.get(name) != expected) for name, expected in condition.equals.items())
 
 

@@ -24,10 +24,12 @@ TTL_ATTRIBUTE = "ttl"
 
 @dataclass(frozen=True, slots=True)
 class Condition:
-    """A precondition on one item. ``exists``: True must exist, False must not. ``equals``: attribute values."""
+    """A precondition on one item. ``exists``: True must exist, False must not. ``equals``: attribute values.
+    ``absent``: attributes the (existing) item must not have."""
 
     exists: bool | None = None
     equals: Mapping[str, Any] = field(default_factory=dict)
+    absent: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

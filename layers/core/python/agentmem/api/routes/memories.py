@@ -32,8 +32,17 @@ from agentmem.models.memory import (
     PutSessionRequest,
     QueryRequest,
     SearchRequest,
+    UpdateEntryRequest,
 )
-from agentmem.models.responses import Deleted, Entry, EntryPage, ExtractionQueued, SearchResults, SessionStored
+from agentmem.models.responses import (
+    Deleted,
+    Entry,
+    EntryHistory,
+    EntryPage,
+    ExtractionQueued,
+    SearchResults,
+    SessionStored,
+)
 from agentmem.observability import SEARCHES_DEGRADED, MetricUnit, metrics
 
 if TYPE_CHECKING:
@@ -129,6 +138,33 @@ def get_entry(app: PathId, user: PathId, entry_id: PathId) -> Response[Entry]:
     _refuse_named_routes()
     stored = get_container().memory.get_entry(user_from_path(app, user), path_id(entry_id))
     return json_response(200, stored.to_json())
+
+
+@router.patch(
+    SCOPE_PATH + "/memories/<entry_id>",
+    summary="Correct one memory entry (same id; the version it replaces stays in its history)",
+    responses=documented(200, "the entry as stored now", *WRITE, 404),
+)
+def update_entry(app: PathId, user: PathId, entry_id: PathId, body: UpdateEntryRequest) -> Response[Entry]:
+    _refuse_named_routes()
+    changes: dict[str, Any] = {"content": body.content, "revision": body.revision, "project_id": body.project_id}
+    if "metadata" in body.model_fields_set:
+        changes["metadata"] = body.metadata
+    stored = get_container().memory.update_entry(user_from_path(app, user), path_id(entry_id), **changes)
+    return json_response(200, stored.to_json())
+
+
+@router.get(
+    SCOPE_PATH + "/memories/<entry_id>/history",
+    summary="The versions of one memory entry, oldest first",
+    responses=documented(200, "its versions", *TENANT, 404),
+)
+def entry_history(
+    app: PathId, user: PathId, entry_id: PathId, project_id: ProjectQuery = None
+) -> Response[EntryHistory]:
+    scope = scope_from_path(app, user, project_id)
+    history = get_container().memory.entry_history(scope.user_ref, path_id(entry_id), scope.project_id)
+    return json_response(200, history)
 
 
 @router.delete(

@@ -12,7 +12,19 @@ from tests.support import ApiClient, scope_path, text_entry
 ALICE = scope_path("shop", "alice")
 GRAPH = ALICE + "/graph"
 
-ENTRY = {"id", "session_id", "project_id", "content", "author", "timestamp", "metadata", "expires_at"}
+ENTRY = {
+    "id",
+    "session_id",
+    "project_id",
+    "content",
+    "author",
+    "timestamp",
+    "metadata",
+    "expires_at",
+    "revision",
+    "updated_at",
+}
+VERSION = {"memory_id", "project_id", "revision", "content", "metadata", "valid_from", "valid_to", "recorded_at"}
 ENTITY = {"name", "entity_type", "project_id", "created_at", "updated_at"}
 OBSERVATION = {"entity", "project_id", "id", "content", "valid_from", "valid_to", "recorded_at", "expired_at", "source"}
 RELATION = {
@@ -37,7 +49,9 @@ def _ok(reply: Any) -> Any:
 def test_the_export_holds_the_apis_fields_and_no_storage_internals(api: ApiClient) -> None:
     # Given alice's entries (one expiring), a graph with a superseded fact, a relation and episodes, in two scopes
     entry = {**text_entry("My dog is called Pixel"), "expires_at": "2099-01-01T00:00:00Z", "metadata": {"k": 1}}
-    _ok(api.post(ALICE + "/memories", {"entry": entry, "project_id": "pets"}))
+    pixel_id = _ok(api.post(ALICE + "/memories", {"entry": entry, "project_id": "pets"}))["id"]
+    corrected = {"content": {"role": "user", "parts": [{"text": "My dog is called Pixel, a beagle"}]}}
+    _ok(api.patch(ALICE + f"/memories/{pixel_id}", {**corrected, "project_id": "pets"}))
     _ok(api.put(ALICE + "/sessions/chat-1/memories", {"entries": [text_entry("I live in Lisbon")]}))
     _ok(api.post(GRAPH + "/tools/remember", {"entity": "Pixel", "entity_type": "dog", "facts": ["is three"]}))
     fact = _ok(api.post(GRAPH + "/entities/Pixel/observations", {"observations": ["likes the beach"]}))
@@ -55,16 +69,20 @@ def test_the_export_holds_the_apis_fields_and_no_storage_internals(api: ApiClien
     entries = [e for p in pages for e in p["entries"]]
     graph = {kind: [i for p in pages for i in p["graph"][kind]] for kind in ("entities", "observations", "relations")}
     episodes = [e for p in pages for e in p["episodes"]]
+    versions = [v for p in pages for v in p["memory_history"]]
     # Then every item holds exactly the API's fields
     assert [set(e) for e in entries] == [ENTRY] * 2
     assert [set(e) for e in graph["entities"]] == [ENTITY] * 2  # Pixel, and alice named by the relation
     assert [set(o) for o in graph["observations"]] == [OBSERVATION] * 3
     assert [set(r) for r in graph["relations"]] == [RELATION]
     assert [set(e) for e in episodes] == [EPISODE] * 2
+    assert [set(v) for v in versions] == [VERSION]
     # And what the user needs is there: the expiry, the history of a fact, the projects
     pixel = next(e for e in entries if e["project_id"] == "pets")
     assert pixel["expires_at"] == "2099-01-01T00:00:00.000Z"
     assert pixel["metadata"] == {"k": 1}
+    assert (pixel["revision"], versions[0]["memory_id"], versions[0]["revision"]) == (2, pixel_id, 1)
+    assert versions[0]["content"]["parts"][0]["text"] == "My dog is called Pixel"
     facts = {o["content"]: o for o in graph["observations"] if o["entity"] == "Pixel"}
     assert set(facts) == {"is three", "likes the beach", "likes the sea"}
     assert facts["likes the beach"]["expired_at"] is not None

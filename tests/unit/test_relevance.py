@@ -54,8 +54,14 @@ def test_the_fitted_model_reads_the_cosine_the_querys_background_and_its_own_lev
 def test_the_own_level_is_the_mean_of_the_querys_best_cosines() -> None:
     many = relevance.OwnLevel.of([0.9] * relevance.OWN_TOP + [0.1] * 30)
     assert many.mean(0.5) == pytest.approx(0.9)  # the best OWN_TOP only
-    assert relevance.OwnLevel.of([0.5, 0.9, 0.7]).mean(0.2) == pytest.approx(0.7)  # fewer: all of them
-    assert relevance.OwnLevel.of([]).mean(0.3) == pytest.approx(0.3)  # none: the background's
+    assert relevance.OwnLevel.of([0.5, 0.9, 0.7, 0.6, 0.8, 0.4]).mean(0.2) == pytest.approx(3.9 / 6)  # all of them
+
+
+def test_a_user_with_few_memories_is_topped_up_with_the_background() -> None:
+    lone = relevance.OwnLevel.of([0.9]).mean(0.7)
+    assert lone == pytest.approx((0.9 + (relevance.OWN_FLOOR - 1) * 0.7) / relevance.OWN_FLOOR)
+    assert 0.7 < lone < 0.9  # a lone memory stands above its user's level, by less than above the background
+    assert relevance.OwnLevel.of([]).mean(0.3) == pytest.approx(0.3)
 
 
 def test_another_model_is_scored_by_its_standing_above_the_background() -> None:

@@ -33,6 +33,8 @@ RELEVANCE_THRESHOLD = 0.5
 """The ``min_score`` that keeps what is relevant and drops what is not (GET /v1/capabilities)."""
 OWN_TOP = 20
 """How many of the query's best cosines over the user's memories make its own level (:func:`own_level`)."""
+OWN_FLOOR = 5
+"""A user with fewer memories is topped up to this many with the background (:meth:`OwnLevel.mean`)."""
 TIE_STEP = 1e-3
 """How much less than the hit above a hit scores when its own score would reach it (a fraction)."""
 
@@ -105,10 +107,15 @@ class OwnLevel:
         return cls(sum(best), len(best))
 
     def mean(self, background_mean: float) -> float:
-        """Their mean (the background's for a user with no memory). A user with fewer memories is not topped
-        up with the background: that kept more answers of the hand-written set (0.93 against 0.68) but its
-        lone memories scored their cosine above the background ("thon" kept "私はPythonでADKを使っています")."""
-        return self.total / self.count if self.count else background_mean
+        """Their mean; a user with fewer than :data:`OWN_FLOOR` memories topped up to it with unrelated
+        sentences (the background's mean), so that a lone memory can stand above its user's level.
+
+        Every user of the fit and held-out sets has at least :data:`OWN_FLOOR` memories, so the floor
+        changes none of their figures. Topping up to :data:`OWN_TOP` instead kept more answers of the
+        hand-written set (6 memories a person: 0.90-0.93 against 0.68) but scored lone memories so high that
+        "thon" and "Java" kept "私はPythonでADKを使っています", which ADK's service does not."""
+        size = max(self.count, OWN_FLOOR)
+        return (self.total + (size - self.count) * background_mean) / size
 
 
 def semantic_logit(model_id: str, standing: Standing, cosine: float, own: OwnLevel) -> float:

@@ -3,7 +3,7 @@
 
 A question about a person ranks what is said of that person above a mention of the name alone, and the name
 no longer lifts the mention's score near 1 (in a store this small the mention still scores above the
-threshold: the user's own level is mostly made up with the background); with ``min_score`` at the
+threshold: the user's own level is mostly its unrelated memories); with ``min_score`` at the
 capabilities' ``relevance_threshold``, in every mode, a question about nothing stored gets nothing and a
 one-word question does not keep an unrelated ticket.
 """

@@ -172,12 +172,19 @@ def print_calibration(results: dict[str, Scores], threshold: float) -> None:
             continue
         evidence = [s for s, is_evidence in scores.scored if is_evidence]
         other = [s for s, is_evidence in scores.scored if not is_evidence]
-        nothing = sum(best < threshold for best in scores.unasked_best) / max(len(scores.unasked_best), 1)
+
+        def share(values: Sequence[bool]) -> float:
+            return sum(values) / len(values) if values else float("nan")
+
+        def mean(values: Sequence[float]) -> float:
+            return statistics.fmean(values) if values else float("nan")
+
         print(
-            f"  {name:<20} evidence kept {sum(s >= threshold for s in evidence) / len(evidence):.2f}, "
-            f"other turns dropped {sum(s < threshold for s in other) / len(other):.2f}, "
-            f"another conversation's questions answered with nothing {nothing:.2f} (n={len(scores.unasked_best)}); "
-            f"mean score: evidence {statistics.fmean(evidence):.2f}, other {statistics.fmean(other):.2f}",
+            f"  {name:<20} evidence kept {share([s >= threshold for s in evidence]):.2f}, "
+            f"other turns dropped {share([s < threshold for s in other]):.2f}, "
+            "another conversation's questions answered with nothing "
+            f"{share([best < threshold for best in scores.unasked_best]):.2f} (n={len(scores.unasked_best)}); "
+            f"mean score: evidence {mean(evidence):.2f}, other {mean(other):.2f}",
             flush=True,
         )
 

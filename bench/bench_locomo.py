@@ -11,7 +11,10 @@ and stopwords (in process), and Google ADK's ``InMemoryMemoryService`` (in proce
 
 Figures per system and category: recall@5 and recall@10 (the share of a question's evidence turns in the
 top k, averaged over questions), hit@10 (at least one evidence turn in the top 10), MRR (of the first
-evidence turn), search p50/p95, and the ingest cost per turn (milliseconds over REST, rows written).
+evidence turn), search p50/p95, and the ingest cost per turn (milliseconds over REST, rows written). And
+the scores' calibration per mode: with ``min_score`` at the relevance_threshold, the share of the top 10's
+evidence turns kept and of its other turns dropped, and the share of another conversation's questions
+(never told to this user: each conversation is asked the next one's) answered with nothing.
 
 The data: ``LOCOMO_DIR`` (default ``../shared/data/locomo-dev`` beside the repository), never copied into
 it. Where it is absent, the section says so and runs on ``bench/data/sample_conversation.py``, a small
@@ -127,9 +130,20 @@ class Scores:
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
     latencies_ms: list[float] = field(default_factory=list)
+    scored: list[tuple[float, bool]] = field(default_factory=list)
+    """Each top-10 hit's score and whether it is evidence (over REST)."""
+    unasked_best: list[float] = field(default_factory=list)
+    """Per question of another conversation asked of this one, its best score (0 for no hit)."""
 
-    def add(self, question: Question, ranked: Sequence[str], latency_ms: float | None = None) -> None:
+    def add(
+        self,
+        question: Question,
+        ranked: Sequence[str],
+        latency_ms: float | None = None,
+        scores: Sequence[float] = (),
+    ) -> None:
         evidence = set(question.evidence)
+        self.scored += [(score, dia in evidence) for dia, score in zip(ranked, scores, strict=False)]
         first = next((i + 1 for i, dia in enumerate(ranked[:TOP_K]) if dia in evidence), None)
         figures = {
             "R@5": len(evidence & set(ranked[:5])) / len(evidence),
@@ -146,6 +160,33 @@ class Scores:
     def mean(self, category: str, figure: str) -> float:
         values = self.by_category[category][figure]
         return 100 * statistics.fmean(values) if values else float("nan")
+
+
+def print_calibration(results: dict[str, Scores], threshold: float) -> None:
+    """What ``min_score`` at the capabilities' relevance_threshold keeps of each mode's top 10: the evidence
+    turns, the other turns, and, for the questions of another conversation (never told to this user), how
+    many get nothing; and the mean score of evidence and other turns."""
+    print(f"min_score {threshold} (relevance_threshold), over REST, top 10:")
+    for name, scores in results.items():
+        if not scores.scored:
+            continue
+        evidence = [s for s, is_evidence in scores.scored if is_evidence]
+        other = [s for s, is_evidence in scores.scored if not is_evidence]
+
+        def share(values: Sequence[bool]) -> float:
+            return sum(values) / len(values) if values else float("nan")
+
+        def mean(values: Sequence[float]) -> float:
+            return statistics.fmean(values) if values else float("nan")
+
+        print(
+            f"  {name:<20} evidence kept {share([s >= threshold for s in evidence]):.2f}, "
+            f"other turns dropped {share([s < threshold for s in other]):.2f}, "
+            "another conversation's questions answered with nothing "
+            f"{share([best < threshold for best in scores.unasked_best]):.2f} (n={len(scores.unasked_best)}); "
+            f"mean score: evidence {mean(evidence):.2f}, other {mean(other):.2f}",
+            flush=True,
+        )
 
 
 def print_table(results: dict[str, Scores]) -> None:
@@ -205,7 +246,16 @@ def ours_over_rest(convs: Sequence[Conversation], folder: Path) -> tuple[dict[st
                     reply: Any = rest.call("POST", f"{scope}/memories/search", body, 200)
                     latency = (time.perf_counter() - started) * 1000
                     ranked = [hit["metadata"]["dia_id"] for hit in reply["entries"]]
-                    results[f"ours, {mode}"].add(question, ranked, latency)
+                    scores = [hit["score"] for hit in reply["entries"]]
+                    results[f"ours, {mode}"].add(question, ranked, latency, scores)
+        for index, conv in enumerate(convs):  # each conversation asked the next one's questions
+            scope = f"/v1/apps/{APP}/users/{quote(conv.name, safe='')}"
+            for question in convs[(index + 1) % len(convs)].questions if len(convs) > 1 else ():
+                for mode in MODES:
+                    body = {"query": question.text, "top_k": TOP_K, "mode": mode}
+                    reply = rest.call("POST", f"{scope}/memories/search", body, 200)
+                    best = max((hit["score"] for hit in reply["entries"]), default=0.0)
+                    results[f"ours, {mode}"].unasked_best.append(best)
         rest.close()
     with sqlite3.connect(db) as connection:
         rows = connection.execute("SELECT count(*) FROM items").fetchone()[0]
@@ -394,6 +444,9 @@ def main() -> None:
     print("  Google ADK InMemoryMemoryService (in process)", file=sys.stderr, flush=True)
     results["ADK InMemoryMemoryService"] = adk_in_memory(convs)
     print_table(results)
+    from agentmem.search.relevance import RELEVANCE_THRESHOLD
+
+    print_calibration(results, RELEVANCE_THRESHOLD)
     print("ablation, hybrid in process (one part changed at a time):")
     with tempfile.TemporaryDirectory() as folder:
         print_table(ablation(convs, Path(folder)))

@@ -209,13 +209,16 @@ class MemorySearch:
                 )
                 for r in ranked
             }
-            # Each hit's relevance from its own evidence, the query stood toward the script it is written in;
-            # an entry a hit brought, from that hit's (it is there for that hit: just below it).
+            # Each hit's relevance from its own evidence, the query stood toward the script it is written in
+            # and against its own level over the user's memories; an entry a hit brought, from that hit's (it
+            # is there for that hit: just below it).
+            own = relevance.OwnLevel.of(h.score for h in semantic)
             scores = relevance.in_ranking_order(
                 relevance.hit_logit(
                     self.embedder.model_id,
                     standing.toward(_script(item)),
                     *evidence[brought.get(hit[1], hit[1])],
+                    own,
                 )
                 for hit, item in chosen
             )

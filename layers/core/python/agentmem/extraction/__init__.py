@@ -8,6 +8,9 @@ as facts of the knowledge graph.
 - :mod:`~agentmem.extraction.work`: pending work, cursors and parked jobs in the table;
 - :mod:`~agentmem.extraction.sinks`: where records go (the AgentCore package implements it);
 - :mod:`~agentmem.extraction.service`: one session's extraction, step by step;
+- :mod:`~agentmem.extraction.model_calls`: what a batch asks the model, and the records it learns;
+- :mod:`~agentmem.extraction.session_messages`: what a step reads of a session;
+- :mod:`~agentmem.extraction.accounting`: the usage, budget and model state the calls are counted in;
 - :mod:`~agentmem.extraction.runner`: who runs the steps (the stream function in the cloud, a background
   thread locally).
 

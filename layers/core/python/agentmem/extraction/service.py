@@ -14,6 +14,11 @@ with the record they came from; a fact that replaces another supersedes it, so t
 A model that fails (unreachable, or answering out of schema twice) makes the batch wait and retry with
 backoff; after :data:`MAX_ATTEMPTS` the batch is parked, one job per failing strategy, for
 ``ListMemoryExtractionJobs`` to show and ``StartMemoryExtractionJob`` to run again, and the session moves on.
+
+This module holds the step: its lease, its batches' commits and retries, the parked jobs and the graph writes.
+What a batch asks the model and learns from its answers is agentmem/extraction/model_calls.py's, what a step
+reads of a session agentmem/extraction/session_messages.py's, and the usage, budget and model state the calls
+are counted in agentmem/extraction/accounting.py's.
 """
 
 from __future__ import annotations
@@ -23,39 +28,28 @@ import json
 import math
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from agentmem import users
-from agentmem.clock import format_timestamp, new_id, parse_timestamp, utc_now
+from agentmem.clock import format_timestamp, new_id, utc_now
 from agentmem.errors import ConditionFailed, InvalidInput, MemoryServiceError, NotFound, UserDeletionInProgress
-from agentmem.extraction import consolidation, model_state, prompts, work
-from agentmem.extraction.config import AppMemories, AppMemory, Strategy
-from agentmem.extraction.consolidation import Add, Candidate, Keep, Update
-from agentmem.extraction.sinks import NewRecord, RecordSink
+from agentmem.extraction import prompts, work
+from agentmem.extraction.accounting import Accounting
+from agentmem.extraction.config import AppMemories, AppMemory
+from agentmem.extraction.model_calls import ModelCalls
+from agentmem.extraction.session_messages import SessionMessages
+from agentmem.extraction.sinks import RecordSink
 from agentmem.keys import Scope, UserRef, scope_of_partition
-from agentmem.llm.port import (
-    ChatModel,
-    ModelAnswerInvalid,
-    ModelRefused,
-    ModelTimedOut,
-    ModelUnavailable,
-    Usage,
-    structured,
-)
+from agentmem.llm.port import ChatModel
 from agentmem.memory import records as memory_records
 from agentmem.observability import logger
 from agentmem.stores.table import Check, Condition, Item, Put, Table, WriteOp, query_all
-from agentmem.tenancy import metering
 from agentmem.tenancy.admission import EXTRACTION_TIER, ModelShare
 
 BATCH_MESSAGES = 30
 """Messages one model call reads at most (a LoCoMo session, about 21 turns, is one batch)."""
-EARLIER_MESSAGES = 2
-"""Messages before the batch shown as context (never extracted from twice)."""
-NEIGHBOURS = 3
-"""Similar current records each candidate is weighed against."""
 MAX_ATTEMPTS = 3
 """Failed attempts of a batch before it is parked."""
 RETRY_BASE_MS = 10_000
@@ -67,12 +61,6 @@ BUDGET_RECHECK_MS = 3_600_000
 BATCHES_PER_STEP = 3
 """Batches one step extracts at most; a session with more pending comes back at once for the rest (a step
 stays well within the extraction function's timeout)."""
-MAX_RECORDS_PER_BATCH = 24
-"""Records (new and replaced) one batch commits at most: one transaction holds them with the cursor."""
-MAX_SOURCES = 32
-ANSWER_TOKENS = {"records": 400, "summary": 300, "decisions": 200}
-"""The most output tokens each kind of call may take: eight records of some twenty words, a 150-word summary,
-a decision per candidate (a model that repeats itself stops there, and its answer is asked for again)."""
 NO_MODEL = "no extraction model is configured (MEMORY_MODEL): strategies are kept, nothing is extracted"
 
 State = Literal["done", "waiting", "retry", "parked", "paused", "busy"]
@@ -108,21 +96,6 @@ class Graph(Protocol):
     ) -> tuple[dict[str, Any], dict[str, Any]]: ...
 
 
-@dataclass
-class _Batch:
-    """A batch's outcome across strategies: records to commit, graph writes to apply, usage, failures."""
-
-    records: list[NewRecord] = field(default_factory=list)
-    graph: list[dict[str, Any]] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    failed: dict[str, str] = field(default_factory=dict)
-    """Strategy id -> why it failed (no user content: safe to keep and show)."""
-    model_failure: MemoryServiceError | None = None
-    """The last failure that was the model's (unreachable, timed out, refused), for the app's model state."""
-    answered: bool = False
-    """The model answered a call (in schema or not): it is reachable."""
-
-
 class ExtractionService:
     def __init__(
         self,
@@ -145,6 +118,9 @@ class ExtractionService:
         self._graph = graph
         self._model = model
         self._clock = clock
+        self._model_calls = ModelCalls(model, records, clock)
+        self._accounting = Accounting(table, minute_share, clock)
+        self._sessions = SessionMessages(table, clock)
 
     @property
     def model(self) -> ChatModel | None:
@@ -198,10 +174,10 @@ class ExtractionService:
         retried = self._retries(scope, memory, session)
         if retried is not None:
             return retried
-        head = self._generation(scope, session)
+        head = self._sessions.generation(scope, session)
         if head != cursor.generation:
             cursor = replace(cursor, last="", written=0, generation=head)
-        messages = self._messages_after(scope, session, cursor, head)
+        messages = self._sessions.messages_after(scope, session, cursor, head)
         if not messages:
             self._clear_pending(scope, session, pending)
             return Outcome("done")
@@ -249,10 +225,10 @@ class ExtractionService:
         batch: list[prompts.Message],
     ) -> tuple[Outcome, work.Cursor, Item | None]:
         saved: Item | None
-        earlier = self._earlier(scope, session, batch[0].entry_id)
-        result = self._extract(scope, session, memory, memory.strategies, batch, earlier)
-        self._meter(scope.app, result.usage)
-        self._note_model(scope.app, result)
+        earlier = self._sessions.earlier(scope, session, batch[0].entry_id)
+        result = self._model_calls.extract(scope, session, memory, memory.strategies, batch, earlier)
+        self._accounting.meter(scope.app, result.usage)
+        self._accounting.note_model(scope.app, result)
         if result.failed and cursor.attempts + 1 < MAX_ATTEMPTS:
             attempts = cursor.attempts + 1
             failure = "; ".join(sorted(set(result.failed.values())))
@@ -314,141 +290,6 @@ class ExtractionService:
             return Outcome("parked", records=len(ids), reason="; ".join(result.failed.values())), advanced, saved
         return Outcome("done", records=len(ids)), advanced, saved
 
-    def _extract(
-        self,
-        scope: Scope,
-        session: str,
-        memory: AppMemory,
-        strategies: Sequence[Strategy],
-        batch: Sequence[prompts.Message],
-        earlier: Sequence[prompts.Message],
-    ) -> _Batch:
-        result = _Batch()
-        said_at = parse_timestamp(max(m.timestamp for m in batch)) if batch else self._clock()
-        for strategy in strategies:
-            namespace = strategy.namespace_for(scope.user, session)
-            try:
-                if strategy.type == "SUMMARIZATION":
-                    planned = self._summarise(scope, strategy, namespace, batch)
-                else:
-                    planned = self._candidates(scope, strategy, namespace, batch, earlier)
-            except (ModelUnavailable, ModelRefused, ModelAnswerInvalid) as error:
-                result.usage = result.usage + error.usage
-                hint = f"; {model_state.TIMEOUT_HINT}" if isinstance(error, ModelTimedOut) else ""
-                result.failed[strategy.id] = f"{strategy.name}: {error.code} ({_plain(error.message)}{hint})"
-                if model_state.status_of(error) is None:
-                    result.answered = True
-                else:
-                    result.model_failure = error
-                continue
-            result.answered = True
-            usage, actions = planned
-            result.usage = result.usage + usage
-            for action in actions:
-                if isinstance(action, Keep) or len(result.records) >= MAX_RECORDS_PER_BATCH:
-                    continue
-                candidate = action.candidate
-                replaces = action.replaces if isinstance(action, Update) else None
-                index = len(result.records)
-                result.records.append(
-                    NewRecord(
-                        namespace=namespace,
-                        strategy_id=strategy.id,
-                        text=candidate.text,
-                        said_at=said_at,
-                        sources=candidate.sources[:MAX_SOURCES],
-                        about=candidate.about,
-                        replaces=replaces,
-                    )
-                )
-                if strategy.type in ("SEMANTIC", "USER_PREFERENCE") and candidate.about:
-                    op: dict[str, Any] = {
-                        "record": index,
-                        "entity": candidate.about,
-                        "type": candidate.about_type,
-                        "fact": candidate.text,
-                    }
-                    if replaces is not None and replaces.about == candidate.about:
-                        op["replaces"] = replaces.text
-                    result.graph.append(op)
-        return result
-
-    def _candidates(
-        self,
-        scope: Scope,
-        strategy: Strategy,
-        namespace: str,
-        batch: Sequence[prompts.Message],
-        earlier: Sequence[prompts.Message],
-    ) -> tuple[Usage, list[consolidation.Action]]:
-        assert self._model is not None
-        answer_type = prompts.ANSWERS[strategy.type]
-        asked = structured(
-            self._model,
-            answer_type,
-            system=prompts.system_prompt(strategy.type, scope.user, strategy.extraction_instruction),
-            prompt=prompts.conversation(batch, earlier),
-            max_output_tokens=ANSWER_TOKENS["records"],
-        )
-        usage = asked.usage
-        by_number = {m.number: m.entry_id for m in batch}
-        candidates = consolidation.candidates_of(asked.answer, by_number, scope.user)
-        candidates = [c for c in candidates if c.text.strip()]
-        if not candidates:
-            return usage, []
-        neighbours = [self._records.similar(scope, namespace, c.text, NEIGHBOURS) for c in candidates]
-        decided = consolidation.settled(candidates, neighbours)
-        open_ = [i for i in range(len(candidates)) if i not in decided]
-        decisions: list[prompts.Decision] = []
-        if open_:
-            system = prompts.CONSOLIDATION_SYSTEM
-            if strategy.consolidation_instruction:
-                system = f"{system}\n\n{strategy.consolidation_instruction.strip()}"
-            try:
-                asked_again = structured(
-                    self._model,
-                    prompts.Decisions,
-                    system=system,
-                    prompt=prompts.consolidation_prompt(
-                        [candidates[i].text for i in open_], [[e.text for e in neighbours[i]] for i in open_]
-                    ),
-                    max_output_tokens=ANSWER_TOKENS["decisions"],
-                )
-            except ModelAnswerInvalid as error:  # AgentCore's documented behaviour: the new records are kept
-                logger.warning("consolidation answer invalid; the new records are kept", app=scope.app)
-                return usage + error.usage, consolidation.plan(candidates, neighbours)
-            usage = usage + asked_again.usage
-            renumbered = dict(enumerate(open_))
-            decisions = [
-                d.model_copy(update={"memory": renumbered[d.memory]})
-                for d in asked_again.answer.decisions  # type: ignore[attr-defined]
-                if d.memory in renumbered
-            ]
-        return usage, consolidation.plan(candidates, neighbours, decisions)
-
-    def _summarise(
-        self, scope: Scope, strategy: Strategy, namespace: str, batch: Sequence[prompts.Message]
-    ) -> tuple[Usage, list[consolidation.Action]]:
-        """The session's summary, written again with the new messages: an update of the current one."""
-        assert self._model is not None
-        current = self._records.newest(scope, namespace, 1)
-        previous = current[0] if current else None
-        system = prompts.system_prompt("SUMMARIZATION", scope.user, strategy.extraction_instruction)
-        asked = structured(
-            self._model,
-            prompts.Summary,
-            system=system,
-            prompt=prompts.summary_prompt(batch, previous.text if previous else None),
-            max_output_tokens=ANSWER_TOKENS["summary"],
-        )
-        text = asked.answer.summary.strip()  # type: ignore[attr-defined]
-        if not text:
-            return asked.usage, []
-        candidate = Candidate(text, sources=tuple(m.entry_id for m in batch))
-        if previous is not None and consolidation.normalised(previous.text) == consolidation.normalised(text):
-            return asked.usage, [Keep(candidate, "the summary did not change")]
-        return asked.usage, [Update(candidate, previous) if previous is not None else Add(candidate)]
-
     # -- parked jobs -------------------------------------------------------------------------------------
 
     def _parked_job(
@@ -507,9 +348,9 @@ class ExtractionService:
             if strategy is None or not batch or self._model is None:
                 self._raw.delete(scope.partition, row["sk"])
                 continue
-            result = self._extract(scope, str(job["session"]), memory, [strategy], batch, ())
-            self._meter(scope.app, result.usage)
-            self._note_model(scope.app, result)
+            result = self._model_calls.extract(scope, str(job["session"]), memory, [strategy], batch, ())
+            self._accounting.meter(scope.app, result.usage)
+            self._accounting.note_model(scope.app, result)
             extra: list[WriteOp] = [Check(scope.partition, row["sk"], Condition(exists=True))]
             if result.failed:
                 failed = {**job, "failure": result.failed[strategy.id], "parked_at": format_timestamp(self._clock())}
@@ -533,43 +374,6 @@ class ExtractionService:
             for op in result.graph if not result.failed else []:
                 self._graph_write(scope, {**op, "source": ids[op["record"]]})
         return None
-
-    # -- reading a session -----------------------------------------------------------------------------
-
-    def _generation(self, scope: Scope, session: str) -> str:
-        head = self._raw.get(scope.partition, memory_records.session_head_sk(session))
-        return str(head.get("generation") or "") if head else ""
-
-    def _messages_after(
-        self, scope: Scope, session: str, cursor: work.Cursor, generation: str
-    ) -> list[prompts.Message]:
-        """The session's messages past the cursor, in the order they were written (then by id): a turn written
-        after extraction read past it, with an earlier time than those read, is read all the same."""
-        prefix = memory_records.session_prefix(session)
-        position = (cursor.written, cursor.last)
-        rows = [
-            (int(r.get(memory_records.WRITTEN) or 0), r["sk"][len(prefix) :])
-            for r in query_all(self._raw, scope.partition, prefix)
-            if (r.get("generation") or "") in ("", generation)
-        ]
-        pending = sorted(row for row in rows if row > position)
-        found = {
-            i["id"]: i for i in self._raw.batch_get([(scope.partition, memory_records.entry_sk(i)) for _, i in pending])
-        }
-        written = {i: w for w, i in pending}
-        return [
-            replace(m, written=written[m.entry_id])
-            for m in prompts.messages_of([found[i] for _, i in pending if i in found], self._clock())
-        ]
-
-    def _earlier(self, scope: Scope, session: str, first: str) -> list[prompts.Message]:
-        prefix = memory_records.session_prefix(session)
-        rows = self._raw.query(
-            scope.partition, prefix, limit=EARLIER_MESSAGES, descending=True, start_after=prefix + first
-        ).items
-        ids = [r["sk"][len(prefix) :] for r in rows]
-        found = self._raw.batch_get([(scope.partition, memory_records.entry_sk(i)) for i in ids])
-        return prompts.messages_of(sorted(found, key=lambda i: i["id"]), self._clock())
 
     # -- the cursor, the lease, the pending row ----------------------------------------------------------
 
@@ -632,32 +436,13 @@ class ExtractionService:
                 scope.partition, work.pending_sk(session), Condition(equals={"touched_ms": pending["touched_ms"]})
             )
 
-    # -- cost ----------------------------------------------------------------------------------------------
-
-    def _meter(self, app: str, usage: Usage) -> None:
-        if usage.calls:
-            if self._minute_share is not None:
-                self._minute_share.add(app, usage.input_tokens + usage.output_tokens)
-            metering.record_usage(
-                self._raw,
-                app,
-                model_calls=usage.calls,
-                model_input_tokens=usage.input_tokens,
-                model_output_tokens=usage.output_tokens,
-            )
-
-    def _note_model(self, app: str, result: _Batch) -> None:
-        """Keep what the batch's calls showed of the model for the app's state and the health check."""
-        try:
-            model_state.note(self._raw, app, failed=result.model_failure, answered=result.answered, now=self._clock())
-        except MemoryServiceError as error:  # the state is a report: the batch goes on without it
-            logger.warning("the model's state was not kept", app=app, error=error.code)
+    # -- the budget ----------------------------------------------------------------------------------------
 
     def _held_back(self, memory: AppMemory) -> Outcome | None:
         """Why the app may not ask the model now, on any path (a session's step, a parked job started again):
         its month's token budget is spent, or its share of the model's tokens this minute."""
         now = self._now_ms()
-        over = self._over_budget(memory)
+        over = self._accounting.over_budget(memory)
         if over:
             return Outcome("paused", at_ms=now + BUDGET_RECHECK_MS, reason=over)
         shared = self._minute_share.spent(memory.app, EXTRACTION_TIER) if self._minute_share is not None else ""
@@ -666,29 +451,9 @@ class ExtractionService:
             return Outcome("waiting", at_ms=now + wait_ms, reason=shared)
         return None
 
-    def _over_budget(self, memory: AppMemory) -> str:
-        """Why the app may not spend more tokens this month ("" when it may)."""
-        if memory.token_budget is None:
-            return ""
-        spent = tokens_this_month(self._raw, memory.app, self._clock())
-        if spent >= memory.token_budget:
-            return f"extraction paused: this month's token budget of {memory.token_budget} is spent ({spent})"
-        return ""
-
     def _now_ms(self) -> int:
         return int(self._clock().timestamp() * 1000)
 
 
-def tokens_this_month(table: Table, app: str, now: datetime) -> int:
-    month = now.date().isoformat()[:7]
-    days = metering.read_usage(table, app, days=31, today=now.date())
-    return sum(d.model_input_tokens + d.model_output_tokens for d in days if d.date.startswith(month))
-
-
 def _as_read(raw: Item | None) -> Condition:
     return Condition(exists=False) if raw is None else Condition(equals={"state": raw["state"]})
-
-
-def _plain(message: str) -> str:
-    """An error's message, cut short (it names no user content: the model's answer is never quoted)."""
-    return message[:160]

@@ -16,8 +16,9 @@ from agentmem.api.http import TENANT, WRITE, PathId, documented, json_response, 
 from agentmem.container import Container, get_container
 from agentmem.errors import InvalidInput
 from agentmem.extraction import config, model_state, work
+from agentmem.extraction.accounting import tokens_this_month
 from agentmem.extraction.config import AppMemory, Strategy
-from agentmem.extraction.service import NO_MODEL, tokens_this_month
+from agentmem.extraction.service import NO_MODEL
 from agentmem.keys import validate_id
 from agentmem.models.extraction import ExtractionIn, ExtractionJobs, ExtractionOut
 

@@ -245,13 +245,13 @@ def test_an_unknown_tier_is_refused(tenants: TenantService) -> None:
 def test_keys_create_takes_a_tier_and_its_usage_plan_from_the_environment(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agentmem import cli
+    from agentmem.cli import admin
 
     db = str(tmp_path / "memory.db")
     monkeypatch.setenv("MEMORY_STORE", "sqlite")
     monkeypatch.setenv("MEMORY_SQLITE_PATH", db)
     plans: list[str] = []
-    monkeypatch.setattr(cli, "_usage_plan_key", lambda app, plan: plans.append(plan) or f"usage-key-{plan}")
+    monkeypatch.setattr(admin, "_usage_plan_key", lambda app, plan: plans.append(plan) or f"usage-key-{plan}")
     try:
         # Given the stack's per-tier plan ids in the environment, and the old single one
         monkeypatch.setenv("MEMORY_USAGE_PLAN_ID", "plan-standard")

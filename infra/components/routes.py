@@ -22,6 +22,8 @@ TENANT_ROUTES: list[tuple[str, str]] = [
     ("POST", SCOPE + "/memories/search"),
     ("GET", SCOPE + "/memories"),
     ("GET", SCOPE + "/memories/{id}"),
+    ("PATCH", SCOPE + "/memories/{id}"),
+    ("GET", SCOPE + "/memories/{id}/history"),
     ("DELETE", SCOPE + "/memories/{id}"),
     ("POST", SCOPE + "/memories/query"),
     ("POST", SCOPE + "/memories/delete"),
@@ -51,8 +53,10 @@ TENANT_ROUTES: list[tuple[str, str]] = [
     ("POST", GRAPH + "/tools/remember"),
     ("POST", GRAPH + "/tools/relate"),
     ("GET", "/v1/apps/{app}/usage"),
+    ("GET", "/v1/apps/{app}/users"),
     ("GET", "/v1/apps/{app}/extraction"),
     ("PUT", "/v1/apps/{app}/extraction"),
+    ("GET", "/v1/apps/{app}/extraction/jobs"),
     ("POST", "/v1/apps/{app}/store/batch"),
 ]
 

@@ -106,10 +106,15 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
                 call(name, "GET", f"{SCOPE}/export", query={"cursor": pages[-1].body["next_cursor"]}, api_key=key)
             )
         assert all(page.status == 200 for page in pages), [page.body for page in pages]
-        joined = {"entries": [], "episodes": [], "graph": {"entities": [], "relations": [], "observations": []}}
+        joined = {
+            "entries": [],
+            "episodes": [],
+            "memory_history": [],
+            "graph": {"entities": [], "relations": [], "observations": []},
+        }
         for page in pages:
-            joined["entries"] += page.body["entries"]
-            joined["episodes"] += page.body["episodes"]
+            for section in ("entries", "episodes", "memory_history"):
+                joined[section] += page.body[section]
             for kind in joined["graph"]:
                 joined["graph"][kind] += page.body["graph"][kind]
         flow.replies[name] = type(pages[0])(200, joined, {})
@@ -158,6 +163,15 @@ def run_readme_flow(deployment: Deployment, opensearch_url: str | None) -> Flow:
     call("forget_session", "DELETE", f"{SCOPE}/sessions/chat-2", api_key=key)
     call("keyword_search", "POST", f"{SCOPE}/memories/search", {"query": "dark mode", "mode": "keyword"}, api_key=key)
     call("project_list", "GET", f"{SCOPE}/memories", query={"project_id": "trip"}, api_key=key)
+    # A correction and its history (issue 43, point 4), the app's users and parked jobs: the routes issue 43 added
+    budget = flow.replies["store_project"].body["id"]
+    corrected = {"role": "user", "parts": [{"text": "Budget is 3k EUR"}]}
+    patch = {"content": corrected, "project_id": "trip", "revision": 1}
+    call("correct_budget", "PATCH", f"{SCOPE}/memories/{budget}", patch, api_key=key)
+    call("budget_history", "GET", f"{SCOPE}/memories/{budget}/history", query={"project_id": "trip"}, api_key=key)
+    call("app_users", "GET", f"/v1/apps/{APP}/users", api_key=key)
+    call("app_users_other_tenant", "GET", f"/v1/apps/{APP}/users", api_key=other_key)
+    call("extraction_jobs", "GET", f"/v1/apps/{APP}/extraction/jobs", api_key=key)
     call(
         "remember",
         "POST",

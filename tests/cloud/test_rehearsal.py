@@ -37,6 +37,14 @@ def test_the_readme_flow_answers_through_the_authorizer_and_the_api(flow: Flow) 
     keyword = [e["content"]["parts"][0]["text"] for e in r["keyword_search"].body["entries"]]
     assert keyword == ["I prefer dark mode in every editor"]
     assert "Budget is 2k EUR" in [e["content"]["parts"][0]["text"] for e in r["project_list"].body["entries"]]
+    # And the routes issue 43 added answer through the gateway: a correction with its history, the app's users
+    # (for the app's own key only) and its parked extraction jobs
+    assert (r["correct_budget"].status, r["correct_budget"].body["revision"]) == (200, 2), r["correct_budget"].body
+    versions = [v["content"]["parts"][0]["text"] for v in r["budget_history"].body["versions"]]
+    assert versions == ["Budget is 2k EUR", "Budget is 3k EUR"], r["budget_history"].body
+    assert "alice" in [u["user_id"] for u in r["app_users"].body["users"]], r["app_users"].body
+    assert r["app_users_other_tenant"].status == 403, r["app_users_other_tenant"].body
+    assert (r["extraction_jobs"].status, r["extraction_jobs"].body["jobs"]) == (200, [])
     assert r["remember"].status == 200
     assert r["relate"].status == 200
     assert "Pixel" in r["profile_card"].body["text"]
@@ -45,9 +53,10 @@ def test_the_readme_flow_answers_through_the_authorizer_and_the_api(flow: Flow) 
     assert exported == {
         "I prefer dark mode in every editor",
         "My dog is called Pixel",
-        "Budget is 2k EUR",
+        "Budget is 3k EUR",
         "My cat is Miso",
     }
+    assert [v["content"]["parts"][0]["text"] for v in r["export"].body["memory_history"]] == ["Budget is 2k EUR"]
 
 
 def test_the_templates_state_machine_erases_the_user(flow: Flow) -> None:
@@ -56,6 +65,7 @@ def test_the_templates_state_machine_erases_the_user(flow: Flow) -> None:
     assert status["deleted"]["entries"] == 4
     after = flow.replies["export_after_erasure"].body
     assert after["entries"] == []
+    assert after["memory_history"] == []
     assert after["graph"]["entities"] == []
     if flow.opensearch:
         assert status["deleted"]["vectors"] == 4

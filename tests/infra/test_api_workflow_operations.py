@@ -48,7 +48,7 @@ def test_every_route_of_the_api_contract_is_a_gateway_method(synthesized: Synthe
     # Given the synthesized REST API / Then it has exactly the routes of API.md, the console's and AgentCore's
     routes = _gateway_routes(synthesized, PROD_OPENSEARCH)
     assert set(routes) == set(ALL_ROUTES) | set(CONSOLE_ROUTES) | set(AGENTCORE_ROUTES)
-    assert len(ALL_ROUTES) == 42
+    assert len(ALL_ROUTES) == 46
 
 
 def test_the_resolver_serves_no_route_the_gateway_lacks() -> None:

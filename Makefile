@@ -11,7 +11,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_NO_INPUT := 1
 
-.PHONY: serve test lint bench synth layer deploy clean opensearch opensearch-node extraction-model
+.PHONY: serve test test-python lint bench synth layer deploy clean opensearch opensearch-node extraction-model
 
 STAGE ?= dev
 # The table backend has no OpenSearch floor (a stage's idle floor: docs/deploy.md); SEARCH_BACKEND=opensearch adds
@@ -156,7 +156,16 @@ $(VENV)/.agents: $(BIN)/python requirements-agents.txt
 	$(VENV)/agents/bin/python -m pip install --disable-pip-version-check -q -r requirements-agents.txt
 	touch $@
 
-test: $(VENV)/.dev $(VENV)/.bench $(VENV)/.infra $(VENV)/.agents $(MCP_REFERENCE)/node_modules/.installed $(TS_CLIENT)/node_modules/.installed $(NODE_BUILT) $(VENV)/.chromium ## run every test tier, the bench at a hundredth included (the OpenSearch tests need Java 17 and Maven)
+# What make test needs, installed side by side where no two installs write the same place: the Python chain into
+# $(VENV) (one pip at a time, hence a make of its own), the agents' environment, npm's two packages, the Maven-built
+# OpenSearch node and chromium (make -j, each target's output kept together).
+TEST_NEEDS := test-python $(VENV)/.agents $(MCP_REFERENCE)/node_modules/.installed \
+	$(TS_CLIENT)/node_modules/.installed $(NODE_BUILT) $(VENV)/.chromium
+test-python: | $(BIN)/python
+	@$(MAKE) --no-print-directory $(VENV)/.dev $(VENV)/.bench $(VENV)/.infra
+
+test: $(BIN)/python ## run every test tier, the bench at a hundredth included (the OpenSearch tests need Java 17 and Maven)
+	@$(MAKE) --no-print-directory -j 6 --output-sync=target $(TEST_NEEDS)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=20
 
 lint: $(VENV)/.dev ## ruff and mypy (strict on the core package)

@@ -156,13 +156,13 @@ $(VENV)/.agents: $(BIN)/python requirements-agents.txt
 	$(VENV)/agents/bin/python -m pip install --disable-pip-version-check -q -r requirements-agents.txt
 	touch $@
 
-# What make test needs, installed side by side where no two installs write the same place: the Python chain into
-# $(VENV) (one pip at a time, hence a make of its own), the agents' environment, npm's two packages, the Maven-built
-# OpenSearch node and chromium (make -j, each target's output kept together).
+# What make test needs, installed side by side where no two installs write the same place (make -j, each
+# target's output kept together): the Python chain into $(VENV) one pip at a time (a make of its own, -j1: it would
+# inherit -j), beside the agents' environment, npm's two packages, the Maven-built OpenSearch node and chromium.
 TEST_NEEDS := test-python $(VENV)/.agents $(MCP_REFERENCE)/node_modules/.installed \
 	$(TS_CLIENT)/node_modules/.installed $(NODE_BUILT) $(VENV)/.chromium
 test-python: | $(BIN)/python
-	@$(MAKE) --no-print-directory $(VENV)/.dev $(VENV)/.bench $(VENV)/.infra
+	@$(MAKE) --no-print-directory -j1 $(VENV)/.dev $(VENV)/.bench $(VENV)/.infra
 
 test: $(BIN)/python ## run every test tier, the bench at a hundredth included (the OpenSearch tests need Java 17 and Maven)
 	@$(MAKE) --no-print-directory -j 6 --output-sync=target $(TEST_NEEDS)

@@ -32,6 +32,7 @@ from urllib.parse import urlparse
 
 from agentmem.embeddings.bedrock import estimated_tokens, first_tokens
 from agentmem.embeddings.port import EmbedderMisconfigured
+from agentmem.endpoint_errors import MAX_ERROR_BYTES, describe, error_message
 from agentmem.errors import InvalidInput, Unavailable
 
 DEFAULT_BATCH_SIZE = 64
@@ -39,7 +40,6 @@ BATCH_TOKENS = 100_000
 """Estimated tokens one request carries at most (OpenAI takes 300,000 a request; local servers fewer)."""
 DEFAULT_TIMEOUT_SECONDS = 10.0
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
-MAX_ERROR_BYTES = 4096
 _HEALTH_WINDOW_SECONDS = 60.0
 
 ApiKey = str | Callable[[], str] | None
@@ -165,7 +165,7 @@ class OpenAICompatibleEmbedder:
                 raise Unavailable(
                     f"the embedding endpoint did not answer within {self._timeout:g} s", code="embedder_unavailable"
                 ) from None
-            raise _Retryable(f"the embedding endpoint is unreachable: {_describe(reason)}") from None
+            raise _Retryable(f"the embedding endpoint is unreachable: {describe(reason)}") from None
         if len(raw) > MAX_ANSWER_BYTES:
             raise Unavailable(f"the embedding endpoint answered more than {MAX_ANSWER_BYTES} bytes")
         try:
@@ -176,7 +176,7 @@ class OpenAICompatibleEmbedder:
     def _refusal(self, error: urllib.error.HTTPError) -> Exception:
         status = error.code
         try:
-            detail = _error_message(error.read(MAX_ERROR_BYTES))
+            detail = error_message(error.read(MAX_ERROR_BYTES))
         except (OSError, http.client.HTTPException):
             detail = ""
         finally:
@@ -243,19 +243,3 @@ def _retry_after(value: str | None) -> float | None:
         return max(0.0, float(value)) if value else None
     except ValueError:
         return None
-
-
-def _error_message(raw: bytes) -> str:
-    """The endpoint's own words: OpenAI's ``{"error": {"message": ...}}``, or the start of the body."""
-    text = raw.decode("utf-8", "replace").strip()
-    try:
-        error = json.loads(text).get("error")
-        text = str(error.get("message") if isinstance(error, dict) else error or text)
-    except (ValueError, AttributeError):
-        pass
-    return " ".join(text.split())[:200]
-
-
-def _describe(error: object) -> str:
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text}"[:200] if text else type(error).__name__

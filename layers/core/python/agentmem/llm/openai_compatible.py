@@ -18,6 +18,7 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlparse
 
+from agentmem.endpoint_errors import MAX_ERROR_BYTES, describe, error_message
 from agentmem.llm.port import (
     DEFAULT_TIMEOUT_SECONDS,
     ChatAnswer,
@@ -31,7 +32,6 @@ from agentmem.llm.port import (
 
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
 """The most of an answer body read: ``max_tokens`` bounds an honest endpoint's answer far below it."""
-MAX_ERROR_BYTES = 4096
 CHARS_PER_TOKEN = 4
 """The estimate of tokens for an endpoint that reports no ``usage`` (a rough average for English text)."""
 _SCHEMA_REFUSED = (400, 422)
@@ -126,7 +126,7 @@ class OpenAICompatibleChatModel:
             reason = getattr(error, "reason", None) or error
             if isinstance(reason, TimeoutError):  # reached (or still connecting), but no answer in time: slow
                 raise self._timed_out("did not answer", failed) from None
-            message = f"model endpoint {self.url} unreachable: {_describe(reason)}"
+            message = f"model endpoint {self.url} unreachable: {describe(reason)}"
             raise ModelUnavailable(message, usage=failed) from None
         return self._answer(raw, body, spent)
 
@@ -153,7 +153,7 @@ class OpenAICompatibleChatModel:
     def _failure(self, error: urllib.error.HTTPError, failed: Usage) -> ModelUnavailable | _Refused:
         status = error.code
         try:
-            detail = _error_message(error.read(MAX_ERROR_BYTES))
+            detail = error_message(error.read(MAX_ERROR_BYTES))
         except (OSError, http.client.HTTPException):
             detail = ""
         finally:
@@ -172,7 +172,7 @@ class OpenAICompatibleChatModel:
                 raise TypeError(f"content is {type(content).__name__}")
         except (ValueError, KeyError, IndexError, TypeError) as error:
             raise ModelUnavailable(
-                f"model endpoint {self.url} answered without a chat completion ({_describe(error)})",
+                f"model endpoint {self.url} answered without a chat completion ({describe(error)})",
                 usage=spent + Usage(calls=1),
             ) from None
         text = content or ""
@@ -194,7 +194,7 @@ def connection_refused(base_url: str, timeout_seconds: float = 1.0) -> str | Non
         with socket.create_connection((parsed.hostname or "", port), timeout=timeout_seconds):
             return None
     except OSError as error:
-        return _describe(error)
+        return describe(error)
 
 
 class _Refused(Exception):
@@ -209,22 +209,6 @@ class _Refused(Exception):
 
     def as_model_refused(self) -> ModelRefused:
         return ModelRefused(self.message, usage=self.usage)
-
-
-def _error_message(raw: bytes) -> str:
-    """The endpoint's own words: OpenAI's ``{"error": {"message": ...}}``, or the start of the body."""
-    text = raw.decode("utf-8", "replace").strip()
-    try:
-        error = json.loads(text).get("error")
-        text = str(error.get("message") if isinstance(error, dict) else error or text)
-    except (ValueError, AttributeError):
-        pass
-    return " ".join(text.split())[:200]
-
-
-def _describe(error: object) -> str:
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text}"[:200] if text else type(error).__name__
 
 
 def strict_schema(schema: Any) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -12,6 +14,7 @@ from urllib.parse import quote, urlencode
 
 from agentmem.clock import utc_now
 from agentmem.deletion.runners import LocalRunner
+from agentmem.embeddings.hashing import HashingEmbedder
 from agentmem.local.events import LocalContext, rest_event
 
 EVENTS_DIR = Path(__file__).resolve().parent.parent / "events"
@@ -232,3 +235,22 @@ class Clock:
 
     def release(self) -> None:
         self._floor, self.now = self(), None
+
+
+class ArmedEmbedder(HashingEmbedder):
+    """The hashing embedder, counting its calls; once armed (``action``), its next call first runs ``action`` to
+    the end in another thread: another request landing exactly while this one is between its read and its write."""
+
+    def __init__(self, dimension: int) -> None:
+        super().__init__(dimension)
+        self.calls = 0
+        self.action: Callable[[], None] | None = None
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        action, self.action = self.action, None
+        if action is not None:
+            worker = threading.Thread(target=action)
+            worker.start()
+            worker.join(timeout=60)
+        return super().embed(texts)

@@ -5,16 +5,14 @@ expiry and by erasure; the export carries them."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from agentmem.container import Container, set_container
 from agentmem.embeddings.codec import VECTOR_ATTR, decode_vector
-from agentmem.embeddings.hashing import HashingEmbedder
 from agentmem.keys import Scope, UserRef
 from agentmem.memory import records
 from agentmem.memory.expiry import apply_ttl_removal, sweep
@@ -22,38 +20,19 @@ from agentmem.settings import Settings
 from agentmem.stores.sqlite_table import SqliteTable
 from agentmem.stores.table import Table
 from tests.erasure_support import export_all
-from tests.support import ApiClient, inline_deletion_runner, scope_path, text_entry
+from tests.support import ApiClient, ArmedEmbedder, inline_deletion_runner, scope_path, text_entry
 
 USER = UserRef("app", "alice")
 ALICE = scope_path("app", "alice")
 
 
-class CountingEmbedder(HashingEmbedder):
-    """The hashing embedder, counting its calls; once armed, its next call first runs ``action`` to the end
-    in another thread (another request landing exactly while this one is between its read and its write)."""
-
-    def __init__(self) -> None:
-        super().__init__(256)
-        self.calls = 0
-        self.action: Callable[[], None] | None = None
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.calls += 1
-        action, self.action = self.action, None
-        if action is not None:
-            worker = threading.Thread(target=action)
-            worker.start()
-            worker.join(timeout=60)
-        return super().embed(texts)
+@pytest.fixture
+def embedder() -> ArmedEmbedder:
+    return ArmedEmbedder(256)
 
 
 @pytest.fixture
-def embedder() -> CountingEmbedder:
-    return CountingEmbedder()
-
-
-@pytest.fixture
-def service(table: Table, embedder: CountingEmbedder) -> Iterator[Container]:
+def service(table: Table, embedder: ArmedEmbedder) -> Iterator[Container]:
     built = Container(
         Settings(embedder="hashing", deletion_drain_seconds=0),
         table=table,
@@ -102,7 +81,7 @@ def versions_stored(table: Table, scope: Scope) -> list[str]:
 
 
 def test_a_content_correction_keeps_the_id_and_only_its_new_words_are_found(
-    api: ApiClient, table: Table, embedder: CountingEmbedder
+    api: ApiClient, table: Table, embedder: ArmedEmbedder
 ) -> None:
     # Given a memory and another one that shares none of the corrected words
     entry = store(api, "I live in Paris near the old opera", entry={"metadata": {"topic": "home"}})
@@ -174,7 +153,7 @@ def test_versions_never_end_before_they_begin(api: ApiClient) -> None:
 
 
 def test_a_metadata_correction_keeps_the_vector_and_null_removes_the_metadata(
-    api: ApiClient, table: Table, embedder: CountingEmbedder
+    api: ApiClient, table: Table, embedder: ArmedEmbedder
 ) -> None:
     # Given a memory with metadata
     entry = store(api, "prefers window seats", entry={"metadata": {"kind": "travel"}})
@@ -293,7 +272,7 @@ def test_an_idempotency_key_replays_the_correction_once(api: ApiClient) -> None:
     assert [v["revision"] for v in history(api, entry["id"]).body["versions"]] == [1, 2]
 
 
-def test_of_two_corrections_of_one_revision_exactly_one_lands(api: ApiClient, embedder: CountingEmbedder) -> None:
+def test_of_two_corrections_of_one_revision_exactly_one_lands(api: ApiClient, embedder: ArmedEmbedder) -> None:
     # Given a memory, and a second correction of revision 1 made to land while the first is embedding
     # (after the first read the entry, before it writes)
     entry = store(api, "the flight leaves at 9")
@@ -311,7 +290,7 @@ def test_of_two_corrections_of_one_revision_exactly_one_lands(api: ApiClient, em
     assert [v["content"]["parts"][0]["text"] for v in versions] == ["the flight leaves at 9", "the flight leaves at 11"]
 
 
-def test_corrections_without_a_revision_both_land_in_order(api: ApiClient, embedder: CountingEmbedder) -> None:
+def test_corrections_without_a_revision_both_land_in_order(api: ApiClient, embedder: ArmedEmbedder) -> None:
     entry = store(api, "color: red")
     embedder.action = lambda: patch(api, entry["id"], {"content": content("color: green")})
     reply = patch(api, entry["id"], {"content": content("color: blue")})
@@ -321,7 +300,7 @@ def test_corrections_without_a_revision_both_land_in_order(api: ApiClient, embed
     assert [v["content"]["parts"][0]["text"] for v in versions] == ["color: red", "color: green", "color: blue"]
 
 
-def test_a_delete_landing_during_a_correction_wins(api: ApiClient, table: Table, embedder: CountingEmbedder) -> None:
+def test_a_delete_landing_during_a_correction_wins(api: ApiClient, table: Table, embedder: ArmedEmbedder) -> None:
     entry = store(api, "secret plan")
     embedder.action = lambda: api.delete(f"{ALICE}/memories/{entry['id']}")
     reply = patch(api, entry["id"], {"content": content("secret plan, revised")})

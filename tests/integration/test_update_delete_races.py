@@ -15,45 +15,28 @@ or all gone, never an entity whose fact was swept while it still claims to hold 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from agentmem.container import Container, set_container
-from agentmem.embeddings.hashing import HashingEmbedder
 from agentmem.settings import Settings
 from agentmem.stores.table import Page, Table
-from tests.support import ApiClient, scope_path
+from tests.support import ApiClient, ArmedEmbedder, scope_path
 
 MEMORY = "race-memory-0001"
 RECORDS = f"/agentcore/memories/{MEMORY}/memoryRecords"
 NAMESPACE = "/facts/alice"
 
 
-class DeletingEmbedder(HashingEmbedder):
-    """The hashing embedder; once armed, its next call first runs ``action`` to the end in another thread."""
-
-    def __init__(self) -> None:
-        super().__init__(384)
-        self.action: Callable[[], None] | None = None
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        action, self.action = self.action, None
-        if action is not None:
-            worker = threading.Thread(target=action)
-            worker.start()
-            worker.join(timeout=60)
-        return super().embed(texts)
+@pytest.fixture
+def embedder() -> ArmedEmbedder:
+    return ArmedEmbedder(384)
 
 
 @pytest.fixture
-def embedder() -> DeletingEmbedder:
-    return DeletingEmbedder()
-
-
-@pytest.fixture
-def api(table: Table, embedder: DeletingEmbedder) -> Iterator[ApiClient]:
+def api(table: Table, embedder: ArmedEmbedder) -> Iterator[ApiClient]:
     set_container(Container(Settings(deletion_drain_seconds=0), table=table, embedder=embedder))
     yield ApiClient()
     set_container(None)
@@ -95,7 +78,7 @@ def everything_served(api: ApiClient, record: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("delete_by", ["DeleteMemoryRecord", "BatchDeleteMemoryRecords", "REST DELETE"])
 def test_a_record_deleted_while_its_update_embeds_stays_deleted(
-    api: ApiClient, embedder: DeletingEmbedder, delete_by: str
+    api: ApiClient, embedder: ArmedEmbedder, delete_by: str
 ) -> None:
     # Given a record, and a delete that lands after its update read it and before the update writes
     record = create_record(api, "I sail a small wooden boat")
@@ -132,7 +115,7 @@ def test_a_record_deleted_while_its_update_embeds_stays_deleted(
 
 
 def test_an_update_that_wins_the_race_is_deleted_by_the_delete_after_it(
-    api: ApiClient, embedder: DeletingEmbedder
+    api: ApiClient, embedder: ArmedEmbedder
 ) -> None:
     # Given a record updated twice at once: the second update lands while the first one embeds
     record = create_record(api, "I sail a small wooden boat")
